@@ -1,0 +1,39 @@
+-- The two log tables. Idempotent: run on first use. `metadata` is kept whole as JSON text (logs.all
+-- returns it); the fields the endpoints filter and aggregate on are typed columns extracted from it
+-- once, at insert time. Sorting by (project, timestamp) lets a query for one project read only
+-- that project's time range; weekly partitions let time-only filters skip whole weeks.
+
+CREATE TABLE IF NOT EXISTS edge_logs
+(
+    id UUID,
+    timestamp DateTime64(6, 'UTC') CODEC(Delta, ZSTD(1)),
+    project LowCardinality(String),
+    event_message String CODEC(ZSTD(1)),
+    metadata String CODEC(ZSTD(1)),
+    request_url String MATERIALIZED JSONExtractString(metadata, 'request', 'url') CODEC(ZSTD(1)),
+    request_path String MATERIALIZED JSONExtractString(metadata, 'request', 'path') CODEC(ZSTD(1)),
+    request_method LowCardinality(String) MATERIALIZED JSONExtractString(metadata, 'request', 'method'),
+    status_code UInt16 MATERIALIZED JSONExtractUInt(metadata, 'response', 'status_code'),
+    INDEX timestamp_minmax timestamp TYPE minmax GRANULARITY 1
+)
+ENGINE = MergeTree
+PARTITION BY toMonday(timestamp)
+ORDER BY (project, timestamp)
+SETTINGS non_replicated_deduplication_window = 1000;
+
+CREATE TABLE IF NOT EXISTS function_edge_logs
+(
+    id UUID,
+    timestamp DateTime64(6, 'UTC') CODEC(Delta, ZSTD(1)),
+    project LowCardinality(String),
+    event_message String CODEC(ZSTD(1)),
+    metadata String CODEC(ZSTD(1)),
+    function_id String MATERIALIZED JSONExtractString(metadata, 'function_id'),
+    execution_time_ms Float64 MATERIALIZED JSONExtractFloat(metadata, 'execution_time_ms'),
+    status_code UInt16 MATERIALIZED JSONExtractUInt(metadata, 'response', 'status_code'),
+    INDEX timestamp_minmax timestamp TYPE minmax GRANULARITY 1
+)
+ENGINE = MergeTree
+PARTITION BY toMonday(timestamp)
+ORDER BY (project, timestamp)
+SETTINGS non_replicated_deduplication_window = 1000;

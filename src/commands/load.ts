@@ -1,0 +1,89 @@
+import { createReadStream } from 'node:fs';
+import { createInterface } from 'node:readline';
+import type { Readable } from 'node:stream';
+import { InputError } from '../errors.js';
+import type { Savedq } from '../library.js';
+import { TABLES, type TableName } from '../warehouse/index.js';
+import { loadEvents, type LoadReport } from '../warehouse/load.js';
+import { sampleLines } from '../warehouse/sample.js';
+import { report, type CommonOptions, type Io } from './io.js';
+
+/** Options of `savedq load`. */
+export interface LoadOptions extends CommonOptions {
+  readonly table?: string | undefined;
+  /** A file of NDJSON events; `-` or absent reads standard input. */
+  readonly file?: string | undefined;
+  /** Generate sample events instead of reading any. */
+  readonly sample?: boolean | undefined;
+}
+
+/** How many rejected lines are named one by one before only counting them. */
+const NAMED_REJECTS = 20;
+
+function checkTable(table: string | undefined): TableName {
+  if (table === undefined) throw new InputError(`missing table: one of ${TABLES.join(', ')} (or --sample).`);
+  if (!(TABLES as readonly string[]).includes(table)) {
+    throw new InputError(`unknown table ${JSON.stringify(table)}: one of ${TABLES.join(', ')}.`);
+  }
+  return table as TableName;
+}
+
+function openInput(file: string | undefined, io: Io): Readable {
+  if (file === undefined || file === '-') {
+    if (file === undefined && io.stdin.isTTY) {
+      throw new InputError('no input: give a file, - to read standard input, or --sample.');
+    }
+    return io.stdin;
+  }
+  const stream = createReadStream(file);
+  return stream;
+}
+
+/** Waits for a file stream to open, so a missing file is an input error before anything is loaded. */
+async function opened(stream: Readable): Promise<void> {
+  if (!('pending' in stream) || !(stream as { pending: boolean }).pending) return;
+  await new Promise<void>((resolve, reject) => {
+    stream.once('ready', () => resolve());
+    stream.once('error', reject);
+  });
+}
+
+/** `savedq load`: loads NDJSON events into a table, or sample events into both. Returns what it did. */
+export async function loadCommand(lib: Savedq, options: LoadOptions, io: Io): Promise<LoadReport[]> {
+  if (options.sample) {
+    if (options.file !== undefined) throw new InputError('--sample takes no file.');
+    const tables = options.table === undefined ? TABLES : [checkTable(options.table)];
+    const warehouse = await lib.warehouse();
+    const reports: LoadReport[] = [];
+    for (const table of tables) {
+      const r = await loadEvents(warehouse, table, sampleLines(table, lib.clock()));
+      report(io, options, `loaded ${r.loaded} sample rows into ${table}`);
+      reports.push(r);
+    }
+    return reports;
+  }
+
+  const table = checkTable(options.table);
+  const input = openInput(options.file, io);
+  try {
+    await opened(input);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new InputError(`cannot read ${options.file}: ${code === 'ENOENT' ? 'no such file' : (code ?? String(err))}.`);
+  }
+  const warehouse = await lib.warehouse();
+  const lines = createInterface({ input, crlfDelay: Infinity });
+  let named = 0;
+  const r = await loadEvents(warehouse, table, lines, {
+    onReject: (line, reason) => {
+      if (named++ < NAMED_REJECTS) report(io, options, `line ${line}: ${reason}`);
+    },
+  });
+  report(io, options, `loaded ${r.loaded} rows into ${table}, rejected ${r.rejected} lines`);
+  if (r.rejected > 0) {
+    throw new InputError(
+      `${r.rejected} line${r.rejected === 1 ? ' was' : 's were'} rejected${r.rejected > NAMED_REJECTS ? ` (the first ${NAMED_REJECTS} are named above)` : ''}; the other lines were loaded.`,
+    );
+  }
+  return [r];
+}

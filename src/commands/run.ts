@@ -1,0 +1,38 @@
+import type { CacheMode, Savedq } from '../library.js';
+import { chooseFormat, render, useColor } from '../output/index.js';
+import { parsePairs } from '../endpoints/params.js';
+import { note, type CommonOptions, type Io } from './io.js';
+
+/** Options of `savedq run`. */
+export interface RunOptions extends CommonOptions {
+  readonly endpoint: string;
+  /** `name=value` pairs. */
+  readonly params: readonly string[];
+  readonly format?: string | undefined;
+  readonly cache?: CacheMode;
+  readonly at?: string | undefined;
+}
+
+/** `savedq run`: runs a saved query and writes its rows to standard output. */
+export async function runCommand(lib: Savedq, options: RunOptions, io: Io): Promise<void> {
+  const format = chooseFormat(options.format, io.stdout.isTTY === true);
+  const result = await lib.run({
+    endpoint: options.endpoint,
+    params: parsePairs(options.params),
+    at: options.at,
+    cache: options.cache ?? 'use',
+  });
+  io.stdout.write(
+    render(format, result.rows, {
+      fields: result.endpoint.fields,
+      color: useColor(options.color, io.stdout.isTTY === true, io.env),
+      width: io.stdout.columns,
+    }),
+  );
+  if (result.cache === 'hit') {
+    const age = Math.max(0, Math.round((lib.clock() - result.computedAt) / 1000));
+    note(io, options, `${result.endpoint.name}: from cache, computed ${age} s ago`);
+  } else {
+    note(io, options, `${result.endpoint.name}: ${result.rows.length} rows${result.cache === 'miss' ? ' (cached)' : ''}`);
+  }
+}

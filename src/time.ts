@@ -1,0 +1,79 @@
+/**
+ * Timestamps are carried as integer microseconds since the Unix epoch (UTC), as a bigint, because the
+ * log tables keep microsecond precision and a JavaScript Date keeps only milliseconds.
+ */
+export type Micros = bigint;
+
+/** The range a ClickHouse DateTime64 can hold. */
+const MIN_YEAR = 1900;
+const MAX_YEAR = 2299;
+
+const ISO_PATTERN =
+  /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?)?(Z|z|[+-]\d{2}(?::?\d{2})?)?$/;
+
+/**
+ * Parses an ISO 8601 timestamp: a date, optionally a time with up to nine fractional digits (kept to
+ * the microsecond), and `Z`, an offset, or no zone (= UTC). Returns undefined when the text is not one.
+ */
+export function parseIsoTimestamp(text: string): Micros | undefined {
+  const m = ISO_PATTERN.exec(text);
+  if (!m) return undefined;
+  const [, ys, mos, ds, hs = '0', mis = '0', ss = '0', frac = '', zone = 'Z'] = m;
+  const year = Number(ys);
+  const month = Number(mos);
+  const day = Number(ds);
+  const hour = Number(hs);
+  const minute = Number(mis);
+  const second = Number(ss);
+  if (year < MIN_YEAR || year > MAX_YEAR || month < 1 || month > 12 || day < 1) return undefined;
+  if (day > new Date(Date.UTC(year, month, 0)).getUTCDate()) return undefined;
+  if (hour > 23 || minute > 59 || second > 59) return undefined;
+  let offsetMinutes = 0;
+  if (zone !== 'Z' && zone !== 'z') {
+    const digits = zone.replace(':', '');
+    const oh = Number(digits.slice(1, 3));
+    const om = Number(digits.slice(3, 5) || '0');
+    if (oh > 23 || om > 59) return undefined;
+    offsetMinutes = (zone.startsWith('-') ? -1 : 1) * (oh * 60 + om);
+  }
+  const ms = Date.UTC(year, month - 1, day, hour, minute, second) - offsetMinutes * 60_000;
+  const micros = BigInt(ms) * 1000n + BigInt(frac.padEnd(6, '0').slice(0, 6) || '0');
+  return micros;
+}
+
+/** Accepts what `load` accepts for an event's timestamp: an ISO 8601 string or integer microseconds. */
+export function parseEventTimestamp(value: unknown): Micros | undefined {
+  if (typeof value === 'string') return parseIsoTimestamp(value);
+  if (typeof value === 'number' && Number.isSafeInteger(value)) {
+    const micros = BigInt(value);
+    return micros >= MIN_MICROS && micros <= MAX_MICROS ? micros : undefined;
+  }
+  return undefined;
+}
+
+const MIN_MICROS = BigInt(Date.UTC(MIN_YEAR, 0, 1)) * 1000n;
+const MAX_MICROS = BigInt(Date.UTC(MAX_YEAR + 1, 0, 1)) * 1000n - 1n;
+
+/** Microseconds for a JavaScript Date (or epoch milliseconds). */
+export function microsFromDate(date: Date | number): Micros {
+  return BigInt(typeof date === 'number' ? date : date.getTime()) * 1000n;
+}
+
+function splitMicros(micros: Micros): { date: Date; fraction: string } {
+  let seconds = micros / 1_000_000n;
+  if (seconds * 1_000_000n > micros) seconds -= 1n; // floor, for instants before 1970
+  const fraction = (micros - seconds * 1_000_000n).toString().padStart(6, '0');
+  return { date: new Date(Number(seconds) * 1000), fraction };
+}
+
+/** `YYYY-MM-DD HH:MM:SS.ffffff`, the text form ClickHouse parses for a DateTime64(6, 'UTC'). */
+export function toClickHouseDateTime(micros: Micros): string {
+  const { date, fraction } = splitMicros(micros);
+  return `${date.toISOString().slice(0, 19).replace('T', ' ')}.${fraction}`;
+}
+
+/** `YYYY-MM-DDTHH:MM:SS.ffffffZ`. */
+export function toIsoMicros(micros: Micros): string {
+  const { date, fraction } = splitMicros(micros);
+  return `${date.toISOString().slice(0, 19)}.${fraction}Z`;
+}

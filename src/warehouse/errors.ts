@@ -1,0 +1,51 @@
+import { QueryTimeoutError, SavedqError, WarehouseError } from '../errors.js';
+
+interface ErrorLike {
+  name?: unknown;
+  code?: unknown;
+  type?: unknown;
+  message?: unknown;
+  clickhouseCode?: unknown;
+  cause?: unknown;
+}
+
+const NETWORK_CODES: Record<string, string> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset',
+  ENOTFOUND: 'host not found',
+  EHOSTUNREACH: 'host unreachable',
+  ETIMEDOUT: 'connection timed out',
+  EPIPE: 'connection closed',
+};
+
+/** The first line of a message, without the engine's trailing "(CODE)" and stack noise, shortened. */
+function firstLine(message: string): string {
+  const line = (message.split('\n')[0] ?? '').replace(/\s*\(version [^)]*\)\s*$/, '').trim();
+  return line.length > 300 ? `${line.slice(0, 297)}...` : line;
+}
+
+/**
+ * Maps anything the ClickHouse client or the embedded engine throws to the savedq error family. The two
+ * do not share classes (chdb's errors are not the client's ClickHouseError), so match on name, code and
+ * type, in this one place.
+ */
+export function toWarehouseError(err: unknown, location: string): SavedqError {
+  if (err instanceof SavedqError) return err;
+  const e = (err ?? {}) as ErrorLike;
+  const message = typeof e.message === 'string' ? e.message : String(err);
+  const type = typeof e.type === 'string' ? e.type : '';
+  const code = typeof e.code === 'string' ? e.code : '';
+  const causeCode = typeof (e.cause as ErrorLike | undefined)?.code === 'string' ? (e.cause as ErrorLike).code : '';
+  if (type === 'TIMEOUT_EXCEEDED' || code === '159' || /Timeout exceeded/i.test(message)) {
+    return new QueryTimeoutError(`query on ${location} ran past its time limit.`, { cause: err });
+  }
+  const network = NETWORK_CODES[code] ?? NETWORK_CODES[causeCode as string];
+  if (network) return new WarehouseError(`cannot reach ${location}: ${network}.`, { cause: err });
+  if (/timeout/i.test(message) && e.name !== 'ClickHouseError') {
+    return new QueryTimeoutError(`request to ${location} timed out.`, { cause: err });
+  }
+  if (type === 'AUTHENTICATION_FAILED' || code === '516' || /Authentication failed|password is incorrect/i.test(message)) {
+    return new WarehouseError(`${location} refused the credentials.`, { cause: err });
+  }
+  return new WarehouseError(`${location} failed: ${firstLine(message)}`, { cause: err });
+}

@@ -1,0 +1,118 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { parseEventTimestamp, toClickHouseDateTime } from '../time.js';
+import type { TableName, Warehouse } from './index.js';
+
+/** A row as inserted: `metadata` as JSON text, the typed columns are derived from it by the engine. */
+export interface TableRow {
+  id: string;
+  timestamp: string;
+  project: string;
+  event_message: string;
+  metadata: string;
+}
+
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Why an event cannot be loaded, for the "line N: …" message. */
+export class RejectedEvent extends Error {}
+
+/** Checks one event and shapes it as a row of `table`; throws RejectedEvent with the reason. */
+export function toTableRow(table: TableName, event: unknown): TableRow {
+  if (!isObject(event)) throw new RejectedEvent('not a JSON object');
+  const micros = parseEventTimestamp(event.timestamp);
+  if (micros === undefined) {
+    throw new RejectedEvent(
+      event.timestamp === undefined
+        ? 'missing timestamp'
+        : 'invalid timestamp: expected ISO 8601 text or integer microseconds since the epoch',
+    );
+  }
+  let id = event.id;
+  if (id === undefined || id === null) id = randomUUID();
+  else if (typeof id !== 'string' || !UUID_PATTERN.test(id)) throw new RejectedEvent('invalid id: expected a UUID');
+  const metadata = event.metadata ?? {};
+  if (!isObject(metadata)) throw new RejectedEvent('invalid metadata: expected an object');
+  const message = event.event_message ?? '';
+  if (typeof message !== 'string') throw new RejectedEvent('invalid event_message: expected a string');
+  const project = table === 'function_edge_logs' ? metadata.project_ref : event.project;
+  if (typeof project !== 'string' || project === '') {
+    throw new RejectedEvent(
+      table === 'function_edge_logs' ? 'missing metadata.project_ref' : 'missing project',
+    );
+  }
+  return {
+    id: id as string,
+    timestamp: toClickHouseDateTime(micros),
+    project,
+    event_message: message,
+    metadata: JSON.stringify(metadata),
+  };
+}
+
+/** What a load did. */
+export interface LoadReport {
+  loaded: number;
+  rejected: number;
+  /** Lines that were already loaded by an earlier, identical batch (re-running a load is safe). */
+  lines: number;
+}
+
+export interface LoadOptions {
+  /** Rows per insert. */
+  readonly batchRows?: number;
+  /** Called for each rejected line with its number (1-based) and the reason. */
+  readonly onReject?: (line: number, reason: string) => void;
+  /** Called after each batch is stored. */
+  readonly onProgress?: (report: LoadReport) => void;
+}
+
+const DEFAULT_BATCH_ROWS = 50_000;
+
+/**
+ * Loads newline-delimited JSON events into a table, batch by batch, never holding more than one batch.
+ * Each batch carries a deduplication token derived from its content, so loading the same file again
+ * (say, after an interrupted load) stores every row once.
+ */
+export async function loadEvents(
+  warehouse: Warehouse,
+  table: TableName,
+  lines: AsyncIterable<string> | Iterable<string>,
+  options: LoadOptions = {},
+): Promise<LoadReport> {
+  const batchRows = options.batchRows ?? DEFAULT_BATCH_ROWS;
+  const report: LoadReport = { loaded: 0, rejected: 0, lines: 0 };
+  let batch: TableRow[] = [];
+  let digest = createHash('sha256').update(table);
+
+  const flush = async (): Promise<void> => {
+    if (batch.length === 0) return;
+    await warehouse.insert(table, batch, { insert_deduplication_token: digest.digest('hex') });
+    report.loaded += batch.length;
+    batch = [];
+    digest = createHash('sha256').update(table);
+    options.onProgress?.(report);
+  };
+
+  for await (const line of lines) {
+    report.lines += 1;
+    if (line.trim() === '') continue;
+    let row: TableRow;
+    try {
+      row = toTableRow(table, JSON.parse(line));
+    } catch (err) {
+      report.rejected += 1;
+      const reason = err instanceof RejectedEvent ? err.message : 'not valid JSON';
+      options.onReject?.(report.lines, reason);
+      continue;
+    }
+    batch.push(row);
+    digest.update(line).update('\n');
+    if (batch.length >= batchRows) await flush();
+  }
+  await flush();
+  return report;
+}

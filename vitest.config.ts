@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+    // Each test file opens its own embedded engine; the engine binds one data directory per process,
+    // so files run in separate processes (forks), two at a time on this two-core machine.
+    pool: 'forks',
+    maxWorkers: 2,
+  },
+});
