@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
 import type { Config } from '../config.js';
 import { BusyError, WarehouseError } from '../errors.js';
@@ -65,11 +65,17 @@ export function redactUrl(url: string): string {
 }
 
 async function openServer(url: string): Promise<Warehouse> {
-  const { createClient } = await import('@clickhouse/client');
+  const { createClient, ClickHouseLogLevel } = await import('@clickhouse/client');
   const location = `ClickHouse at ${redactUrl(url)}`;
   let client: ClickHouseClient;
   try {
-    client = createClient({ url, clickhouse_settings: BASE_SETTINGS, request_timeout: 300_000 });
+    client = createClient({
+      url,
+      clickhouse_settings: BASE_SETTINGS,
+      request_timeout: 300_000,
+      // Errors reach the caller as savedq errors; the client's own logging would print them twice.
+      log: { level: ClickHouseLogLevel.OFF },
+    });
   } catch (err) {
     throw new WarehouseError(`invalid ClickHouse URL ${redactUrl(url)}.`, { cause: err });
   }
@@ -123,14 +129,17 @@ function holderOf(dataDir: string): { pid: number; since: string } | undefined {
 
 function prepareDataDir(dataDir: string): void {
   try {
+    if (existsSync(dataDir) && !statSync(dataDir).isDirectory()) {
+      throw new WarehouseError(`data directory ${dataDir} is not a directory.`);
+    }
     mkdirSync(dataDir, { recursive: true });
+    accessSync(dataDir, constants.R_OK | constants.W_OK | constants.X_OK);
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? '';
-    throw new WarehouseError(`cannot use data directory ${dataDir}: ${code || (err as Error).message}.`, {
-      cause: err,
-    });
+    if (err instanceof WarehouseError) throw err;
+    const code = (err as NodeJS.ErrnoException).code;
+    const reason = code === 'EACCES' || code === 'EPERM' ? 'permission denied' : code === 'ENOTDIR' ? 'a parent is not a directory' : (code ?? String(err));
+    throw new WarehouseError(`cannot use data directory ${dataDir}: ${reason}.`, { cause: err });
   }
-  if (!statSync(dataDir).isDirectory()) throw new WarehouseError(`data directory ${dataDir} is not a directory.`);
 }
 
 /**
@@ -141,7 +150,7 @@ function prepareDataDir(dataDir: string): void {
 async function openEmbedded(config: Config): Promise<Warehouse> {
   const { dataDir } = config;
   prepareDataDir(dataDir);
-  const [{ createClient }, { createChdbConnection }] = await Promise.all([
+  const [{ createClient, ClickHouseLogLevel }, { createChdbConnection }] = await Promise.all([
     import('@clickhouse/client'),
     import('chdb/connection'),
   ]);
@@ -156,6 +165,7 @@ async function openEmbedded(config: Config): Promise<Warehouse> {
         const client = createClient({
           connection: connection as unknown as NonNullable<Parameters<typeof createClient>[0]>['connection'],
           clickhouse_settings: BASE_SETTINGS,
+          log: { level: ClickHouseLogLevel.OFF },
         });
         return wrapClient(client, `the embedded engine at ${dataDir}`);
       } catch (err) {

@@ -1,0 +1,140 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { cli, tempDir } from './helpers.js';
+
+const dir = tempDir();
+const env = { SAVEDQ_DATA_DIR: join(dir, 'data'), SAVEDQ_CACHE_FILE: join(dir, 'cache.sqlite') };
+const run = (...args: string[]) => cli(args, { env });
+
+/** Bad input: exit 2, one short line on standard error, nothing on standard output. */
+async function expectBadInput(args: string[], message: RegExp): Promise<void> {
+  const r = await run(...args);
+  expect(r.code, r.stderr).toBe(2);
+  expect(r.stdout).toBe('');
+  expect(r.stderr.trim().split('\n').length, r.stderr).toBeLessThanOrEqual(2);
+  expect(r.stderr).toMatch(message);
+  expect(r.stderr).not.toMatch(/\n\s+at /);
+}
+
+beforeAll(async () => {
+  const r = await run('load', '--sample');
+  expect(r.code, r.stderr).toBe(0);
+  expect(r.stderr).toMatch(/loaded 60000 sample rows into edge_logs/);
+});
+
+describe('savedq (the built CLI)', () => {
+  it('prints rows as a JSON array when standard output is not a terminal, nothing else on it', async () => {
+    const r = await run('run', 'usage.api-counts', '-p', 'project=acme-shop', '-p', 'interval=daily');
+    expect(r.code, r.stderr).toBe(0);
+    const rows = JSON.parse(r.stdout) as Record<string, unknown>[];
+    expect(rows.length).toBeGreaterThan(0);
+    expect(Object.keys(rows[0] ?? {})).toEqual([
+      'timestamp',
+      'total_rest_requests',
+      'total_storage_requests',
+      'total_auth_requests',
+      'total_realtime_requests',
+    ]);
+    expect(r.stderr).toBe('');
+  });
+
+  it('prints ndjson, csv and table on request', async () => {
+    const args = ['run', 'functions.invocation-stats', '-p', 'project=acme-shop', '-p', 'interval=7day'];
+    const json = JSON.parse((await run(...args, '-f', 'json')).stdout) as unknown[];
+    const ndjson = (await run(...args, '-f', 'ndjson')).stdout.trim().split('\n').map((l) => JSON.parse(l) as unknown);
+    expect(ndjson).toEqual(json);
+    const csv = (await run(...args, '-f', 'csv')).stdout.split('\r\n');
+    expect(csv[0]).toBe('timestamp,min_execution_time,max_execution_time,avg_execution_time,p95_execution_time,p99_execution_time,count,error_count');
+    expect(csv.filter((l) => l !== '')).toHaveLength(json.length + 1);
+    const table = (await run(...args, '-f', 'table')).stdout;
+    expect(table).toContain('│ timestamp');
+    expect(table).toMatch(new RegExp(`${json.length} rows\\n$`));
+    expect(table).not.toContain('\u001b['); // no colour when not on a terminal
+  });
+
+  it('writes nested metadata as JSON text inside a CSV cell', async () => {
+    const r = await run('run', 'logs.all', '-p', 'project=acme-shop', '-f', 'csv');
+    expect(r.stdout.split('\r\n')[0]).toBe('id,timestamp,event_message,metadata');
+    expect(r.stdout.split('\r\n')[1]).toMatch(/,"\{""request"":\{/);
+  });
+
+  it('lists the endpoints as JSON with their parameters', async () => {
+    const r = await run('list', '-f', 'json');
+    const list = JSON.parse(r.stdout) as Array<Record<string, unknown>>;
+    expect(list.map((e) => e.name)).toEqual(['logs.all', 'functions.invocation-stats', 'usage.api-counts']);
+    expect(list[2]).toMatchObject({
+      id: 'c3e8f1a0-6b2d-4d7e-a9f5-1e4b8c2d7a23',
+      max_rows: 1000,
+      cache_seconds: 900,
+      warm_seconds: 300,
+      params: [
+        { name: 'project', required: true },
+        { name: 'interval', required: true, allowed: ['minutely', 'hourly', 'daily'] },
+      ],
+    });
+    expect(list[0]).toMatchObject({ cache_seconds: 0 });
+  });
+
+  it('runs an endpoint by id as by name', async () => {
+    const args = ['-p', 'project=acme', '-p', 'interval=hourly', '--at', '2026-01-01T00:00:00Z'];
+    const byId = await run('run', 'c3e8f1a0-6b2d-4d7e-a9f5-1e4b8c2d7a23', ...args);
+    const byName = await run('run', 'usage.api-counts', ...args);
+    expect(byId.code).toBe(0);
+    expect(byId.stdout).toBe(byName.stdout);
+  });
+
+  it('gives exit 2 and one line for every kind of bad input', async () => {
+    await expectBadInput(['run', 'logs.al', '-p', 'project=x'], /^savedq: unknown endpoint 'logs.al'. Did you mean logs.all\?/);
+    await expectBadInput(['run', 'logs.all'], /missing parameter 'project' for logs.all/);
+    await expectBadInput(['run', 'logs.all', '-p', 'project=x', '-p', 'tier=PRO'], /unknown parameter "tier"/);
+    await expectBadInput(['run', 'logs.all', '-p', 'project'], /invalid parameter "project": expected name=value/);
+    await expectBadInput(['run', 'logs.all', '-p', 'project=x', '-p', 'iso_timestamp_start=soon'], /'iso_timestamp_start': an ISO 8601/);
+    await expectBadInput(['run', 'usage.api-counts', '-p', 'project=x', '-p', 'interval=weekly'], /one of minutely, hourly, daily/);
+    await expectBadInput(['run', 'usage.api-counts', '-p', 'project=(', '-p', 'interval=daily'], /parameter 'project': not an RE2/);
+    await expectBadInput(['run', 'logs.all', '-p', 'project=x', '--at', 'tomorrow'], /invalid --at "tomorrow"/);
+    await expectBadInput(['run', 'logs.all', '-p', 'project=x', '-f', 'xml'], /xml.*Allowed choices are table, json, ndjson, csv/);
+    await expectBadInput(['run', 'logs.all', '--frobnicate'], /unknown option '--frobnicate'/);
+    await expectBadInput(['runn'], /unknown command 'runn'/);
+    await expectBadInput(['load', 'edge_log', '-'], /unknown table "edge_log"/);
+    await expectBadInput(['load', 'edge_logs', join(dir, 'nope.ndjson')], /no such file/);
+  });
+
+  it('reports rejected lines of a load by number on standard error with exit 2', async () => {
+    const file = join(dir, 'bad.ndjson');
+    writeFileSync(file, `${JSON.stringify({ timestamp: '2026-01-01T00:00:00Z', project: 'p' })}\n{oops\n`);
+    const r = await run('load', 'edge_logs', file);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toContain('line 2: not valid JSON');
+    expect(r.stderr).toContain('loaded 1 rows into edge_logs, rejected 1 lines');
+  });
+
+  it('reads events from standard input', async () => {
+    const r = await cli(['load', 'edge_logs'], { env, input: `${JSON.stringify({ timestamp: '2026-01-01T00:00:00Z', project: 'stdin' })}\n` });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain('loaded 1 rows into edge_logs, rejected 0 lines');
+  });
+
+  it('fails with exit 1 and a clear line when the warehouse is unreachable, never showing the password', async () => {
+    const r = await run('--url', 'http://reader:s3cret@127.0.0.1:9/', 'run', 'logs.all', '-p', 'project=x');
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/^savedq: cannot reach ClickHouse at http:\/\/reader@127.0.0.1:9: connection refused\.\n$/);
+    expect(r.stderr).not.toContain('s3cret');
+  });
+
+  it('names a data directory that cannot be used', async () => {
+    const file = join(dir, 'a-file');
+    writeFileSync(file, '');
+    const r = await cli(['run', 'logs.all', '-p', 'project=x'], { env: { ...env, SAVEDQ_DATA_DIR: file } });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`data directory ${file} is not a directory`);
+  });
+
+  it('prints help with usage and exits 0', async () => {
+    const r = await run('run', '--help');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/Usage: savedq run \[options\] <endpoint>/);
+  });
+});

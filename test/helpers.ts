@@ -1,0 +1,103 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Readable, Writable } from 'node:stream';
+import { afterAll } from 'vitest';
+import type { Io } from '../src/commands/io.js';
+import { resolveConfig } from '../src/config.js';
+import { Savedq, type Clock } from '../src/library.js';
+import { parseIsoTimestamp, toIsoMicros } from '../src/time.js';
+import type { TableName } from '../src/warehouse/index.js';
+import { loadEvents } from '../src/warehouse/load.js';
+
+/** The fixed instant the engine tests run "as of". */
+export const AT = '2026-03-10T12:34:56.789012Z';
+export const AT_MICROS = parseIsoTimestamp(AT) as bigint;
+
+/** A temporary directory, removed when the test file ends. */
+export function tempDir(prefix = 'savedq-test-'): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/**
+ * A library on a fresh data directory and cache file. The embedded engine binds one data directory per
+ * process, so a test file uses one library and keeps its cases apart by project name.
+ */
+export function testLibrary(options: { clock?: Clock } = {}): Savedq {
+  const dir = tempDir();
+  const lib = new Savedq(
+    resolveConfig({ dataDir: join(dir, 'data'), cacheFile: join(dir, 'cache.sqlite') }, {}),
+    options,
+  );
+  afterAll(() => lib.close());
+  return lib;
+}
+
+/** Loads events (objects) into a table through the same path as `savedq load`. */
+export async function load(lib: Savedq, table: TableName, events: readonly object[]): Promise<void> {
+  const report = await loadEvents(
+    await lib.warehouse(),
+    table,
+    events.map((e) => JSON.stringify(e)),
+  );
+  if (report.rejected > 0) throw new Error(`test events rejected: ${report.rejected}`);
+}
+
+/** An ISO instant `ms` milliseconds and `us` microseconds after AT (negative = before). */
+export function atOffset(ms: number, us = 0): string {
+  return toIsoMicros(AT_MICROS + BigInt(ms) * 1000n + BigInt(us));
+}
+
+export const MINUTE = 60_000;
+export const HOUR = 60 * MINUTE;
+export const DAY = 24 * HOUR;
+
+export const binPath = fileURLToPath(new URL('../bin/savedq.js', import.meta.url));
+
+/** The result of running the built CLI as a child process. */
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `bin/savedq.js` with arguments, environment additions and optional standard input. */
+export function cli(args: readonly string[], options: { env?: Record<string, string>; input?: string } = {}): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [binPath, ...args], {
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...options.env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(options.input ?? '');
+  });
+}
+
+/** Streams for calling a command in-process: standard input from a string, output captured. */
+export function captureIo(stdin = ''): Io & { out: () => string; err: () => string } {
+  const captured = { out: '', err: '' };
+  const sink = (which: 'out' | 'err') =>
+    new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        captured[which] += chunk.toString();
+        done();
+      },
+    });
+  return {
+    stdin: Readable.from([stdin]),
+    stdout: sink('out'),
+    stderr: sink('err'),
+    env: {},
+    out: () => captured.out,
+    err: () => captured.err,
+  };
+}

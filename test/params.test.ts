@@ -1,0 +1,111 @@
+import { describe, expect, it } from 'vitest';
+import { InputError, NotFoundError } from '../src/errors.js';
+import { normaliseParams, parsePairs } from '../src/endpoints/params.js';
+import { endpoints, findEndpoint } from '../src/endpoints/registry.js';
+import { endpointSql, readSqlFile, toClickHouseParams } from '../src/endpoints/sql.js';
+import { parseEventTimestamp, parseIsoTimestamp, toClickHouseDateTime, toIsoMicros } from '../src/time.js';
+
+describe('timestamps', () => {
+  it('reads Z, offsets and no zone (UTC) to the microsecond', () => {
+    const z = parseIsoTimestamp('2026-03-10T12:34:56.789012Z');
+    expect(z).toBe(1773146096789012n);
+    expect(parseIsoTimestamp('2026-03-10T14:34:56.789012+02:00')).toBe(z);
+    expect(parseIsoTimestamp('2026-03-10T07:04:56.789012-0530')).toBe(z);
+    expect(parseIsoTimestamp('2026-03-10 12:34:56.789012')).toBe(z);
+    expect(parseIsoTimestamp('2026-03-10T12:34:56.789012345Z')).toBe(z);
+    expect(parseIsoTimestamp('2026-03-10')).toBe(1773100800000000n);
+  });
+
+  it('rejects what is not a real instant', () => {
+    for (const bad of ['', 'now', '2026-02-30T00:00:00Z', '2026-13-01', '2026-03-10T24:00:00Z', '2026-03-10T12:34:56+25:00', '12:00', '2026-3-1']) {
+      expect(parseIsoTimestamp(bad), bad).toBeUndefined();
+    }
+  });
+
+  it('accepts integer microseconds for loaded events, not fractions or strings of digits', () => {
+    expect(parseEventTimestamp(1773146096789012)).toBe(1773146096789012n);
+    expect(parseEventTimestamp(1.5)).toBeUndefined();
+    expect(parseEventTimestamp('1773146096789012')).toBeUndefined();
+    expect(parseEventTimestamp(null)).toBeUndefined();
+  });
+
+  it('formats for ClickHouse and as ISO with microseconds, before 1970 too', () => {
+    expect(toClickHouseDateTime(1773146096000001n)).toBe('2026-03-10 12:34:56.000001');
+    expect(toIsoMicros(-1n)).toBe('1969-12-31T23:59:59.999999Z');
+  });
+});
+
+describe('parameters', () => {
+  const logs = findEndpoint('logs.all');
+  const stats = findEndpoint('functions.invocation-stats');
+
+  it('normalises to every declared parameter with defaults, so equivalent calls are equal', () => {
+    expect(normaliseParams(stats, [['project', 'p']])).toEqual({ project: 'p', function_id: '', interval: '1day' });
+    expect(normaliseParams(stats, [['project', 'p'], ['interval', 'nonsense'], ['function_id', '']])).toEqual(
+      normaliseParams(stats, [['interval', '1day'], ['project', 'p']]),
+    );
+    expect(normaliseParams(logs, [['project', 'p'], ['iso_timestamp_start', '2026-03-10T14:00:00+02:00']])).toMatchObject({
+      iso_timestamp_start: '2026-03-10T12:00:00.000000Z',
+    });
+  });
+
+  it('names an unknown parameter and suggests the closest', () => {
+    expect(() => normaliseParams(stats, [['project', 'p'], ['intervall', '5min']])).toThrow(
+      /unknown parameter "intervall" for functions.invocation-stats. Did you mean interval\? Parameters: project, function_id, interval/,
+    );
+  });
+
+  it('treats an empty required parameter as missing', () => {
+    expect(() => normaliseParams(logs, [['project', '']])).toThrow(/missing parameter 'project' for logs.all/);
+    expect(() => normaliseParams(logs, [])).toThrow(InputError);
+  });
+
+  it('rejects a malformed timestamp, naming the parameter and the format', () => {
+    expect(() => normaliseParams(logs, [['project', 'p'], ['iso_timestamp_end', 'yesterday']])).toThrow(
+      /invalid value "yesterday" for parameter 'iso_timestamp_end': an ISO 8601 timestamp/,
+    );
+  });
+
+  it('rejects a parameter given twice', () => {
+    expect(() => normaliseParams(logs, [['project', 'a'], ['project', 'b']])).toThrow(/given more than once/);
+  });
+
+  it('parses name=value pairs, keeping = inside values', () => {
+    expect(parsePairs(['a=b=c', 'x='])).toEqual([['a', 'b=c'], ['x', '']]);
+    expect(() => parsePairs(['novalue'])).toThrow(/expected name=value/);
+    expect(() => parsePairs(['=v'])).toThrow(InputError);
+  });
+});
+
+describe('registry and SQL', () => {
+  it('finds endpoints by name or id and suggests a name for a typo', () => {
+    for (const e of endpoints) expect(findEndpoint(e.id)).toBe(e);
+    expect(() => findEndpoint('logs.al')).toThrow(NotFoundError);
+    expect(() => findEndpoint('logs.al')).toThrow(/Did you mean logs.all\?/);
+  });
+
+  it('has fixed, distinct UUIDs, 1000 max rows, and caching as the spec sets', () => {
+    expect(new Set(endpoints.map((e) => e.id)).size).toBe(3);
+    expect(endpoints.map((e) => [e.name, e.maxRows, e.cacheSeconds, e.warmSeconds])).toEqual([
+      ['logs.all', 1000, 0, 0],
+      ['functions.invocation-stats', 1000, 900, 300],
+      ['usage.api-counts', 1000, 900, 300],
+    ]);
+  });
+
+  it('turns @name into typed parameters, leaving strings and comments alone', () => {
+    const types = new Map([['p', 'String']]);
+    expect(toClickHouseParams("SELECT @p, '@p', `@p` -- @p\n/* @p */ FROM t WHERE x = @p", types)).toBe(
+      "SELECT {p:String}, '@p', `@p` -- @p\n/* @p */ FROM t WHERE x = {p:String}",
+    );
+    expect(() => toClickHouseParams('SELECT @nope', types)).toThrow(/undeclared parameter @nope/);
+  });
+
+  it('uses only declared parameters in every saved query, and pastes no values', () => {
+    for (const e of endpoints) {
+      const sql = endpointSql(e);
+      expect(sql).not.toMatch(/@[a-z_]/);
+      for (const p of e.params) expect(readSqlFile(`${e.name}.sql`)).toContain(`@${p.name}`);
+    }
+  });
+});
