@@ -84,6 +84,37 @@ program
     await loadCommand(lib(flags), { ...flags, table, file, sample: opts.sample }, io);
   });
 
+program
+  .command('warm')
+  .description('refresh cached results people still use (for cron: */5 * * * * savedq warm)')
+  .argument('[endpoint]', 'warm only this call: endpoint name or id, with its -p parameters')
+  .option('-p, --param <name=value>', 'a parameter of the one call to warm (repeatable)', collect, [])
+  .option('--at <iso>', 'the --at instant of the one call to warm')
+  .action(async (endpoint: string | undefined, opts: { param: string[]; at?: string }, cmd: Command) => {
+    const flags = cmd.optsWithGlobals<GlobalFlags>();
+    const { warmCommand } = await import('./commands/warm.js');
+    await warmCommand(lib(flags), { ...flags, endpoint, params: opts.param, at: opts.at }, io);
+  });
+
+const cache = program.command('cache').description('inspect or clear the results cache');
+cache
+  .command('list')
+  .description('list cached calls: endpoint, parameters, age, last served, expiry')
+  .addOption(new Option('-f, --format <format>', 'output format (default: table on a terminal, else json)').choices(['table', 'json', 'ndjson', 'csv']))
+  .action(async (opts: { format?: string }, cmd: Command) => {
+    const flags = cmd.optsWithGlobals<GlobalFlags>();
+    const { cacheListCommand } = await import('./commands/cache.js');
+    await cacheListCommand(lib(flags), { ...flags, format: opts.format }, io);
+  });
+cache
+  .command('clear')
+  .description('remove every cached result')
+  .action(async (_opts: unknown, cmd: Command) => {
+    const flags = cmd.optsWithGlobals<GlobalFlags>();
+    const { cacheClearCommand } = await import('./commands/cache.js');
+    await cacheClearCommand(lib(flags), flags, io);
+  });
+
 /** The one place errors become messages and exit codes. */
 async function main(argv: string[]): Promise<number> {
   try {

@@ -1,7 +1,8 @@
+import { cacheKey, ResultsCache, type CacheEntry, type CachedCall } from './cache/index.js';
 import type { Config } from './config.js';
 import { InputError } from './errors.js';
 import { normaliseParams, quoteValue, type RawParams } from './endpoints/params.js';
-import { findEndpoint } from './endpoints/registry.js';
+import { endpoints, findEndpoint } from './endpoints/registry.js';
 import { executeEndpoint } from './endpoints/runner.js';
 import type { EndpointDefinition, NormalisedParams, Row } from './endpoints/types.js';
 import { microsFromDate, parseIsoTimestamp, toIsoMicros, type Micros } from './time.js';
@@ -41,6 +42,17 @@ export interface RunResult {
   readonly cache: 'hit' | 'miss' | 'off';
   /** When the rows were computed (epoch ms). */
   readonly computedAt: number;
+  /** Things the caller should tell the user (a cache that could not be used, say). */
+  readonly warnings: readonly string[];
+}
+
+/** What `warm` did for one call. */
+export interface WarmOutcome {
+  readonly call: CachedCall;
+  /** Endpoint name, for reports. */
+  readonly name: string;
+  readonly rows?: number;
+  readonly error?: Error;
 }
 
 /** Validates a request without running anything; bad input throws an InputError or NotFoundError. */
@@ -64,16 +76,20 @@ export function atText(at: Micros | undefined): string {
 
 /**
  * The endpoint library: every surface (CLI commands, HTTP) goes through it. It opens the warehouse only
- * when a query must actually run, and closes it on `close()`.
+ * when a query must actually run (a cache hit never loads the engine), and closes it on `close()`.
  */
 export class Savedq {
   readonly config: Config;
   readonly clock: Clock;
+  readonly cache: ResultsCache;
   #warehouse: Promise<Warehouse> | undefined;
+  /** Identical calls in flight share one query. */
+  readonly #inFlight = new Map<string, Promise<RunResult>>();
 
   constructor(config: Config, options: { clock?: Clock } = {}) {
     this.config = config;
     this.clock = options.clock ?? Date.now;
+    this.cache = new ResultsCache(config.cacheFile);
   }
 
   /** The warehouse, opened on first use (the engine and the client are imported only then). */
@@ -87,13 +103,49 @@ export class Savedq {
     return this.#warehouse;
   }
 
-  /** Runs a saved query. */
+  /** Runs a saved query, through the results cache when the endpoint is cached. */
   async run(request: RunRequest): Promise<RunResult> {
     const call = prepareCall(request);
-    return this.execute(call, request.signal);
+    const mode = request.cache ?? 'use';
+    if (call.endpoint.cacheSeconds === 0 || mode === 'bypass') return this.execute(call, request.signal);
+
+    const cached = cachedCall(call);
+    const key = cacheKey(cached);
+    if (mode === 'use') {
+      const hit = await this.cache.get(key);
+      const now = this.clock();
+      if (hit && hit.computedAt <= now && now - hit.computedAt < call.endpoint.cacheSeconds * 1000) {
+        await this.cache.markServed(key, cached, now);
+        return {
+          endpoint: call.endpoint,
+          params: call.params,
+          rows: hit.rows,
+          cache: 'hit',
+          computedAt: hit.computedAt,
+          warnings: this.#takeWarnings(),
+        };
+      }
+    }
+    const result = await this.#refresh(key, call, request.signal);
+    await this.cache.markServed(key, cached, this.clock());
+    return { ...result, warnings: this.#takeWarnings() };
   }
 
-  /** Runs a prepared call on the warehouse, bypassing any cache. */
+  /** Runs a call and stores its result; identical calls already running share that run. */
+  #refresh(key: string, call: PreparedCall, signal?: AbortSignal): Promise<RunResult> {
+    let pending = this.#inFlight.get(key);
+    if (!pending) {
+      pending = (async () => {
+        const result = await this.execute(call, signal);
+        await this.cache.set(key, { rows: result.rows, computedAt: result.computedAt });
+        return { ...result, cache: 'miss' as const };
+      })().finally(() => this.#inFlight.delete(key));
+      this.#inFlight.set(key, pending);
+    }
+    return pending;
+  }
+
+  /** Runs a prepared call on the warehouse, bypassing the cache. */
   async execute(call: PreparedCall, signal?: AbortSignal): Promise<RunResult> {
     const startedAt = this.clock();
     const warehouse = await this.warehouse();
@@ -102,13 +154,71 @@ export class Savedq {
       timeoutSeconds: this.config.queryTimeoutSeconds,
       signal,
     });
-    return { endpoint: call.endpoint, params: call.params, rows, cache: 'off', computedAt: startedAt };
+    return { endpoint: call.endpoint, params: call.params, rows, cache: 'off', computedAt: startedAt, warnings: [] };
   }
 
-  /** Releases the warehouse (and with it the embedded data directory). */
+  /**
+   * The warm set: cached calls served within their endpoint's cache time whose result is at least its
+   * warming age old (or gone).
+   */
+  async dueForWarming(): Promise<CacheEntry[]> {
+    const now = this.clock();
+    return (await this.cache.entries()).filter((entry) => {
+      const endpoint = endpoints.find((e) => e.id === entry.call.endpoint);
+      if (!endpoint || endpoint.cacheSeconds === 0) return false;
+      const servedRecently = now - entry.servedAt <= endpoint.cacheSeconds * 1000;
+      const old = entry.computedAt === undefined || now - entry.computedAt >= endpoint.warmSeconds * 1000;
+      return servedRecently && old;
+    });
+  }
+
+  /**
+   * Re-runs the given calls (default: the warm set) and stores fresh results, one after another. A
+   * failure is reported in its outcome, never thrown, so one bad call does not stop the others.
+   */
+  async warm(calls?: readonly CachedCall[], onOutcome?: (outcome: WarmOutcome, index: number, total: number) => void): Promise<WarmOutcome[]> {
+    const todo = calls ?? (await this.dueForWarming()).map((e) => e.call);
+    const outcomes: WarmOutcome[] = [];
+    for (const [index, call] of todo.entries()) {
+      let outcome: WarmOutcome;
+      const name = endpoints.find((e) => e.id === call.endpoint)?.name ?? call.endpoint;
+      try {
+        const prepared = prepareCall({
+          endpoint: call.endpoint,
+          params: Object.entries(call.params),
+          at: call.at === '' ? undefined : call.at,
+        });
+        const result = await this.#refresh(cacheKey(call), prepared);
+        outcome = { call, name, rows: result.rows.length };
+      } catch (err) {
+        outcome = { call, name, error: err instanceof Error ? err : new Error(String(err)) };
+      }
+      outcomes.push(outcome);
+      onOutcome?.(outcome, index, todo.length);
+    }
+    return outcomes;
+  }
+
+  /** The cache entry of a request, validated, for `warm <name> -p …`. */
+  cachedCallOf(request: Pick<RunRequest, 'endpoint' | 'params' | 'at'>): CachedCall {
+    const call = prepareCall(request);
+    if (call.endpoint.cacheSeconds === 0) throw new InputError(`${call.endpoint.name} is not cached, so it cannot be warmed.`);
+    return cachedCall(call);
+  }
+
+  #takeWarnings(): string[] {
+    return this.cache.warnings.splice(0);
+  }
+
+  /** Releases the warehouse (and with it the embedded data directory) and the cache file. */
   async close(): Promise<void> {
     const warehouse = this.#warehouse;
     this.#warehouse = undefined;
+    await this.cache.close();
     if (warehouse) await (await warehouse.catch(() => undefined))?.close();
   }
+}
+
+function cachedCall(call: PreparedCall): CachedCall {
+  return { endpoint: call.endpoint.id, params: call.params, at: atText(call.at) };
 }

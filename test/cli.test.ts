@@ -132,6 +132,44 @@ describe('savedq (the built CLI)', () => {
     expect(r.stderr).toContain(`data directory ${file} is not a directory`);
   });
 
+  it('says on standard error, with --verbose, that a result came from the cache and how old it is', async () => {
+    const args = ['run', 'usage.api-counts', '-p', 'project=verbose', '-p', 'interval=daily'];
+    expect((await run('--verbose', ...args)).stderr).toBe('usage.api-counts: 0 rows (cached)\n');
+    const hit = await run('--verbose', ...args);
+    expect(hit.stderr).toMatch(/^usage.api-counts: from cache, computed \d+ s ago\n$/);
+    expect(hit.stdout).toBe('[]\n');
+    expect((await run(...args)).stderr).toBe(''); // pipelines stay quiet
+  });
+
+  it('lists and clears the cache', async () => {
+    await run('run', 'functions.invocation-stats', '-p', 'project=listed', '-p', 'interval=5min');
+    const list = JSON.parse((await run('cache', 'list', '-f', 'json')).stdout) as Array<Record<string, unknown>>;
+    expect(list).toContainEqual({
+      endpoint: 'functions.invocation-stats',
+      params: { project: 'listed', function_id: '', interval: '5min' },
+      at: null,
+      age_seconds: expect.any(Number),
+      served_seconds_ago: expect.any(Number),
+      expires_in_seconds: expect.any(Number),
+    });
+    const cleared = await run('cache', 'clear');
+    expect(cleared.code).toBe(0);
+    expect(cleared.stderr).toMatch(/^cache cleared: \d+ entr(y|ies) removed\n$/);
+    expect(JSON.parse((await run('cache', 'list', '-f', 'json')).stdout)).toEqual([]);
+  });
+
+  it('warms one given call, and exits 1 when a refresh fails', async () => {
+    const args = ['usage.api-counts', '-p', 'project=acme', '-p', 'interval=hourly'];
+    const ok = await run('warm', ...args);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(ok.stderr).toMatch(/\[1\/1\] refreshed usage.api-counts project=acme interval=hourly \(\d+ rows\)\nwarm: 1 refreshed, 0 failed\n/);
+    const failed = await run('--url', 'http://127.0.0.1:9', 'warm', ...args);
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toContain('[1/1] failed usage.api-counts project=acme interval=hourly: cannot reach ClickHouse');
+    expect(failed.stderr).toContain('warm: 0 refreshed, 1 failed');
+    await expectBadInput(['warm', 'logs.all', '-p', 'project=x'], /logs.all is not cached, so it cannot be warmed/);
+  });
+
   it('prints help with usage and exits 0', async () => {
     const r = await run('run', '--help');
     expect(r.code).toBe(0);

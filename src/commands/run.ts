@@ -1,7 +1,7 @@
 import type { CacheMode, Savedq } from '../library.js';
 import { chooseFormat, render, useColor } from '../output/index.js';
 import { parsePairs } from '../endpoints/params.js';
-import { note, type CommonOptions, type Io } from './io.js';
+import { note, report, type CommonOptions, type Io } from './io.js';
 
 /** Options of `savedq run`. */
 export interface RunOptions extends CommonOptions {
@@ -29,6 +29,7 @@ export async function runCommand(lib: Savedq, options: RunOptions, io: Io): Prom
       width: io.stdout.columns,
     }),
   );
+  for (const warning of result.warnings) report(io, options, `warning: ${warning}`);
   if (result.cache === 'hit') {
     const age = Math.max(0, Math.round((lib.clock() - result.computedAt) / 1000));
     note(io, options, `${result.endpoint.name}: from cache, computed ${age} s ago`);

@@ -1,4 +1,5 @@
-import { accessSync, constants, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
 import type { Config } from '../config.js';
 import { BusyError, WarehouseError } from '../errors.js';
@@ -82,16 +83,32 @@ async function openServer(url: string): Promise<Warehouse> {
   return wrapClient(client, location);
 }
 
+/**
+ * Per-query settings as a SETTINGS clause. The embedded engine applies `clickhouse_settings` as
+ * session-wide SET statements that outlive the query (a `readonly` would then refuse the next insert);
+ * a SETTINGS clause holds for its one query, on the embedded engine and on a server alike.
+ */
+export function settingsClause(settings: ClickHouseSettings | undefined): string {
+  const entries = Object.entries(settings ?? {}).filter(([, v]) => v !== undefined);
+  if (entries.length === 0) return '';
+  const values = entries.map(([k, v]) => {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) throw new Error(`invalid setting name ${k}`);
+    // Numbers (the client types 64-bit settings as strings) go bare; anything else is a quoted literal.
+    const text = String(v);
+    return `${k} = ${/^\d+(\.\d+)?$/.test(text) ? text : `'${text.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`}`;
+  });
+  return `\nSETTINGS ${values.join(', ')}`;
+}
+
 function wrapClient(client: ClickHouseClient, location: string): Warehouse {
   return {
     location,
     async query(sql, params, settings, signal) {
       try {
         const result = await client.query({
-          query: sql,
+          query: `${sql}${settingsClause(settings)}`,
           format: 'JSONEachRow',
           query_params: params,
-          clickhouse_settings: settings,
           abort_signal: signal,
         });
         return await result.json<WarehouseRow>();
@@ -100,8 +117,10 @@ function wrapClient(client: ClickHouseClient, location: string): Warehouse {
       }
     },
     async insert(table, rows, settings) {
+      // The rows travel inline after FORMAT, so the insert's settings can be a SETTINGS clause too.
+      const body = rows.map((row) => JSON.stringify(row)).join('\n');
       try {
-        await client.insert({ table, values: rows as object[], format: 'JSONEachRow', clickhouse_settings: settings });
+        await client.command({ query: `INSERT INTO ${table}${settingsClause(settings)}\nFORMAT JSONEachRow\n${body}` });
       } catch (err) {
         throw toWarehouseError(err, location);
       }
@@ -113,17 +132,92 @@ function wrapClient(client: ClickHouseClient, location: string): Warehouse {
 }
 
 const LOCK_POLL_MS = 100;
+/** A lock whose holder stopped refreshing it this long ago (killed, say) is taken over. */
+const LOCK_STALE_MS = 10_000;
+const LOCK_FILE = '.savedq.lock';
+const OWNER_FILE = '.savedq.owner';
 
-/** The process named in the engine's status file, when that process is still alive. */
+/** The live process named in an owner file (ours, or the engine's own status file). */
 function holderOf(dataDir: string): { pid: number; since: string } | undefined {
-  try {
-    const status = readFileSync(`${dataDir}/status`, 'utf8');
-    const pid = Number(/PID:\s*(\d+)/.exec(status)?.[1]);
-    if (!pid || pid === process.pid) return undefined;
-    process.kill(pid, 0);
-    return { pid, since: /Started at:\s*(.+)/.exec(status)?.[1]?.trim() ?? '' };
-  } catch {
-    return undefined;
+  for (const name of [OWNER_FILE, 'status']) {
+    try {
+      const status = readFileSync(join(dataDir, name), 'utf8');
+      const pid = Number(/PID:\s*(\d+)/.exec(status)?.[1]);
+      if (!pid || pid === process.pid) continue;
+      process.kill(pid, 0);
+      return { pid, since: /Started at:\s*(.+)/.exec(status)?.[1]?.trim() ?? '' };
+    } catch {
+      // no such file, or its process is gone
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Takes the data directory for this process. The engine itself admits one process per directory, but
+ * asking it is racy and makes it print its refusal on standard error; savedq processes queue on a lock
+ * file of their own first (proper-lockfile: atomic mkdir, taken over when its holder stops refreshing
+ * it), up to the configured bound, then fail naming the holder.
+ */
+async function lockDataDir(config: Config): Promise<() => Promise<void>> {
+  // Within one process the engine shares a directory between connections, so the lock is shared too.
+  const { dataDir } = config;
+  let held = heldLocks.get(dataDir);
+  if (!held) {
+    held = { users: 0, release: acquireDataDir(config) };
+    heldLocks.set(dataDir, held);
+    held.release.catch(() => heldLocks.delete(dataDir));
+  }
+  const entry = held;
+  const release = await entry.release;
+  entry.users += 1;
+  let released = false;
+  return async () => {
+    if (released) return;
+    released = true;
+    entry.users -= 1;
+    if (entry.users === 0) {
+      heldLocks.delete(dataDir);
+      await release();
+    }
+  };
+}
+
+const heldLocks = new Map<string, { users: number; release: Promise<() => Promise<void>> }>();
+
+async function acquireDataDir(config: Config): Promise<() => Promise<void>> {
+  const { default: lockfile } = await import('proper-lockfile');
+  const { dataDir } = config;
+  const deadline = Date.now() + config.lockWaitMs;
+  for (;;) {
+    try {
+      const release = await lockfile.lock(dataDir, {
+        lockfilePath: join(dataDir, LOCK_FILE),
+        realpath: false,
+        stale: LOCK_STALE_MS,
+        retries: 0,
+        // A long synchronous stretch can delay the refresh; the engine's own lock still protects the data.
+        onCompromised: () => undefined,
+      });
+      writeFileSync(join(dataDir, OWNER_FILE), `PID: ${process.pid}\nStarted at: ${new Date().toISOString()}\n`);
+      if (!holderOf(dataDir)) {
+        return async () => {
+          rmSync(join(dataDir, OWNER_FILE), { force: true });
+          await release().catch(() => undefined);
+        };
+      }
+      await release(); // a process that is not savedq holds the engine
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ELOCKED') throw toWarehouseError(err, `data directory ${dataDir}`);
+    }
+    if (Date.now() >= deadline) {
+      const h = holderOf(dataDir);
+      const who = h ? `process ${h.pid}${h.since ? ` (started ${h.since})` : ''}` : 'another process';
+      throw new BusyError(
+        `data directory ${dataDir} is in use by ${who}; gave up after ${config.lockWaitMs / 1000} s (see --lock-wait).`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, LOCK_POLL_MS));
   }
 }
 
@@ -142,11 +236,7 @@ function prepareDataDir(dataDir: string): void {
   }
 }
 
-/**
- * The embedded engine admits one process per data directory. While another live process holds it, wait
- * (polling its status file, so the engine is not asked and does not print its own complaint) up to the
- * configured bound, then fail naming the holder.
- */
+/** The embedded engine on the configured data directory, once this process holds it. */
 async function openEmbedded(config: Config): Promise<Warehouse> {
   const { dataDir } = config;
   prepareDataDir(dataDir);
@@ -154,33 +244,27 @@ async function openEmbedded(config: Config): Promise<Warehouse> {
     import('@clickhouse/client'),
     import('chdb/connection'),
   ]);
-  const deadline = Date.now() + config.lockWaitMs;
-  for (;;) {
-    const holder = holderOf(dataDir);
-    if (!holder) {
-      try {
-        const connection = inDirectory(dataDir, () => createChdbConnection({ path: dataDir }));
-        // chdb declares the Connection type of @clickhouse/client-common, which the client now bundles as
-        // its own copy: the same shape under two names, hence the cast.
-        const client = createClient({
-          connection: connection as unknown as NonNullable<Parameters<typeof createClient>[0]>['connection'],
-          clickhouse_settings: BASE_SETTINGS,
-          log: { level: ClickHouseLogLevel.OFF },
-        });
-        return wrapClient(client, `the embedded engine at ${dataDir}`);
-      } catch (err) {
-        // Lost a race for the lock to another process that started at the same moment: wait as usual.
-        if (!holderOf(dataDir)) throw toWarehouseError(err, `the embedded engine at ${dataDir}`);
-      }
-    }
-    if (Date.now() >= deadline) {
-      const h = holderOf(dataDir);
-      const who = h ? `process ${h.pid}${h.since ? ` (started ${h.since})` : ''}` : 'another process';
-      throw new BusyError(
-        `data directory ${dataDir} is in use by ${who}; gave up after ${config.lockWaitMs / 1000} s (see --lock-wait).`,
-      );
-    }
-    await new Promise((r) => setTimeout(r, LOCK_POLL_MS));
+  const release = await lockDataDir(config);
+  const location = `the embedded engine at ${dataDir}`;
+  try {
+    const connection = inDirectory(dataDir, () => createChdbConnection({ path: dataDir }));
+    // chdb declares the Connection type of @clickhouse/client-common, which the client now bundles as
+    // its own copy: the same shape under two names, hence the cast.
+    const client = createClient({
+      connection: connection as unknown as NonNullable<Parameters<typeof createClient>[0]>['connection'],
+      clickhouse_settings: BASE_SETTINGS,
+      log: { level: ClickHouseLogLevel.OFF },
+    });
+    const warehouse = wrapClient(client, location);
+    return {
+      ...warehouse,
+      async close() {
+        await warehouse.close().finally(release);
+      },
+    };
+  } catch (err) {
+    await release();
+    throw toWarehouseError(err, location);
   }
 }
 

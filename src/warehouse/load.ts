@@ -90,7 +90,7 @@ export async function loadEvents(
 
   const flush = async (): Promise<void> => {
     if (batch.length === 0) return;
-    await warehouse.insert(table, batch, { insert_deduplication_token: digest.digest('hex') });
+    await warehouse.insert(table, batch, { insert_deduplication_token: `savedq-${digest.digest('hex')}` });
     report.loaded += batch.length;
     batch = [];
     digest = createHash('sha256').update(table);

@@ -1,0 +1,178 @@
+import { createHash } from 'node:crypto';
+import { mkdirSync, renameSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type Keyv from 'keyv';
+import type { NormalisedParams, Row } from '../endpoints/types.js';
+
+/** A stored result. */
+export interface CachedResult {
+  readonly rows: Row[];
+  /** When the rows were computed (epoch ms, by the library's clock). */
+  readonly computedAt: number;
+}
+
+/** The call behind a cache entry, enough to run it again. */
+export interface CachedCall {
+  /** Endpoint id. */
+  readonly endpoint: string;
+  readonly params: NormalisedParams;
+  /** Canonical --at instant, or '' for "now". */
+  readonly at: string;
+}
+
+/** A call that someone asked for: the warm set is made of these. */
+export interface ServedRecord {
+  readonly call: CachedCall;
+  /** Last time the result was served (epoch ms). */
+  readonly servedAt: number;
+}
+
+/** One entry as `cache list` shows it. */
+export interface CacheEntry extends ServedRecord {
+  readonly key: string;
+  readonly computedAt: number | undefined;
+}
+
+/** SQLite waits this long for another process's write before giving up. */
+const BUSY_TIMEOUT_MS = 10_000;
+/** Entries are kept in SQLite a little longer than they are served, so a slow warm can still see them. */
+const RETENTION_MS = 3_600_000;
+
+/** The cache key of a call: endpoint id and a digest of its normalised parameters and --at. */
+export function cacheKey(call: CachedCall): string {
+  const digest = createHash('sha256')
+    .update(JSON.stringify([call.endpoint, Object.entries(call.params), call.at]))
+    .digest('hex')
+    .slice(0, 32);
+  return `${call.endpoint}:${digest}`;
+}
+
+/**
+ * The results cache: a SQLite file through keyv + @keyv/sqlite, shared safely by several processes
+ * (WAL journal, busy timeout, one statement per write). A broken cache never breaks a query: the first
+ * failure disables it for this process and leaves a warning for the caller to show; a file that is not
+ * a database is moved aside and rebuilt.
+ */
+export class ResultsCache {
+  readonly file: string;
+  #keyv: Promise<Keyv> | undefined;
+  #disabled = false;
+  readonly warnings: string[] = [];
+
+  constructor(file: string) {
+    this.file = file;
+  }
+
+  /** Whether the cache is in use (false after a failure). */
+  get usable(): boolean {
+    return !this.#disabled;
+  }
+
+  async #open(): Promise<Keyv> {
+    const [{ default: KeyvClass }, { default: KeyvSqlite }] = await Promise.all([import('keyv'), import('@keyv/sqlite')]);
+    mkdirSync(dirname(this.file), { recursive: true });
+    const connect = async (): Promise<Keyv> => {
+      const store = new KeyvSqlite({ uri: `sqlite://${this.file}`, busyTimeout: BUSY_TIMEOUT_MS, iterationLimit: 1000 });
+      store.on('error', () => undefined); // failures reach us through the rejected query below
+      await store.query('PRAGMA journal_mode = WAL');
+      await store.query('PRAGMA synchronous = NORMAL');
+      await store.query('SELECT count(*) FROM keyv LIMIT 1');
+      // throwOnErrors: keyv otherwise turns a failed read into a silent miss, and we want to warn.
+      const keyv = new KeyvClass({ store, namespace: 'savedq', throwOnErrors: true });
+      keyv.on('error', () => undefined);
+      return keyv;
+    };
+    try {
+      return await connect();
+    } catch (err) {
+      if (!isCorrupt(err)) throw err;
+      // Not a database (or damaged): keep the old file for inspection and start a new one.
+      renameSync(this.file, `${this.file}.corrupt-${Date.now()}`);
+      this.warnings.push(`cache file ${this.file} was damaged; moved it aside and started a new one.`);
+      return connect();
+    }
+  }
+
+  async #store(): Promise<Keyv | undefined> {
+    if (this.#disabled) return undefined;
+    this.#keyv ??= this.#open();
+    try {
+      return await this.#keyv;
+    } catch (err) {
+      this.#fail(err);
+      return undefined;
+    }
+  }
+
+  #fail(err: unknown): void {
+    if (this.#disabled) return;
+    this.#disabled = true;
+    const reason = err instanceof Error ? err.message.replace(/^SQLITE_\w+:\s*/, '') : String(err);
+    this.warnings.push(`results cache ${this.file} is not usable (${reason}); answering without it.`);
+  }
+
+  /** Runs a cache operation; any failure disables the cache and yields `fallback`. */
+  async #guard<T>(fallback: T, op: (keyv: Keyv) => Promise<T>): Promise<T> {
+    const keyv = await this.#store();
+    if (!keyv) return fallback;
+    try {
+      return await op(keyv);
+    } catch (err) {
+      this.#fail(err);
+      return fallback;
+    }
+  }
+
+  /** The stored result of a call, if any (fresh or not: the caller judges its age). */
+  get(key: string): Promise<CachedResult | undefined> {
+    return this.#guard(undefined, (keyv) => keyv.get<CachedResult>(`result:${key}`));
+  }
+
+  /** Stores a result. */
+  async set(key: string, result: CachedResult): Promise<void> {
+    await this.#guard(undefined, async (keyv) => {
+      await keyv.set(`result:${key}`, result, RETENTION_MS);
+    });
+  }
+
+  /** Records that a call was served now, which keeps it in the warm set. */
+  async markServed(key: string, call: CachedCall, servedAt: number): Promise<void> {
+    await this.#guard(undefined, async (keyv) => {
+      await keyv.set(`served:${key}`, { call, servedAt } satisfies ServedRecord, RETENTION_MS);
+    });
+  }
+
+  /** Every served call with its result's age, for `cache list` and `warm`. */
+  entries(): Promise<CacheEntry[]> {
+    return this.#guard([], async (keyv) => {
+      const served: Array<[string, ServedRecord]> = [];
+      const iterate = keyv.iterator as unknown as () => AsyncGenerator<[string, unknown]>;
+      for await (const [rawKey, value] of iterate.call(keyv)) {
+        const key = rawKey.replace(/^savedq:/, '');
+        if (key.startsWith('served:')) served.push([key.slice('served:'.length), value as ServedRecord]);
+      }
+      const results = await keyv.getMany<CachedResult>(served.map(([key]) => `result:${key}`));
+      return served.map(([key, record], i) => ({ key, ...record, computedAt: results[i]?.computedAt }));
+    });
+  }
+
+  /** Removes every entry; returns how many calls were forgotten. */
+  clear(): Promise<number> {
+    return this.#guard(0, async (keyv) => {
+      const n = (await this.entries()).length;
+      await keyv.clear();
+      return n;
+    });
+  }
+
+  async close(): Promise<void> {
+    const keyv = this.#keyv;
+    this.#keyv = undefined;
+    if (keyv) await (await keyv.catch(() => undefined))?.disconnect().catch(() => undefined);
+  }
+}
+
+function isCorrupt(err: unknown): boolean {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  return code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT';
+}

@@ -1,0 +1,51 @@
+import { endpoints } from '../endpoints/registry.js';
+import type { Row } from '../endpoints/types.js';
+import type { Savedq } from '../library.js';
+import { chooseFormat, render, useColor } from '../output/index.js';
+import { report, type CommonOptions, type Io } from './io.js';
+
+/** Options of `savedq cache list`. */
+export interface CacheListOptions extends CommonOptions {
+  readonly format?: string | undefined;
+}
+
+const FIELDS = [
+  { name: 'endpoint', type: 'string' },
+  { name: 'params', type: 'object' },
+  { name: 'at', type: 'string' },
+  { name: 'age_seconds', type: 'integer' },
+  { name: 'served_seconds_ago', type: 'integer' },
+  { name: 'expires_in_seconds', type: 'integer' },
+] as const;
+
+/** `savedq cache list`: what the cache holds, with ages in seconds. */
+export async function cacheListCommand(lib: Savedq, options: CacheListOptions, io: Io): Promise<Row[]> {
+  const format = chooseFormat(options.format, io.stdout.isTTY === true);
+  const now = lib.clock();
+  const rows: Row[] = (await lib.cache.entries()).map((entry) => {
+    const endpoint = endpoints.find((e) => e.id === entry.call.endpoint);
+    const age = entry.computedAt === undefined ? null : Math.round((now - entry.computedAt) / 1000);
+    return {
+      endpoint: endpoint?.name ?? entry.call.endpoint,
+      params: entry.call.params,
+      at: entry.call.at || null,
+      age_seconds: age,
+      served_seconds_ago: Math.round((now - entry.servedAt) / 1000),
+      expires_in_seconds: age === null || !endpoint ? null : Math.max(0, endpoint.cacheSeconds - age),
+    };
+  });
+  rows.sort((a, b) => String(a.endpoint).localeCompare(String(b.endpoint)) || Number(a.age_seconds) - Number(b.age_seconds));
+  for (const warning of lib.cache.warnings.splice(0)) report(io, options, `warning: ${warning}`);
+  io.stdout.write(
+    render(format, rows, { fields: FIELDS, color: useColor(options.color, io.stdout.isTTY === true, io.env), width: io.stdout.columns }),
+  );
+  return rows;
+}
+
+/** `savedq cache clear`: forgets every cached result. */
+export async function cacheClearCommand(lib: Savedq, options: CommonOptions, io: Io): Promise<number> {
+  const n = await lib.cache.clear();
+  for (const warning of lib.cache.warnings.splice(0)) report(io, options, `warning: ${warning}`);
+  report(io, options, `cache cleared: ${n} ${n === 1 ? 'entry' : 'entries'} removed`);
+  return n;
+}

@@ -1,0 +1,44 @@
+import { parsePairs } from '../endpoints/params.js';
+import { SavedqError } from '../errors.js';
+import type { Savedq, WarmOutcome } from '../library.js';
+import { report, type CommonOptions, type Io } from './io.js';
+
+/** Options of `savedq warm`. */
+export interface WarmOptions extends CommonOptions {
+  /** Warm one given call instead of the warm set. */
+  readonly endpoint?: string | undefined;
+  readonly params?: readonly string[];
+  readonly at?: string | undefined;
+}
+
+/** Some refreshes failed: exit 1 after the report. */
+export class WarmFailedError extends SavedqError {}
+
+function describeCall(outcome: WarmOutcome): string {
+  const params = Object.entries(outcome.call.params)
+    .filter(([, v]) => v !== '')
+    .map(([k, v]) => `${k}=${v}`)
+    .join(' ');
+  return `${outcome.name}${params ? ` ${params}` : ''}${outcome.call.at ? ` at ${outcome.call.at}` : ''}`;
+}
+
+/**
+ * `savedq warm`: re-runs every cached call served in the last 900 s whose result is 300 s old or more
+ * (or one given call), stores the fresh results, and reports each. Meant for `*\/5 * * * * savedq warm`.
+ */
+export async function warmCommand(lib: Savedq, options: WarmOptions, io: Io): Promise<WarmOutcome[]> {
+  const calls =
+    options.endpoint === undefined
+      ? undefined
+      : [lib.cachedCallOf({ endpoint: options.endpoint, params: parsePairs(options.params ?? []), at: options.at })];
+  const outcomes = await lib.warm(calls, (outcome, index, total) => {
+    const n = `[${index + 1}/${total}]`;
+    if (outcome.error) report(io, options, `${n} failed ${describeCall(outcome)}: ${outcome.error.message}`);
+    else report(io, options, `${n} refreshed ${describeCall(outcome)} (${outcome.rows} rows)`);
+  });
+  for (const warning of lib.cache.warnings.splice(0)) report(io, options, `warning: ${warning}`);
+  const failed = outcomes.filter((o) => o.error).length;
+  report(io, options, `warm: ${outcomes.length - failed} refreshed, ${failed} failed`);
+  if (failed > 0) throw new WarmFailedError(`${failed} of ${outcomes.length} refreshes failed.`);
+  return outcomes;
+}

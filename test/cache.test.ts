@@ -1,0 +1,143 @@
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { resolveConfig } from '../src/config.js';
+import { Savedq } from '../src/library.js';
+import { AT, load, tempDir, testLibrary } from './helpers.js';
+
+let now = Date.parse(AT);
+const lib = testLibrary({ clock: () => now });
+const cacheFile = lib.config.cacheFile;
+const SECOND = 1000;
+
+function event(project: string, timestamp: string): object {
+  return { timestamp, project, metadata: { request: { url: `https://${project}.example/rest/v1/x`, path: '/rest/v1/x' } } };
+}
+
+const counts = (project: string, cache: 'use' | 'bypass' | 'refresh' = 'use', extra: Array<[string, string]> = []) =>
+  lib.run({ endpoint: 'usage.api-counts', params: [['project', project], ['interval', 'hourly'], ...extra], cache });
+
+/** A library on the same cache file whose warehouse cannot be reached: it can only answer from the cache. */
+function cacheOnlyLibrary(): Savedq {
+  return new Savedq(resolveConfig({ url: 'http://127.0.0.1:9', cacheFile }, {}), { clock: () => now });
+}
+
+beforeAll(async () => {
+  await load(lib, 'edge_logs', [event('cached', new Date(now - 10 * 60 * SECOND).toISOString())]);
+});
+
+describe('results cache', () => {
+  it('serves a repeated call from the cache without touching the warehouse', async () => {
+    const first = await counts('cached');
+    expect(first.cache).toBe('miss');
+    now += 10 * SECOND;
+    const other = cacheOnlyLibrary();
+    const second = await other.run({ endpoint: 'usage.api-counts', params: [['interval', 'hourly'], ['project', 'cached']] });
+    await other.close();
+    expect(second.cache).toBe('hit');
+    expect(second.rows).toEqual(first.rows);
+    expect(second.computedAt).toBe(first.computedAt);
+  });
+
+  it('shares one entry between equivalent spellings of the parameters', async () => {
+    const stats = (params: Array<[string, string]>) => lib.run({ endpoint: 'functions.invocation-stats', params });
+    expect((await stats([['project', 'eq']])).cache).toBe('miss');
+    expect((await stats([['interval', '1day'], ['project', 'eq']])).cache).toBe('hit');
+    expect((await stats([['project', 'eq'], ['function_id', ''], ['interval', 'nonsense']])).cache).toBe('hit');
+    expect((await stats([['project', 'eq'], ['interval', '1hr']])).cache).toBe('miss');
+  });
+
+  it('keys on --at', async () => {
+    const at = (instant: string) =>
+      lib.run({ endpoint: 'usage.api-counts', params: [['project', 'at'], ['interval', 'daily']], at: instant });
+    expect((await at('2026-03-01T00:00:00Z')).cache).toBe('miss');
+    expect((await at('2026-03-01T01:00:00+01:00')).cache).toBe('hit');
+    expect((await at('2026-03-02T00:00:00Z')).cache).toBe('miss');
+  });
+
+  it('never caches logs.all', async () => {
+    const r = await lib.run({ endpoint: 'logs.all', params: [['project', 'cached']] });
+    expect(r.cache).toBe('off');
+    expect((await lib.cache.entries()).some((e) => e.call.endpoint === r.endpoint.id)).toBe(false);
+  });
+
+  it('--no-cache neither reads nor writes; --refresh recomputes and replaces', async () => {
+    expect((await counts('modes', 'bypass')).cache).toBe('off');
+    expect((await counts('modes')).cache).toBe('miss');
+    await load(lib, 'edge_logs', [event('modes', new Date(now - 5 * SECOND).toISOString())]);
+    const stale = await counts('modes');
+    expect(stale.cache).toBe('hit');
+    expect(stale.rows).toEqual([]);
+    const fresh = await counts('modes', 'refresh');
+    expect(fresh.cache).toBe('miss');
+    expect(fresh.rows).toHaveLength(1);
+    expect((await counts('modes')).rows).toEqual(fresh.rows);
+  });
+
+  it('expires a result 900 seconds after it was computed', async () => {
+    expect((await counts('expiry')).cache).toBe('miss');
+    now += 899 * SECOND;
+    expect((await counts('expiry')).cache).toBe('hit');
+    now += 1 * SECOND;
+    expect((await counts('expiry')).cache).toBe('miss');
+  });
+
+  it('warms what was served in the last 900 s and is 300 s old, and lets the rest expire', async () => {
+    await lib.cache.clear();
+    await counts('warm-a'); // computed and served at t0
+    now += 200 * SECOND;
+    await counts('warm-b'); // computed and served at t0+200
+    now += 100 * SECOND; // t0+300: a is due, b is too young
+    expect((await lib.dueForWarming()).map((e) => e.call.params.project)).toEqual(['warm-a']);
+    const outcomes = await lib.warm();
+    expect(outcomes.map((o) => [o.name, o.call.params.project, o.rows, o.error])).toEqual([['usage.api-counts', 'warm-a', 0, undefined]]);
+    expect((await lib.dueForWarming()).map((e) => e.call.params.project)).toEqual([]);
+    now += 300 * SECOND; // t0+600: both 300 s old or more, both served within 900 s
+    expect((await lib.dueForWarming()).map((e) => e.call.params.project).sort()).toEqual(['warm-a', 'warm-b']);
+    now += 301 * SECOND; // t0+901: a was last served 901 s ago, b 701 s ago
+    expect((await lib.dueForWarming()).map((e) => e.call.params.project)).toEqual(['warm-b']);
+  });
+
+  it('reports a failed refresh without stopping the others', async () => {
+    await counts('fails-to-warm');
+    now += 300 * SECOND;
+    const other = cacheOnlyLibrary();
+    const outcomes = await other.warm();
+    await other.close();
+    expect(outcomes.length).toBeGreaterThan(0);
+    for (const o of outcomes) expect(o.error?.message).toMatch(/cannot reach ClickHouse at http:\/\/127.0.0.1:9/);
+  });
+});
+
+describe('a broken cache never breaks a query', () => {
+  const dir = tempDir();
+
+  function libraryWithCache(file: string): Savedq {
+    // Same data directory as the main library: this process has the engine open already.
+    return new Savedq(resolveConfig({ dataDir: lib.config.dataDir, cacheFile: file }, {}), { clock: () => now });
+  }
+
+  it('moves a damaged cache file aside, warns once, answers, and caches again', async () => {
+    const file = join(dir, 'damaged.sqlite');
+    writeFileSync(file, 'this is not a SQLite database, just some text that is long enough to have a header'.repeat(20));
+    const other = libraryWithCache(file);
+    const r = await other.run({ endpoint: 'usage.api-counts', params: [['project', 'cached'], ['interval', 'hourly']] });
+    expect(r.rows).toHaveLength(1);
+    expect(r.warnings).toEqual([expect.stringMatching(/was damaged; moved it aside and started a new one/)]);
+    expect(readdirSync(dir).some((f) => f.startsWith('damaged.sqlite.corrupt-'))).toBe(true);
+    const again = await other.run({ endpoint: 'usage.api-counts', params: [['project', 'cached'], ['interval', 'hourly']] });
+    expect(again.cache).toBe('hit');
+    expect(again.warnings).toEqual([]);
+  });
+
+  it('answers with a warning when the cache file cannot be created', async () => {
+    const blocker = join(dir, 'a-file');
+    writeFileSync(blocker, '');
+    const other = libraryWithCache(join(blocker, 'cache.sqlite'));
+    const r = await other.run({ endpoint: 'usage.api-counts', params: [['project', 'cached'], ['interval', 'hourly']] });
+    expect(r.rows).toHaveLength(1);
+    expect(r.cache).toBe('miss');
+    expect(r.warnings).toEqual([expect.stringMatching(/results cache .*a-file\/cache.sqlite is not usable/)]);
+    expect(existsSync(join(blocker, 'cache.sqlite'))).toBe(false);
+  });
+});

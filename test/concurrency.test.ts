@@ -1,0 +1,84 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import sqlite3 from 'sqlite3';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { resolveConfig } from '../src/config.js';
+import { Savedq } from '../src/library.js';
+import { cli, tempDir } from './helpers.js';
+
+const dir = tempDir();
+const env = { SAVEDQ_DATA_DIR: join(dir, 'data'), SAVEDQ_CACHE_FILE: join(dir, 'cache.sqlite'), SAVEDQ_LOCK_WAIT: '120' };
+const AT = '2026-11-20T12:00:00Z';
+
+function integrityCheck(file: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const db = new sqlite3.Database(file, sqlite3.OPEN_READONLY, (err) => {
+      if (err) return reject(err);
+      db.get('PRAGMA integrity_check', (e, row: { integrity_check: string }) => {
+        db.close();
+        if (e) reject(e);
+        else resolve(row.integrity_check);
+      });
+    });
+  });
+}
+
+const calls: string[][] = [
+  ['usage.api-counts', '-p', 'project=acme', '-p', 'interval=daily'],
+  ['usage.api-counts', '-p', 'project=globex', '-p', 'interval=daily'],
+  ['usage.api-counts', '-p', 'project=initech', '-p', 'interval=hourly'],
+  ['usage.api-counts', '-p', 'project=umbrella', '-p', 'interval=minutely'],
+  ['functions.invocation-stats', '-p', 'project=acme-shop', '-p', 'interval=7day'],
+  ['functions.invocation-stats', '-p', 'project=globex-api', '-p', 'interval=1day'],
+  ['functions.invocation-stats', '-p', 'project=initech-crm', '-p', 'interval=1hr'],
+  ['logs.all', '-p', 'project=umbrella-labs', '-p', 'project_tier=PRO'],
+];
+
+beforeAll(async () => {
+  const r = await cli(['load', '--sample'], { env });
+  expect(r.code, r.stderr).toBe(0);
+  const warmed = await cli(['run', ...(calls[0] as string[]), '--at', AT], { env });
+  expect(warmed.code, warmed.stderr).toBe(0);
+}, 120_000);
+
+describe('many processes on one cache file and one data directory', () => {
+  it('8 runs, a warm and a load at once all succeed with the right rows, and the cache stays sound', async () => {
+    const file = join(dir, 'more.ndjson');
+    writeFileSync(file, `${JSON.stringify({ timestamp: '2026-01-01T00:00:00Z', project: 'late', event_message: 'x' })}\n`);
+    const results = await Promise.all([
+      ...calls.map((c) => cli(['run', ...c, '--at', AT], { env })),
+      cli(['warm'], { env }),
+      cli(['load', 'edge_logs', file], { env }),
+    ]);
+    for (const r of results) expect(r.code, r.stderr).toBe(0);
+    // The same calls, one at a time and straight from the engine, give the same rows.
+    for (const [i, c] of calls.entries()) {
+      const direct = await cli(['run', ...c, '--at', AT, '--no-cache'], { env });
+      expect(JSON.parse(results[i]?.stdout ?? ''), c.join(' ')).toEqual(JSON.parse(direct.stdout));
+    }
+    expect(await integrityCheck(env.SAVEDQ_CACHE_FILE)).toBe('ok');
+    const list = await cli(['cache', 'list', '-f', 'json'], { env });
+    expect((JSON.parse(list.stdout) as unknown[]).length).toBe(7); // the seven calls of cached endpoints
+  }, 300_000);
+
+  it('a second process waits for the data directory, then fails naming the holder', async () => {
+    const holder = new Savedq(resolveConfig({ dataDir: env.SAVEDQ_DATA_DIR, cacheFile: join(dir, 'other.sqlite') }, {}));
+    await holder.warehouse();
+    const started = Date.now();
+    const blocked = await cli(['run', 'logs.all', '-p', 'project=x', '--lock-wait', '1'], { env });
+    const waited = Date.now() - started;
+    // Release it while a patient process is waiting: that one gets its turn.
+    const patient = cli(['run', 'logs.all', '-p', 'project=x', '--lock-wait', '60'], { env });
+    await new Promise((r) => setTimeout(r, 1500));
+    await holder.close();
+    const served = await patient;
+    expect(blocked.code).toBe(1);
+    expect(blocked.stdout).toBe('');
+    expect(blocked.stderr).toMatch(
+      new RegExp(`^savedq: data directory .* is in use by process ${process.pid} \\(started [^)]+\\); gave up after 1 s`),
+    );
+    expect(waited).toBeGreaterThanOrEqual(1000);
+    expect(served.code, served.stderr).toBe(0);
+    expect(served.stdout).toBe('[]\n');
+  });
+});
