@@ -12,8 +12,8 @@ const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.
 type GlobalFlags = ConfigFlags & CommonOptions & { debug?: boolean };
 
 let library: Savedq | undefined;
-function lib(flags: GlobalFlags): Savedq {
-  library ??= new Savedq(resolveConfig(flags, io.env));
+function lib(flags: GlobalFlags, options: { idleCloseMs?: number } = {}): Savedq {
+  library ??= new Savedq(resolveConfig(flags, io.env), options);
   return library;
 }
 
@@ -113,6 +113,19 @@ cache
     const flags = cmd.optsWithGlobals<GlobalFlags>();
     const { cacheClearCommand } = await import('./commands/cache.js');
     await cacheClearCommand(lib(flags), flags, io);
+  });
+
+program
+  .command('serve')
+  .description('serve the endpoints over HTTP at /api/endpoints/query/<name|id>, behind X-API-KEY')
+  .option('--host <host>', 'address to bind', '127.0.0.1')
+  .option('--port <port>', 'port to listen on (0 = any free port)', '4000')
+  .option('--api-key-file <file>', 'file of accepted API keys, one a line (else env SAVEDQ_API_KEYS, comma-separated)')
+  .action(async (opts: { host: string; port: string; apiKeyFile?: string }, cmd: Command) => {
+    const flags = cmd.optsWithGlobals<GlobalFlags>();
+    const { serveCommand } = await import('./commands/serve.js');
+    // Between requests the server lets go of the embedded data directory, so cron jobs and runs get turns.
+    await serveCommand(lib(flags, { idleCloseMs: 2000 }), { ...flags, ...opts, version }, io);
   });
 
 /** The one place errors become messages and exit codes. */

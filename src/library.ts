@@ -85,11 +85,40 @@ export class Savedq {
   #warehouse: Promise<Warehouse> | undefined;
   /** Identical calls in flight share one query. */
   readonly #inFlight = new Map<string, Promise<RunResult>>();
+  readonly #idleCloseMs: number | undefined;
+  #active = 0;
+  #idleTimer: NodeJS.Timeout | undefined;
 
-  constructor(config: Config, options: { clock?: Clock } = {}) {
+  /**
+   * @param options.idleCloseMs close the warehouse after this long without a query, so that a long-lived
+   *   process (`serve`) lets others take the embedded data directory in between; reopened on demand.
+   */
+  constructor(config: Config, options: { clock?: Clock; idleCloseMs?: number } = {}) {
     this.config = config;
     this.clock = options.clock ?? Date.now;
     this.cache = new ResultsCache(config.cacheFile);
+    this.#idleCloseMs = options.idleCloseMs;
+  }
+
+  /** Runs `fn` with the warehouse open, and lets it close when idle if so configured. */
+  async #withWarehouse<T>(fn: (warehouse: Warehouse) => Promise<T>): Promise<T> {
+    clearTimeout(this.#idleTimer);
+    this.#active += 1;
+    try {
+      return await fn(await this.warehouse());
+    } finally {
+      this.#active -= 1;
+      if (this.#active === 0 && this.#idleCloseMs !== undefined) {
+        this.#idleTimer = setTimeout(() => void this.#closeWarehouse(), this.#idleCloseMs);
+        this.#idleTimer.unref();
+      }
+    }
+  }
+
+  async #closeWarehouse(): Promise<void> {
+    const warehouse = this.#warehouse;
+    this.#warehouse = undefined;
+    if (warehouse) await (await warehouse.catch(() => undefined))?.close();
   }
 
   /** The warehouse, opened on first use (the engine and the client are imported only then). */
@@ -107,10 +136,12 @@ export class Savedq {
   async run(request: RunRequest): Promise<RunResult> {
     const call = prepareCall(request);
     const mode = request.cache ?? 'use';
-    if (call.endpoint.cacheSeconds === 0 || mode === 'bypass') return this.execute(call, request.signal);
-
     const cached = cachedCall(call);
     const key = cacheKey(cached);
+    if (call.endpoint.cacheSeconds === 0 || mode === 'bypass') {
+      return this.#shared(`uncached:${key}`, () => this.execute(call, request.signal));
+    }
+
     if (mode === 'use') {
       const hit = await this.cache.get(key);
       const now = this.clock();
@@ -133,13 +164,18 @@ export class Savedq {
 
   /** Runs a call and stores its result; identical calls already running share that run. */
   #refresh(key: string, call: PreparedCall, signal?: AbortSignal): Promise<RunResult> {
+    return this.#shared(key, async () => {
+      const result = await this.execute(call, signal);
+      await this.cache.set(key, { rows: result.rows, computedAt: result.computedAt });
+      return { ...result, cache: 'miss' as const };
+    });
+  }
+
+  /** Identical work already in flight is joined rather than started again. */
+  #shared(key: string, work: () => Promise<RunResult>): Promise<RunResult> {
     let pending = this.#inFlight.get(key);
     if (!pending) {
-      pending = (async () => {
-        const result = await this.execute(call, signal);
-        await this.cache.set(key, { rows: result.rows, computedAt: result.computedAt });
-        return { ...result, cache: 'miss' as const };
-      })().finally(() => this.#inFlight.delete(key));
+      pending = work().finally(() => this.#inFlight.delete(key));
       this.#inFlight.set(key, pending);
     }
     return pending;
@@ -148,12 +184,13 @@ export class Savedq {
   /** Runs a prepared call on the warehouse, bypassing the cache. */
   async execute(call: PreparedCall, signal?: AbortSignal): Promise<RunResult> {
     const startedAt = this.clock();
-    const warehouse = await this.warehouse();
-    const rows = await executeEndpoint(warehouse, call.endpoint, call.params, {
-      now: call.at ?? microsFromDate(startedAt),
-      timeoutSeconds: this.config.queryTimeoutSeconds,
-      signal,
-    });
+    const rows = await this.#withWarehouse((warehouse) =>
+      executeEndpoint(warehouse, call.endpoint, call.params, {
+        now: call.at ?? microsFromDate(startedAt),
+        timeoutSeconds: this.config.queryTimeoutSeconds,
+        signal,
+      }),
+    );
     return { endpoint: call.endpoint, params: call.params, rows, cache: 'off', computedAt: startedAt, warnings: [] };
   }
 
@@ -212,10 +249,9 @@ export class Savedq {
 
   /** Releases the warehouse (and with it the embedded data directory) and the cache file. */
   async close(): Promise<void> {
-    const warehouse = this.#warehouse;
-    this.#warehouse = undefined;
+    clearTimeout(this.#idleTimer);
     await this.cache.close();
-    if (warehouse) await (await warehouse.catch(() => undefined))?.close();
+    await this.#closeWarehouse();
   }
 }
 

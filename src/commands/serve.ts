@@ -1,0 +1,63 @@
+import { InputError } from '../errors.js';
+import { loadApiKeys } from '../http/keys.js';
+import { startServer, type RunningServer } from '../http/server.js';
+import type { Savedq } from '../library.js';
+import type { CommonOptions, Io } from './io.js';
+
+/** Options of `savedq serve`. */
+export interface ServeCommandOptions extends CommonOptions {
+  readonly host?: string | undefined;
+  readonly port?: string | undefined;
+  readonly apiKeyFile?: string | undefined;
+  readonly version: string;
+}
+
+/** Cached results are refreshed in the server process this often. */
+export const WARM_EVERY_MS = 300_000;
+
+function parsePort(text: string | undefined): number {
+  if (text === undefined) return 4000;
+  const port = Number(text);
+  if (!/^\d+$/.test(text) || port > 65535) throw new InputError(`invalid --port ${JSON.stringify(text)}: expected 0 to 65535.`);
+  return port;
+}
+
+/**
+ * `savedq serve`: the HTTP mode. Resolves when the server has stopped after SIGTERM or SIGINT, having
+ * finished the requests in flight.
+ */
+export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io: Io): Promise<void> {
+  const apiKeys = loadApiKeys(options.apiKeyFile, io.env);
+  const port = parsePort(options.port);
+  const log = (line: string) => {
+    if (!options.quiet || line.startsWith('warning') || line.includes('failed')) io.stderr.write(`${line}\n`);
+  };
+  let server: RunningServer;
+  try {
+    server = await startServer(lib, {
+      host: options.host ?? '127.0.0.1',
+      port,
+      apiKeys,
+      timeoutSeconds: lib.config.queryTimeoutSeconds,
+      warmEveryMs: WARM_EVERY_MS,
+      version: options.version,
+      log,
+    });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new InputError(`cannot listen on ${options.host ?? '127.0.0.1'}:${port}: ${code ?? String(err)}.`);
+  }
+  log(`savedq serve listening on ${server.url} (${lib.config.url === undefined ? 'embedded engine' : 'ClickHouse server'})`);
+  await new Promise<void>((resolve) => {
+    const stop = (signal: string) => {
+      log(`${signal}: finishing requests in flight, then stopping`);
+      process.off('SIGTERM', onTerm);
+      process.off('SIGINT', onInt);
+      void server.close().then(resolve);
+    };
+    const onTerm = () => stop('SIGTERM');
+    const onInt = () => stop('SIGINT');
+    process.on('SIGTERM', onTerm);
+    process.on('SIGINT', onInt);
+  });
+}

@@ -1,0 +1,204 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { InputError, QueryTimeoutError, SavedqError } from '../errors.js';
+import type { RawParams } from '../endpoints/params.js';
+import type { RunResult, Savedq } from '../library.js';
+import { keyChecker } from './keys.js';
+import { openApiDocument } from './openapi.js';
+
+/** How the HTTP mode runs. */
+export interface ServeOptions {
+  readonly host: string;
+  readonly port: number;
+  readonly apiKeys: readonly string[];
+  /** Per-request time limit for a query. */
+  readonly timeoutSeconds: number;
+  /** How often to warm the cache in this process; 0 = never. */
+  readonly warmEveryMs: number;
+  readonly version: string;
+  /** Where log lines go (one per request; never a key or a parameter value). */
+  readonly log: (line: string) => void;
+}
+
+/** A running server. */
+export interface RunningServer {
+  readonly url: string;
+  readonly server: Server;
+  /** Stops accepting, finishes what is in flight, stops warming. */
+  close(): Promise<void>;
+}
+
+const QUERY_PREFIX = '/api/endpoints/query/';
+const MAX_URL_LENGTH = 8192;
+
+/** An error with its HTTP status and envelope code. */
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Parses a query string strictly: `+` is a space, bad percent-encoding is an error (URLSearchParams
+ * would silently keep it), and repeated names are kept so the library can refuse them.
+ */
+export function parseQueryString(search: string): RawParams {
+  if (search === '') return [];
+  return search.split('&').filter((part) => part !== '').map((part) => {
+    const eq = part.indexOf('=');
+    const [rawName, rawValue] = eq < 0 ? [part, ''] : [part.slice(0, eq), part.slice(eq + 1)];
+    return [decode(rawName), decode(rawValue)] as const;
+  });
+}
+
+function decode(text: string): string {
+  try {
+    return decodeURIComponent(text.replace(/\+/g, ' '));
+  } catch {
+    throw new InputError('the query string has bad percent-encoding.');
+  }
+}
+
+function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': Buffer.byteLength(text),
+    ...headers,
+  });
+  res.end(text);
+}
+
+function errorBody(code: string, message: string): object {
+  return { error: { code, message } };
+}
+
+function withTimeout<T>(promise: Promise<T>, seconds: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const limit = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new QueryTimeoutError(`the query ran past its time limit of ${seconds} s.`)), seconds * 1000);
+  });
+  return Promise.race([promise, limit]).finally(() => clearTimeout(timer));
+}
+
+/** Starts `savedq serve`: the thin HTTP mode over the endpoint library. */
+export async function startServer(lib: Savedq, options: ServeOptions): Promise<RunningServer> {
+  const isKey = keyChecker(options.apiKeys);
+  const openapi = JSON.stringify(openApiDocument(options.version));
+  let inFlight = 0;
+  let drained: (() => void) | undefined;
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<{ what: string; cache: string }> {
+    const rawUrl = req.url ?? '/';
+    if (rawUrl.length > MAX_URL_LENGTH) throw new HttpError(414, 'uri_too_long', `the request URL is longer than ${MAX_URL_LENGTH} bytes.`);
+    const q = rawUrl.indexOf('?');
+    const path = q < 0 ? rawUrl : rawUrl.slice(0, q);
+    const search = q < 0 ? '' : rawUrl.slice(q + 1);
+    const isQuery = path.startsWith(QUERY_PREFIX) && path.length > QUERY_PREFIX.length && !path.slice(QUERY_PREFIX.length).includes('/');
+    const known = isQuery || path === '/health' || path === '/openapi.json';
+    if (!known) throw new HttpError(404, 'not_found', 'no such path; queries are at /api/endpoints/query/<name|id>.');
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.setHeader('Allow', 'GET, HEAD');
+      throw new HttpError(405, 'method_not_allowed', `${req.method ?? 'this method'} is not allowed; use GET.`);
+    }
+    if (path === '/health') {
+      send(res, 200, { status: 'ok' });
+      return { what: '/health', cache: '-' };
+    }
+    if (path === '/openapi.json') {
+      res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(openapi) });
+      res.end(openapi);
+      return { what: '/openapi.json', cache: '-' };
+    }
+    const key = req.headers['x-api-key'];
+    if (!isKey(Array.isArray(key) ? undefined : key)) {
+      throw new HttpError(401, 'unauthorized', 'missing or wrong X-API-KEY header.');
+    }
+    const name = decode(path.slice(QUERY_PREFIX.length));
+    const refresh = /(^|,)\s*no-cache\s*(,|$)/i.test(String(req.headers['cache-control'] ?? ''));
+    const result: RunResult = await withTimeout(
+      lib.run({ endpoint: name, params: parseQueryString(search), cache: refresh ? 'refresh' : 'use' }),
+      options.timeoutSeconds,
+    );
+    for (const warning of result.warnings) options.log(`warning: ${warning}`);
+    const headers: Record<string, string> = {};
+    if (result.endpoint.cacheSeconds > 0) {
+      headers['X-Cache'] = result.cache === 'hit' ? 'HIT' : 'MISS';
+      headers.Age = String(Math.max(0, Math.floor((lib.clock() - result.computedAt) / 1000)));
+    }
+    send(res, 200, { result: result.rows }, headers);
+    return { what: result.endpoint.name, cache: headers['X-Cache'] ?? '-' };
+  }
+
+  const server = createServer({ maxHeaderSize: 16 * 1024, requestTimeout: (options.timeoutSeconds + 30) * 1000, headersTimeout: 20_000 }, (req, res) => {
+    const started = performance.now();
+    inFlight += 1;
+    let what = '-';
+    let cache = '-';
+    handle(req, res)
+      .then((r) => ({ what, cache } = r))
+      .catch((err: unknown) => {
+        if (err instanceof HttpError) send(res, err.status, errorBody(err.code, err.message));
+        else if (err instanceof SavedqError) send(res, err.httpStatus, errorBody(err.code, err.message));
+        else {
+          options.log(`internal error: ${err instanceof Error ? err.message : String(err)}`);
+          send(res, 500, errorBody('internal', 'internal error.'));
+        }
+      })
+      .finally(() => {
+        const ms = Math.round(performance.now() - started);
+        const path = (req.url ?? '').split('?')[0] ?? '';
+        if (what === '-') what = path.startsWith(QUERY_PREFIX) ? path.slice(QUERY_PREFIX.length, QUERY_PREFIX.length + 64) : path.slice(0, 64);
+        options.log(`${new Date().toISOString()} ${req.method} ${what} ${res.statusCode} ${ms}ms cache=${cache}`);
+        inFlight -= 1;
+        if (inFlight === 0) drained?.();
+      });
+  });
+  // Oversized headers and malformed requests are answered by Node itself (431, 400).
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const status = err.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
+    socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+
+  const warmTimer =
+    options.warmEveryMs > 0
+      ? setInterval(() => {
+          lib
+            .warm()
+            .then((outcomes) => {
+              for (const o of outcomes) if (o.error) options.log(`warm failed for ${o.name}: ${o.error.message}`);
+              if (outcomes.length > 0) options.log(`warm: ${outcomes.filter((o) => !o.error).length} of ${outcomes.length} refreshed`);
+            })
+            .catch((err: unknown) => options.log(`warm failed: ${err instanceof Error ? err.message : String(err)}`));
+        }, options.warmEveryMs)
+      : undefined;
+  warmTimer?.unref();
+
+  return {
+    url: `http://${host}:${address.port}`,
+    server,
+    async close() {
+      clearInterval(warmTimer);
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      if (inFlight > 0) await new Promise<void>((resolve) => (drained = resolve));
+      server.closeIdleConnections();
+      await closed;
+    },
+  };
+}

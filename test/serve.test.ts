@@ -1,0 +1,231 @@
+import { execFile, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { resolveConfig } from '../src/config.js';
+import { endpoints, findEndpoint } from '../src/endpoints/registry.js';
+import { startServer, type RunningServer } from '../src/http/server.js';
+import { Savedq } from '../src/library.js';
+import { binPath, cli, load, tempDir } from './helpers.js';
+
+const dir = tempDir();
+const dataDir = join(dir, 'data');
+const KEYS = ['first-key-0123456789', 'second-key-abcdefghij'];
+const lib = new Savedq(resolveConfig({ dataDir, cacheFile: join(dir, 'cache.sqlite') }, {}), { idleCloseMs: 100 });
+const logLines: string[] = [];
+let server: RunningServer;
+
+async function get(path: string, headers: Record<string, string> = { 'X-API-KEY': KEYS[0] as string }, init: RequestInit = {}) {
+  const res = await fetch(`${server.url}${path}`, { headers, ...init });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, text, body: text === '' ? undefined : (JSON.parse(text) as Record<string, unknown>) };
+}
+
+const minutesAgo = (m: number) => new Date(Date.now() - m * 60_000).toISOString();
+
+beforeAll(async () => {
+  await load(lib, 'edge_logs', [
+    ...Array.from({ length: 30 }, (_, i) => ({
+      timestamp: minutesAgo(i),
+      project: 'http-proj',
+      event_message: `m${i}`,
+      metadata: { request: { url: `https://http-proj.example/rest/v1/t${i}`, path: `/rest/v1/t${i}` } },
+    })),
+    ...Array.from({ length: 20 }, (_, i) => ({
+      timestamp: minutesAgo(1),
+      project: `many-${i}`,
+      metadata: { request: { url: `https://many-${i}.example/auth/v1/x`, path: '/auth/v1/x' } },
+    })),
+  ]);
+  server = await startServer(lib, {
+    host: '127.0.0.1',
+    port: 0,
+    apiKeys: KEYS,
+    timeoutSeconds: 30,
+    warmEveryMs: 0,
+    version: 'test',
+    log: (line) => logLines.push(line),
+  });
+});
+
+afterAll(async () => {
+  await server?.close();
+  await lib.close();
+});
+
+describe('savedq serve', () => {
+  it('answers 200 {"result": rows} as JSON, by name and by id alike', async () => {
+    const byName = await get('/api/endpoints/query/logs.all?project=http-proj');
+    expect(byName.status).toBe(200);
+    expect(byName.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect((byName.body?.result as unknown[]).length).toBe(30);
+    const byId = await get(`/api/endpoints/query/${findEndpoint('logs.all').id}?project=http-proj`);
+    expect(byId.body).toEqual(byName.body);
+    expect(byName.headers.get('x-cache')).toBeNull(); // logs.all is not cached
+  });
+
+  it('answers the same rows as the CLI for the same call', async () => {
+    const http = await get('/api/endpoints/query/usage.api-counts?project=http-proj&interval=hourly', {
+      'X-API-KEY': KEYS[1] as string,
+      'Cache-Control': 'no-cache',
+    });
+    await new Promise((r) => setTimeout(r, 300)); // the server lets go of the data directory when idle
+    const fromCli = await cli(['run', 'usage.api-counts', '-p', 'project=http-proj', '-p', 'interval=hourly', '--no-cache'], {
+      env: { SAVEDQ_DATA_DIR: dataDir, SAVEDQ_CACHE_FILE: join(dir, 'cli.sqlite') },
+    });
+    expect(fromCli.code, fromCli.stderr).toBe(0);
+    expect(http.body?.result).toEqual(JSON.parse(fromCli.stdout));
+  });
+
+  it('says whether a result came from the cache and how old it is; no-cache refreshes', async () => {
+    const path = '/api/endpoints/query/functions.invocation-stats?project=cache-http&interval=1hr';
+    const first = await get(path);
+    expect([first.headers.get('x-cache'), first.headers.get('age')]).toEqual(['MISS', '0']);
+    const second = await get(path);
+    expect(second.headers.get('x-cache')).toBe('HIT');
+    expect(Number(second.headers.get('age'))).toBeGreaterThanOrEqual(0);
+    const refreshed = await get(path, { 'X-API-KEY': KEYS[0] as string, 'Cache-Control': 'no-cache' });
+    expect(refreshed.headers.get('x-cache')).toBe('MISS');
+  });
+
+  it('refuses a missing key, a wrong key of the same length and of another length, with 401', async () => {
+    const path = '/api/endpoints/query/logs.all?project=http-proj';
+    const sameLength = (KEYS[0] as string).replace(/.$/, 'X');
+    const attempts: Record<string, string>[] = [{}, { 'X-API-KEY': sameLength }, { 'X-API-KEY': 'short' }, { 'X-API-KEY': '' }];
+    for (const headers of attempts) {
+      const r = await get(path, headers);
+      expect(r.status).toBe(401);
+      expect(r.body).toEqual({ error: { code: 'unauthorized', message: 'missing or wrong X-API-KEY header.' } });
+    }
+    expect((await get(path, { 'X-API-KEY': KEYS[1] as string })).status).toBe(200);
+  });
+
+  it('answers 400 naming the parameter, for bad percent-encoding and for a parameter given twice', async () => {
+    const missing = await get('/api/endpoints/query/usage.api-counts?project=x');
+    expect(missing.status).toBe(400);
+    expect(missing.body).toEqual({
+      error: { code: 'bad_request', message: "missing parameter 'interval' for usage.api-counts: one of minutely, hourly, daily." },
+    });
+    expect((await get('/api/endpoints/query/logs.all?project=%E0%A4%A')).status).toBe(400);
+    const twice = await get('/api/endpoints/query/logs.all?project=a&project=b');
+    expect([twice.status, (twice.body?.error as { message: string }).message]).toEqual([400, "parameter 'project' is given more than once."]);
+    const regex = await get('/api/endpoints/query/usage.api-counts?project=%28&interval=daily');
+    expect(regex.status).toBe(400);
+    expect(JSON.stringify(regex.body)).not.toMatch(/SELECT|FROM|edge_logs/);
+  });
+
+  it('answers 404 for an unknown endpoint or path, 405 for other methods, 414 and 431 for oversized requests', async () => {
+    expect((await get('/api/endpoints/query/logs.everything?project=x')).status).toBe(404);
+    expect((await get('/api/endpoints/query/logs.everything')).body).toMatchObject({ error: { code: 'not_found' } });
+    expect((await get('/nothing/here')).status).toBe(404);
+    const post = await get('/api/endpoints/query/logs.all?project=x', { 'X-API-KEY': KEYS[0] as string }, { method: 'POST' });
+    expect([post.status, post.headers.get('allow')]).toEqual([405, 'GET, HEAD']);
+    expect((await get(`/api/endpoints/query/logs.all?project=${'x'.repeat(9000)}`)).status).toBe(414);
+    expect((await get('/health', { 'X-Big': 'y'.repeat(20_000) })).status).toBe(431);
+  });
+
+  it('serves /health and /openapi.json without a key', async () => {
+    expect(await get('/health', {})).toMatchObject({ status: 200, body: { status: 'ok' } });
+    const doc = (await get('/openapi.json', {})).body as { openapi: string; paths: Record<string, { get: { parameters: Array<{ name: string; required: boolean; schema: Record<string, unknown> }> } }> };
+    expect(doc.openapi).toBe('3.1.0');
+    for (const e of endpoints) {
+      for (const path of [`/api/endpoints/query/${e.name}`, `/api/endpoints/query/${e.id}`]) {
+        const op = doc.paths[path]?.get;
+        expect(op, path).toBeDefined();
+        expect(op?.parameters.map((p) => [p.name, p.required])).toEqual(e.params.map((p) => [p.name, p.required]));
+      }
+    }
+    const interval = doc.paths['/api/endpoints/query/usage.api-counts']?.get.parameters.find((p) => p.name === 'interval');
+    expect(interval?.schema.enum).toEqual(['minutely', 'hourly', 'daily']);
+  });
+
+  it('runs 40 identical concurrent requests as one query with one body', async () => {
+    const execute = vi.spyOn(lib, 'execute');
+    const path = `/api/endpoints/query/usage.api-counts?project=${randomUUID()}&interval=daily`;
+    const answers = await Promise.all(Array.from({ length: 40 }, () => get(path)));
+    expect(execute).toHaveBeenCalledTimes(1);
+    execute.mockRestore();
+    expect(new Set(answers.map((a) => `${a.status} ${a.text}`)).size).toBe(1);
+  });
+
+  it('answers many different concurrent requests each with its own rows', async () => {
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => get(`/api/endpoints/query/usage.api-counts?project=^https://many-${i}\\.&interval=hourly`)),
+    );
+    for (const a of answers) {
+      expect(a.status).toBe(200);
+      const rows = a.body?.result as Array<Record<string, number>>;
+      expect(rows.reduce((n, r) => n + (r.total_auth_requests ?? 0), 0)).toBe(1);
+    }
+  });
+
+  it('logs one line per request without keys or parameter values', () => {
+    const all = logLines.join('\n');
+    expect(all).toMatch(/^\S+Z GET logs.all 200 \d+ms cache=-$/m);
+    expect(all).toMatch(/GET usage.api-counts 200 \d+ms cache=(HIT|MISS)/);
+    for (const secret of [...KEYS, 'http-proj', 'many-1']) expect(all).not.toContain(secret);
+  });
+
+  it('works with curl', async () => {
+    const { stdout } = await promisify(execFile)('curl', [
+      '-sS',
+      '-H',
+      `X-API-KEY: ${KEYS[0]}`,
+      `${server.url}/api/endpoints/query/logs.all?project=http-proj&iso_timestamp_start=${encodeURIComponent(minutesAgo(2.5))}`,
+    ]);
+    expect((JSON.parse(stdout) as { result: unknown[] }).result).toHaveLength(3);
+  });
+});
+
+describe('savedq serve faults', () => {
+  it('answers 502 when the warehouse is unreachable, never showing the password', async () => {
+    const broken = new Savedq(resolveConfig({ url: 'http://u:hunter2@127.0.0.1:9', cacheFile: join(dir, 'b.sqlite') }, {}));
+    const s = await startServer(broken, { host: '127.0.0.1', port: 0, apiKeys: KEYS, timeoutSeconds: 30, warmEveryMs: 0, version: 't', log: () => undefined });
+    const res = await fetch(`${s.url}/api/endpoints/query/logs.all?project=x`, { headers: { 'X-API-KEY': KEYS[0] as string } });
+    const text = await res.text();
+    await s.close();
+    await broken.close();
+    expect(res.status).toBe(502);
+    expect(JSON.parse(text)).toEqual({ error: { code: 'warehouse_error', message: 'cannot reach ClickHouse at http://u@127.0.0.1:9: connection refused.' } });
+    expect(text).not.toContain('hunter2');
+  });
+
+  it('answers 504 when a query runs past the time limit', async () => {
+    const s = await startServer(lib, { host: '127.0.0.1', port: 0, apiKeys: KEYS, timeoutSeconds: 0.001, warmEveryMs: 0, version: 't', log: () => undefined });
+    const res = await fetch(`${s.url}/api/endpoints/query/logs.all?project=http-proj&project_tier=PAYG`, { headers: { 'X-API-KEY': KEYS[0] as string } });
+    const body = (await res.json()) as unknown;
+    await s.close();
+    expect(res.status).toBe(504);
+    expect(body).toEqual({ error: { code: 'timeout', message: 'the query ran past its time limit of 0.001 s.' } });
+  });
+
+  it('refuses to start without an API key (exit 2)', async () => {
+    const r = await cli(['serve', '--port', '0'], { env: { SAVEDQ_DATA_DIR: join(dir, 'd2') } });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe('savedq: serve needs at least one API key: set SAVEDQ_API_KEYS or give --api-key-file.\n');
+  });
+
+  it('on SIGTERM finishes the request in flight, then exits 0', async () => {
+    const child = spawn(process.execPath, [binPath, 'serve', '--port', '0'], {
+      env: { PATH: process.env.PATH ?? '', SAVEDQ_API_KEYS: 'k', SAVEDQ_DATA_DIR: join(dir, 'd3'), SAVEDQ_CACHE_FILE: join(dir, 'd3.sqlite') },
+    });
+    let stderr = '';
+    const url = await new Promise<string>((resolve) => {
+      child.stderr.setEncoding('utf8').on('data', (d: string) => {
+        stderr += d;
+        const m = /listening on (http:\S+)/.exec(stderr);
+        if (m) resolve(m[1] as string);
+      });
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const inFlight = fetch(`${url}/api/endpoints/query/usage.api-counts?project=x&interval=daily`, { headers: { 'X-API-KEY': 'k' } });
+    await new Promise((r) => setTimeout(r, 50));
+    child.kill('SIGTERM');
+    const res = await inFlight;
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ result: [] });
+    expect(await exited).toBe(0);
+    expect(stderr).toContain('SIGTERM: finishing requests in flight');
+  });
+});
