@@ -21,6 +21,11 @@ function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
 }
 
+/** An "Examples:" section for a command's help. */
+function examples(...lines: string[]): string {
+  return `\nExamples:\n${lines.map((l) => `  $ ${l}`).join('\n')}\n`;
+}
+
 const program = new Command('savedq')
   .description('Run saved, parameterised analytics queries over platform log data.')
   .version(version, '-V, --version')
@@ -35,7 +40,17 @@ const program = new Command('savedq')
   .option('--debug', 'show stack traces on errors')
   .showSuggestionAfterError()
   .exitOverride()
-  .configureOutput({ outputError: (text, write) => write(`savedq: ${text.replace(/^error: /, '')}`) });
+  .configureOutput({ outputError: (text, write) => write(`savedq: ${text.replace(/^error: /, '')}`) })
+  .addHelpText(
+    'after',
+    examples(
+      'savedq load --sample',
+      'savedq list',
+      'savedq run usage.api-counts -p project=acme-shop -p interval=daily',
+      'savedq run logs.all -p project=acme-shop -f ndjson | jq .event_message',
+      'SAVEDQ_API_KEYS=secret savedq serve --port 4000',
+    ),
+  );
 
 program
   .command('run')
@@ -46,6 +61,15 @@ program
   .option('--no-cache', 'neither read nor write the results cache')
   .option('--refresh', 'run the query and replace the cached result')
   .option('--at <iso>', 'run the query as of this instant instead of now')
+  .addHelpText(
+    'after',
+    examples(
+      'savedq run usage.api-counts -p project=acme-shop -p interval=hourly',
+      'savedq run functions.invocation-stats -p project=acme-shop -p interval=1hr -f table',
+      'savedq run logs.all -p project=acme-shop -p project_tier=PRO -p iso_timestamp_start=2026-11-21T00:00:00Z',
+      'savedq run 0f4c6b2e-7f3a-4a51-9a8e-3d2b1c5e6f01 -p project=acme-shop --at 2026-11-21T12:00:00Z -f csv',
+    ),
+  )
   .action(async (endpoint: string, opts: { param: string[]; format?: string; cache: boolean; refresh?: boolean; at?: string }, cmd: Command) => {
     const flags = cmd.optsWithGlobals<GlobalFlags>();
     const { runCommand } = await import('./commands/run.js');
@@ -67,6 +91,7 @@ program
   .command('list')
   .description('list the saved queries and their parameters')
   .addOption(new Option('-f, --format <format>', 'output format (default: table on a terminal, else json)').choices(['table', 'json', 'ndjson', 'csv']))
+  .addHelpText('after', examples('savedq list', "savedq list -f json | jq '.[].name'"))
   .action(async (opts: { format?: string }, cmd: Command) => {
     const { listCommand } = await import('./commands/list.js');
     await listCommand({ ...cmd.optsWithGlobals<GlobalFlags>(), format: opts.format }, io);
@@ -78,6 +103,10 @@ program
   .argument('[table]', 'edge_logs or function_edge_logs')
   .argument('[file]', 'NDJSON file; - or none reads standard input')
   .option('--sample', 'generate realistic sample events for a few projects over the last 90 days')
+  .addHelpText(
+    'after',
+    examples('savedq load --sample', 'savedq load edge_logs events.ndjson', 'zcat functions.ndjson.gz | savedq load function_edge_logs -'),
+  )
   .action(async (table: string | undefined, file: string | undefined, opts: { sample?: boolean }, cmd: Command) => {
     const flags = cmd.optsWithGlobals<GlobalFlags>();
     const { loadCommand } = await import('./commands/load.js');
@@ -90,6 +119,7 @@ program
   .argument('[endpoint]', 'warm only this call: endpoint name or id, with its -p parameters')
   .option('-p, --param <name=value>', 'a parameter of the one call to warm (repeatable)', collect, [])
   .option('--at <iso>', 'the --at instant of the one call to warm')
+  .addHelpText('after', examples('savedq warm', 'savedq warm usage.api-counts -p project=acme-shop -p interval=daily', '# crontab: */5 * * * * savedq warm --quiet'))
   .action(async (endpoint: string | undefined, opts: { param: string[]; at?: string }, cmd: Command) => {
     const flags = cmd.optsWithGlobals<GlobalFlags>();
     const { warmCommand } = await import('./commands/warm.js');
@@ -121,11 +151,59 @@ program
   .option('--host <host>', 'address to bind', '127.0.0.1')
   .option('--port <port>', 'port to listen on (0 = any free port)', '4000')
   .option('--api-key-file <file>', 'file of accepted API keys, one a line (else env SAVEDQ_API_KEYS, comma-separated)')
+  .addHelpText(
+    'after',
+    examples(
+      'SAVEDQ_API_KEYS=secret savedq serve',
+      "curl -H 'X-API-KEY: secret' 'http://127.0.0.1:4000/api/endpoints/query/usage.api-counts?project=acme-shop&interval=daily'",
+    ),
+  )
   .action(async (opts: { host: string; port: string; apiKeyFile?: string }, cmd: Command) => {
     const flags = cmd.optsWithGlobals<GlobalFlags>();
     const { serveCommand } = await import('./commands/serve.js');
     // Between requests the server lets go of the embedded data directory, so cron jobs and runs get turns.
     await serveCommand(lib(flags, { idleCloseMs: 2000 }), { ...flags, ...opts, version }, io);
+  });
+
+program
+  .command('describe')
+  .description('show what an endpoint does: parameters, row fields, cache settings and its SQL')
+  .argument('<endpoint>', 'endpoint name or id')
+  .addHelpText('after', examples('savedq describe usage.api-counts'))
+  .action(async (endpoint: string, _opts: unknown, cmd: Command) => {
+    const { describeCommand } = await import('./commands/describe.js');
+    describeCommand(endpoint, cmd.optsWithGlobals<GlobalFlags>(), io);
+  });
+
+program
+  .command('schema')
+  .description('print the ClickHouse DDL of the two log tables, for a server or (--cluster) a cluster')
+  .option('--cluster <name>', 'DDL for this cluster: ReplicatedMergeTree local tables, Distributed tables over them')
+  .addHelpText('after', examples('savedq schema', 'savedq schema --cluster analytics | clickhouse-client --multiquery'))
+  .action(async (opts: { cluster?: string }, cmd: Command) => {
+    const { schemaCommand } = await import('./commands/schema.js');
+    schemaCommand({ ...cmd.optsWithGlobals<GlobalFlags>(), cluster: opts.cluster }, io);
+  });
+
+program
+  .command('init')
+  .description('create the log tables on the ClickHouse server (or, with --cluster, cluster) given by --url')
+  .option('--cluster <name>', 'create them ON CLUSTER, replicated and distributed')
+  .addHelpText('after', examples('savedq init --url http://default:secret@clickhouse:8123/logs', 'savedq init --url http://clickhouse:8123 --cluster analytics'))
+  .action(async (opts: { cluster?: string }, cmd: Command) => {
+    const flags = cmd.optsWithGlobals<GlobalFlags>();
+    const { initCommand } = await import('./commands/schema.js');
+    await initCommand(lib(flags), { ...flags, cluster: opts.cluster }, io);
+  });
+
+program
+  .command('completion')
+  .description('print a shell completion script')
+  .argument('<shell>', 'bash, zsh or fish')
+  .addHelpText('after', examples('eval "$(savedq completion bash)"', 'savedq completion fish | source'))
+  .action(async (shell: string) => {
+    const { completionScript } = await import('./commands/completion.js');
+    io.stdout.write(completionScript(shell));
   });
 
 /** The one place errors become messages and exit codes. */

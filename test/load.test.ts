@@ -64,6 +64,13 @@ describe('savedq load', () => {
     ]);
   });
 
+  it('accepts metadata as JSON text, as the tables export it', async () => {
+    const io = captureIo(`${JSON.stringify({ timestamp: '2026-03-10 12:00:00.000001', project: 'exported', metadata: '{"response":{"status_code":418}}' })}\n`);
+    await loadCommand(lib, { table: 'edge_logs', file: '-' }, io);
+    expect(await rowsOf("SELECT status_code FROM edge_logs WHERE project = 'exported'")).toEqual([{ status_code: 418 }]);
+    await expect(loadCommand(lib, { table: 'edge_logs', file: '-' }, captureIo('{"timestamp":"2026-01-01","project":"p","metadata":"[1]"}\n'))).rejects.toThrow(InputError);
+  });
+
   it('loads the same file twice without duplicating a row', async () => {
     const file = join(dir, 'twice.ndjson');
     const lines = Array.from({ length: 250 }, (_, i) =>

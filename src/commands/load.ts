@@ -1,12 +1,13 @@
-import { createReadStream } from 'node:fs';
+import { createReadStream, statSync, type ReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { InputError } from '../errors.js';
 import type { Savedq } from '../library.js';
 import { TABLES, type TableName } from '../warehouse/index.js';
 import { loadEvents, type LoadReport } from '../warehouse/load.js';
-import { sampleLines } from '../warehouse/sample.js';
+import { sampleLines, sampleSize } from '../warehouse/sample.js';
 import { report, type CommonOptions, type Io } from './io.js';
+import { loadProgressText, progress } from './progress.js';
 
 /** Options of `savedq load`. */
 export interface LoadOptions extends CommonOptions {
@@ -56,7 +57,13 @@ export async function loadCommand(lib: Savedq, options: LoadOptions, io: Io): Pr
     const warehouse = await lib.warehouse();
     const reports: LoadReport[] = [];
     for (const table of tables) {
-      const r = await loadEvents(warehouse, table, sampleLines(table, lib.clock()));
+      const shown = progress(io, options);
+      const started = Date.now();
+      const r = await loadEvents(warehouse, table, sampleLines(table, lib.clock()), {
+        batchRows: 10_000,
+        onProgress: (p) => shown.update(loadProgressText(table, p.loaded, undefined, started, p.loaded / sampleSize(table))),
+      });
+      shown.done();
       report(io, options, `loaded ${r.loaded} sample rows into ${table}`);
       reports.push(r);
     }
@@ -73,12 +80,22 @@ export async function loadCommand(lib: Savedq, options: LoadOptions, io: Io): Pr
   }
   const warehouse = await lib.warehouse();
   const lines = createInterface({ input, crlfDelay: Infinity });
+  const fromFile = options.file !== undefined && options.file !== '-';
+  const file = fromFile ? (input as ReadStream) : undefined;
+  const size = fromFile ? statSync(options.file as string).size : undefined;
+  const shown = progress(io, options);
+  const started = Date.now();
   let named = 0;
   const r = await loadEvents(warehouse, table, lines, {
     onReject: (line, reason) => {
-      if (named++ < NAMED_REJECTS) report(io, options, `line ${line}: ${reason}`);
+      if (named++ < NAMED_REJECTS) {
+        shown.done();
+        report(io, options, `line ${line}: ${reason}`);
+      }
     },
-  });
+    onProgress: (p) =>
+      shown.update(loadProgressText(table, p.loaded, file?.bytesRead, started, size ? (file?.bytesRead ?? 0) / size : undefined)),
+  }).finally(() => shown.done());
   report(io, options, `loaded ${r.loaded} rows into ${table}, rejected ${r.rejected} lines`);
   if (r.rejected > 0) {
     throw new InputError(

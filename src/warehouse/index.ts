@@ -30,14 +30,20 @@ export interface Warehouse {
     signal?: AbortSignal,
   ): Promise<WarehouseRow[]>;
   insert(table: TableName, rows: readonly object[], settings?: ClickHouseSettings): Promise<void>;
+  /** Runs a statement that returns no rows (DDL). */
+  command(sql: string): Promise<void>;
   close(): Promise<void>;
 }
 
-/** Opens the warehouse the configuration names and makes sure the log tables exist. */
-export async function openWarehouse(config: Config): Promise<Warehouse> {
+/**
+ * Opens the warehouse the configuration names and, unless told not to (`init` applies its own DDL),
+ * makes sure the log tables exist.
+ */
+export async function openWarehouse(config: Config, options: { createTables?: boolean } = {}): Promise<Warehouse> {
   const warehouse = config.url === undefined ? await openEmbedded(config) : await openServer(config.url);
+  if (options.createTables === false) return warehouse;
   try {
-    for (const statement of schemaStatements()) await warehouse.query(statement, {});
+    for (const statement of schemaStatements()) await warehouse.command(statement);
   } catch (err) {
     await warehouse.close().catch(() => undefined);
     throw err;
@@ -121,6 +127,13 @@ function wrapClient(client: ClickHouseClient, location: string): Warehouse {
       const body = rows.map((row) => JSON.stringify(row)).join('\n');
       try {
         await client.command({ query: `INSERT INTO ${table}${settingsClause(settings)}\nFORMAT JSONEachRow\n${body}` });
+      } catch (err) {
+        throw toWarehouseError(err, location);
+      }
+    },
+    async command(sql) {
+      try {
+        await client.command({ query: sql });
       } catch (err) {
         throw toWarehouseError(err, location);
       }

@@ -17,6 +17,14 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+function parseObject(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
 /** Why an event cannot be loaded, for the "line N: …" message. */
 export class RejectedEvent extends Error {}
 
@@ -34,7 +42,9 @@ export function toTableRow(table: TableName, event: unknown): TableRow {
   let id = event.id;
   if (id === undefined || id === null) id = randomUUID();
   else if (typeof id !== 'string' || !UUID_PATTERN.test(id)) throw new RejectedEvent('invalid id: expected a UUID');
-  const metadata = event.metadata ?? {};
+  let metadata: unknown = event.metadata ?? {};
+  // JSON text of an object is accepted too: that is how the tables export it.
+  if (typeof metadata === 'string') metadata = parseObject(metadata);
   if (!isObject(metadata)) throw new RejectedEvent('invalid metadata: expected an object');
   const message = event.event_message ?? '';
   if (typeof message !== 'string') throw new RejectedEvent('invalid event_message: expected a string');

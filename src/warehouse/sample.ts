@@ -96,6 +96,11 @@ function gaussian(): number {
   return Math.sqrt(-2 * Math.log(1 - Math.random())) * Math.cos(2 * Math.PI * Math.random());
 }
 
+/** How many sample events `sampleLines` yields for a table. */
+export function sampleSize(table: TableName): number {
+  return SAMPLE_PROJECTS.length * (table === 'edge_logs' ? EDGE_EVENTS_PER_PROJECT : FUNCTION_EVENTS_PER_PROJECT);
+}
+
 /** Realistic sample events for each table, as NDJSON lines, spread over the 90 days before `nowMs`. */
 export function* sampleLines(table: TableName, nowMs: number): Generator<string> {
   for (const { ref, functions } of SAMPLE_PROJECTS) {

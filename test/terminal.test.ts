@@ -1,0 +1,147 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadCommand } from '../src/commands/load.js';
+import { completionScript } from '../src/commands/completion.js';
+import { endpoints } from '../src/endpoints/registry.js';
+import { render, useColor } from '../src/output/index.js';
+import { schemaDdl } from '../src/warehouse/ddl.js';
+import { captureIo, cli, tempDir, testLibrary } from './helpers.js';
+
+const lib = testLibrary();
+const dir = tempDir();
+const env = { SAVEDQ_DATA_DIR: join(dir, 'data'), SAVEDQ_CACHE_FILE: join(dir, 'c.sqlite') };
+
+describe('help that teaches', () => {
+  it('gives every command a purpose, options and examples', async () => {
+    const commands = ['run', 'list', 'describe', 'load', 'warm', 'serve', 'schema', 'init', 'completion'];
+    const helps = await Promise.all([cli(['--help']), ...commands.map((c) => cli([c, '--help']))]);
+    for (const [i, h] of helps.entries()) {
+      const name = i === 0 ? 'savedq' : `savedq ${commands[i - 1]}`;
+      expect(h.code, name).toBe(0);
+      expect(h.stdout, name).toContain(`Usage: ${name}`);
+      expect(h.stdout, name).toContain('Options:');
+      expect(h.stdout, name).toMatch(/Examples:\n {2}\$ \S/);
+    }
+    expect(helps[1]?.stdout).toContain('--no-cache');
+    expect(helps[6]?.stdout).toMatch(/--port <port>\s+port to listen on .*\(default: "4000"\)/);
+  });
+
+  it('prints the version and suggests the closest command for a typo', async () => {
+    const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+    expect((await cli(['--version'])).stdout).toBe(`${version}\n`);
+    const typo = await cli(['lsit']);
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toContain('Did you mean list?');
+  });
+});
+
+describe('shell completion', () => {
+  it('writes bash and zsh scripts that parse, naming commands, endpoints, ids and parameter values', () => {
+    for (const shell of ['bash', 'zsh']) {
+      const script = completionScript(shell);
+      const check = spawnSync('bash', ['-n'], { input: script });
+      expect(check.status, `${shell}: ${check.stderr.toString()}`).toBe(0);
+      for (const e of endpoints) {
+        expect(script).toContain(e.name);
+        expect(script).toContain(e.id);
+      }
+      expect(script).toContain('interval=minutely');
+      expect(script).toContain('project_tier=ENTERPRISE');
+    }
+    const fish = completionScript('fish');
+    expect(fish).toContain("__fish_use_subcommand' -a 'run list");
+    expect(() => completionScript('tcsh')).toThrow(/unknown shell "tcsh": one of bash, zsh, fish/);
+  });
+
+  it('makes bash complete an endpoint and its parameter values', () => {
+    const script = completionScript('bash');
+    const complete = (line: string) =>
+      execFileSync('bash', ['-c', `${script}\nCOMP_WORDS=(${line}); COMP_CWORD=$((\${#COMP_WORDS[@]}-1)); _savedq; printf '%s\\n' "\${COMPREPLY[@]}"`])
+        .toString()
+        .trim()
+        .split('\n');
+    expect(complete('savedq run usage.')).toEqual(['usage.api-counts']);
+    expect(complete("savedq run usage.api-counts -p interval=h")).toEqual(['interval=hourly']);
+    expect(complete('savedq ca')).toEqual(['cache']);
+  });
+});
+
+describe('progress and colour', () => {
+  it('shows load progress on a terminal, and none in a pipe or under CI', async () => {
+    const tty = captureIo();
+    (tty.stderr as { isTTY?: boolean }).isTTY = true;
+    await loadCommand(lib, { sample: true, table: 'function_edge_logs' }, tty);
+    const clearLine = '\r\u001b[K';
+    expect(tty.err()).toContain(`${clearLine}loading function_edge_logs: `);
+    expect(tty.err()).toMatch(/loading function_edge_logs: [\d,]+ rows, [\d,]+ rows\/s, \d+%/);
+
+    const ci = captureIo();
+    (ci.stderr as { isTTY?: boolean }).isTTY = true;
+    await loadCommand(lib, { sample: true, table: 'function_edge_logs' }, { ...ci, env: { CI: 'true' } });
+    expect(ci.err()).toBe('loaded 24000 sample rows into function_edge_logs\n');
+
+    const piped = await cli(['load', '--sample'], { env });
+    expect(piped.stderr).toBe('loaded 60000 sample rows into edge_logs\nloaded 24000 sample rows into function_edge_logs\n');
+    expect((await cli(['--quiet', 'load', 'edge_logs', '-'], { env, input: '{"timestamp":"2026-01-01","project":"q"}\n' })).stderr).toBe('');
+  });
+
+  it('colours only on a terminal, and follows NO_COLOR, FORCE_COLOR and --no-color', async () => {
+    expect(useColor(undefined, true, {})).toBe(true);
+    expect(useColor(undefined, false, {})).toBe(false);
+    expect(useColor(undefined, true, { NO_COLOR: '1' })).toBe(false);
+    expect(useColor(undefined, false, { FORCE_COLOR: '1' })).toBe(true);
+    expect(useColor(false, true, { FORCE_COLOR: '1' })).toBe(false);
+    const args = ['list', '-f', 'table'];
+    expect((await cli(args, { env: { ...env, FORCE_COLOR: '1' } })).stdout).toContain('\u001b[');
+    expect((await cli(['--no-color', ...args], { env: { ...env, FORCE_COLOR: '1' } })).stdout).not.toContain('\u001b[');
+    expect((await cli(args, { env: { ...env, FORCE_COLOR: '1', NO_COLOR: '1' } })).stdout).not.toContain('\u001b[');
+  });
+
+  it('fits tables to the terminal width, right-aligns numbers and counts rows', () => {
+    const rows = [
+      { id: 'a', timestamp: '2026-01-01T00:00:00.000001Z', event_message: 'short', metadata: { long: 'x'.repeat(300) } },
+    ];
+    const fields = endpoints[0]?.fields ?? [];
+    const text = render('table', rows, { fields, color: false, width: 80 });
+    for (const line of text.split('\n')) expect(line.length).toBeLessThanOrEqual(80);
+    expect(text).toContain('2026-01-01 00:00:00.000001');
+    expect(text).toContain('…');
+    expect(text).toMatch(/1 row\n$/);
+    const numbers = render('table', [{ count: 5 }, { count: 12345 }], { fields: [{ name: 'count', type: 'integer' }], color: false, width: 80 });
+    expect(numbers).toContain('│     5 │');
+  });
+
+  it('describes an endpoint with its parameters and SQL', async () => {
+    const r = await cli(['describe', 'functions.invocation-stats']);
+    expect(r.stdout).toContain('interval  (optional; usually 5min, 15min, 1hr, 1day, 7day; default 1day)');
+    expect(r.stdout).toContain('Cache: 900 s, warmed when 300 s old');
+    expect(r.stdout).toContain('FROM function_edge_logs');
+  });
+});
+
+describe('growing past one machine', () => {
+  it('prints DDL for a server and for a cluster that ClickHouse parses', async () => {
+    const warehouse = await lib.warehouse();
+    const plain = schemaDdl();
+    const cluster = schemaDdl('analytics');
+    expect(cluster).toHaveLength(4);
+    expect(cluster[0]).toMatch(/CREATE TABLE IF NOT EXISTS edge_logs_local ON CLUSTER analytics[\s\S]*ENGINE = ReplicatedMergeTree\('\/clickhouse\/tables\/\{shard\}\/\{database\}\/edge_logs_local', '\{replica\}'\)/);
+    expect(cluster[1]).toBe(
+      "CREATE TABLE IF NOT EXISTS edge_logs ON CLUSTER analytics AS edge_logs_local\nENGINE = Distributed('analytics', currentDatabase(), 'edge_logs_local', cityHash64(project))",
+    );
+    for (const statement of [...plain, ...cluster]) {
+      const [row] = await warehouse.query('SELECT formatQuery({q:String}) AS f', { q: statement });
+      expect(String(row?.f), statement).toMatch(/^CREATE TABLE IF NOT EXISTS/);
+    }
+    const printed = await cli(['schema', '--cluster', 'analytics']);
+    expect(printed.stdout).toBe(`${cluster.join(';\n\n')};\n`);
+  });
+
+  it('init refuses to run without a server URL', async () => {
+    const r = await cli(['init'], { env });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/init needs a ClickHouse server: give --url/);
+  });
+});
