@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { resolveConfig, type ConfigFlags } from './config.js';
-import { SavedqError } from './errors.js';
+import { InterruptedError, SavedqError } from './errors.js';
 import { Savedq } from './library.js';
 import type { CommonOptions, Io } from './commands/io.js';
 
@@ -82,6 +82,7 @@ program
         format: opts.format,
         at: opts.at,
         cache: !opts.cache ? 'bypass' : opts.refresh ? 'refresh' : 'use',
+        signal: interrupt.signal,
       },
       io,
     );
@@ -110,7 +111,7 @@ program
   .action(async (table: string | undefined, file: string | undefined, opts: { sample?: boolean }, cmd: Command) => {
     const flags = cmd.optsWithGlobals<GlobalFlags>();
     const { loadCommand } = await import('./commands/load.js');
-    await loadCommand(lib(flags), { ...flags, table, file, sample: opts.sample }, io);
+    await loadCommand(lib(flags), { ...flags, table, file, sample: opts.sample, signal: interrupt.signal }, io);
   });
 
 program
@@ -123,7 +124,7 @@ program
   .action(async (endpoint: string | undefined, opts: { param: string[]; at?: string }, cmd: Command) => {
     const flags = cmd.optsWithGlobals<GlobalFlags>();
     const { warmCommand } = await import('./commands/warm.js');
-    await warmCommand(lib(flags), { ...flags, endpoint, params: opts.param, at: opts.at }, io);
+    await warmCommand(lib(flags), { ...flags, endpoint, params: opts.param, at: opts.at, signal: interrupt.signal }, io);
   });
 
 const cache = program.command('cache').description('inspect or clear the results cache');
@@ -217,6 +218,7 @@ async function main(argv: string[]): Promise<number> {
       return 2;
     }
     const debug = program.opts<GlobalFlags>().debug === true;
+    if (err instanceof InterruptedError) return err.exitCode;
     if (err instanceof SavedqError) {
       io.stderr.write(`savedq: ${err.message}\n`);
       if (debug && err.cause instanceof Error) io.stderr.write(`${err.cause.stack ?? err.cause.message}\n`);
@@ -230,4 +232,23 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+/**
+ * Ctrl-C (or a SIGTERM from a supervisor) during run, load or warm stops the work at the next safe point
+ * (between batches of a load, between refreshes of a warm, after the query of a run), releases the
+ * engine and the data directory, and exits 130. Exiting while the engine is in the middle of an insert
+ * would crash it, hence no process.exit here; a second signal insists. `serve` handles its own.
+ */
+const interrupt = new AbortController();
+function interruptible(argv: string[]): void {
+  if (argv.includes('serve')) return;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (interrupt.signal.aborted) process.exit(130);
+    io.stderr.write(`\nsavedq: interrupted (${signal}); stopping.\n`);
+    interrupt.abort(new InterruptedError(`interrupted (${signal}).`));
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+}
+
+interruptible(process.argv.slice(2));
 process.exitCode = await main(process.argv);

@@ -213,10 +213,15 @@ export class Savedq {
    * Re-runs the given calls (default: the warm set) and stores fresh results, one after another. A
    * failure is reported in its outcome, never thrown, so one bad call does not stop the others.
    */
-  async warm(calls?: readonly CachedCall[], onOutcome?: (outcome: WarmOutcome, index: number, total: number) => void): Promise<WarmOutcome[]> {
+  async warm(
+    calls?: readonly CachedCall[],
+    signal?: AbortSignal,
+    onOutcome?: (outcome: WarmOutcome, index: number, total: number) => void,
+  ): Promise<WarmOutcome[]> {
     const todo = calls ?? (await this.dueForWarming()).map((e) => e.call);
     const outcomes: WarmOutcome[] = [];
     for (const [index, call] of todo.entries()) {
+      if (signal?.aborted) throw signal.reason;
       let outcome: WarmOutcome;
       const name = endpoints.find((e) => e.id === call.endpoint)?.name ?? call.endpoint;
       try {

@@ -99,17 +99,17 @@ describe('progress and colour', () => {
     expect((await cli(args, { env: { ...env, FORCE_COLOR: '1', NO_COLOR: '1' } })).stdout).not.toContain('\u001b[');
   });
 
-  it('fits tables to the terminal width, right-aligns numbers and counts rows', () => {
+  it('fits tables to the terminal width, right-aligns numbers and counts rows', async () => {
     const rows = [
       { id: 'a', timestamp: '2026-01-01T00:00:00.000001Z', event_message: 'short', metadata: { long: 'x'.repeat(300) } },
     ];
     const fields = endpoints[0]?.fields ?? [];
-    const text = render('table', rows, { fields, color: false, width: 80 });
+    const text = await render('table', rows, { fields, color: false, width: 80 });
     for (const line of text.split('\n')) expect(line.length).toBeLessThanOrEqual(80);
     expect(text).toContain('2026-01-01 00:00:00.000001');
     expect(text).toContain('…');
     expect(text).toMatch(/1 row\n$/);
-    const numbers = render('table', [{ count: 5 }, { count: 12345 }], { fields: [{ name: 'count', type: 'integer' }], color: false, width: 80 });
+    const numbers = await render('table', [{ count: 5 }, { count: 12345 }], { fields: [{ name: 'count', type: 'integer' }], color: false, width: 80 });
     expect(numbers).toContain('│     5 │');
   });
 

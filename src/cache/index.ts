@@ -76,7 +76,6 @@ export class ResultsCache {
       store.on('error', () => undefined); // failures reach us through the rejected query below
       await store.query('PRAGMA journal_mode = WAL');
       await store.query('PRAGMA synchronous = NORMAL');
-      await store.query('SELECT count(*) FROM keyv LIMIT 1');
       // throwOnErrors: keyv otherwise turns a failed read into a silent miss, and we want to warn.
       const keyv = new KeyvClass({ store, namespace: 'savedq', throwOnErrors: true });
       keyv.on('error', () => undefined);

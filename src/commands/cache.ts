@@ -37,7 +37,7 @@ export async function cacheListCommand(lib: Savedq, options: CacheListOptions, i
   rows.sort((a, b) => String(a.endpoint).localeCompare(String(b.endpoint)) || Number(a.age_seconds) - Number(b.age_seconds));
   for (const warning of lib.cache.warnings.splice(0)) report(io, options, `warning: ${warning}`);
   io.stdout.write(
-    render(format, rows, { fields: FIELDS, color: useColor(options.color, io.stdout.isTTY === true, io.env), width: io.stdout.columns }),
+    await render(format, rows, { fields: FIELDS, color: useColor(options.color, io.stdout.isTTY === true, io.env), width: io.stdout.columns }),
   );
   return rows;
 }

@@ -19,6 +19,13 @@ export interface CommonOptions {
   readonly verbose?: boolean | undefined;
   /** Say nothing on standard error but errors. */
   readonly quiet?: boolean | undefined;
+  /** Aborted on SIGINT/SIGTERM: the command stops at its next safe point. */
+  readonly signal?: AbortSignal | undefined;
+}
+
+/** Throws the abort reason (an InterruptedError) when the command has been interrupted. */
+export function checkInterrupted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw signal.reason;
 }
 
 /** Writes a status line on standard error when a person is watching (or --verbose), never with --quiet. */

@@ -49,7 +49,7 @@ export async function listCommand(options: ListOptions, io: Io): Promise<void> {
       }))
     : rows;
   io.stdout.write(
-    render(format, shown, {
+    await render(format, shown, {
       fields: isTable ? TABLE_FIELDS : Object.keys(rows[0] ?? {}).map((name) => ({ name, type: 'object' })),
       color: useColor(options.color, io.stdout.isTTY === true, io.env),
       width: io.stdout.columns,

@@ -61,6 +61,7 @@ export async function loadCommand(lib: Savedq, options: LoadOptions, io: Io): Pr
       const started = Date.now();
       const r = await loadEvents(warehouse, table, sampleLines(table, lib.clock()), {
         batchRows: 10_000,
+        signal: options.signal,
         onProgress: (p) => shown.update(loadProgressText(table, p.loaded, undefined, started, p.loaded / sampleSize(table))),
       });
       shown.done();
@@ -87,6 +88,7 @@ export async function loadCommand(lib: Savedq, options: LoadOptions, io: Io): Pr
   const started = Date.now();
   let named = 0;
   const r = await loadEvents(warehouse, table, lines, {
+    signal: options.signal,
     onReject: (line, reason) => {
       if (named++ < NAMED_REJECTS) {
         shown.done();

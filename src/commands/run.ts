@@ -1,7 +1,7 @@
 import type { CacheMode, Savedq } from '../library.js';
 import { chooseFormat, render, useColor } from '../output/index.js';
 import { parsePairs } from '../endpoints/params.js';
-import { note, report, type CommonOptions, type Io } from './io.js';
+import { checkInterrupted, note, report, type CommonOptions, type Io } from './io.js';
 
 /** Options of `savedq run`. */
 export interface RunOptions extends CommonOptions {
@@ -22,8 +22,9 @@ export async function runCommand(lib: Savedq, options: RunOptions, io: Io): Prom
     at: options.at,
     cache: options.cache ?? 'use',
   });
+  checkInterrupted(options.signal);
   io.stdout.write(
-    render(format, result.rows, {
+    await render(format, result.rows, {
       fields: result.endpoint.fields,
       color: useColor(options.color, io.stdout.isTTY === true, io.env),
       width: io.stdout.columns,

@@ -47,7 +47,8 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
     const code = (err as NodeJS.ErrnoException).code;
     throw new InputError(`cannot listen on ${options.host ?? '127.0.0.1'}:${port}: ${code ?? String(err)}.`);
   }
-  log(`savedq serve listening on ${server.url} (${lib.config.url === undefined ? 'embedded engine' : 'ClickHouse server'})`);
+  // Said even with --quiet: it is where the server is (with --port 0, the only way to know).
+  io.stderr.write(`savedq serve listening on ${server.url} (${lib.config.url === undefined ? 'embedded engine' : 'ClickHouse server'})\n`);
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
       log(`${signal}: finishing requests in flight, then stopping`);

@@ -31,7 +31,7 @@ export async function warmCommand(lib: Savedq, options: WarmOptions, io: Io): Pr
     options.endpoint === undefined
       ? undefined
       : [lib.cachedCallOf({ endpoint: options.endpoint, params: parsePairs(options.params ?? []), at: options.at })];
-  const outcomes = await lib.warm(calls, (outcome, index, total) => {
+  const outcomes = await lib.warm(calls, options.signal, (outcome, index, total) => {
     const n = `[${index + 1}/${total}]`;
     if (outcome.error) report(io, options, `${n} failed ${describeCall(outcome)}: ${outcome.error.message}`);
     else report(io, options, `${n} refreshed ${describeCall(outcome)} (${outcome.rows} rows)`);

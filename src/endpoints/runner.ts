@@ -37,6 +37,19 @@ export function bindValues(
   return values;
 }
 
+/**
+ * The settings every saved query runs under: read-only, a time limit, a memory limit, and the row
+ * limit, all set by the library so no saved query can write or exhaust the machine.
+ */
+export function querySettings(endpoint: EndpointDefinition, timeoutSeconds: number): ClickHouseSettings {
+  return {
+    readonly: '2',
+    max_execution_time: timeoutSeconds,
+    max_memory_usage: String(MAX_MEMORY_BYTES),
+    limit: String(endpoint.maxRows),
+  };
+}
+
 /** Runs a saved query with validated parameters and returns its rows, shaped as its fields declare. */
 export async function executeEndpoint(
   warehouse: Warehouse,
@@ -44,12 +57,7 @@ export async function executeEndpoint(
   params: NormalisedParams,
   options: ExecuteOptions,
 ): Promise<Row[]> {
-  const settings: ClickHouseSettings = {
-    readonly: '2',
-    max_execution_time: options.timeoutSeconds,
-    max_memory_usage: String(MAX_MEMORY_BYTES),
-    limit: String(endpoint.maxRows),
-  };
+  const settings = querySettings(endpoint, options.timeoutSeconds);
   let rows;
   try {
     rows = await warehouse.query(endpointSql(endpoint), bindValues(endpoint, params, options.now), settings, options.signal);

@@ -1,7 +1,5 @@
 import { InputError } from '../errors.js';
 import type { FieldDefinition, Row } from '../endpoints/types.js';
-import { renderCsv } from './csv.js';
-import { renderTable } from './table.js';
 
 /** The output formats, one renderer each, shared by every command. */
 export const FORMATS = ['table', 'json', 'ndjson', 'csv'] as const;
@@ -19,16 +17,20 @@ export interface RenderOptions {
 
 type Renderer = (rows: readonly Row[], options: RenderOptions) => string;
 
-const renderers: Record<Format, Renderer> = {
-  table: renderTable,
-  json: (rows) => (rows.length === 0 ? '[]\n' : `[\n${rows.map((r) => JSON.stringify(r)).join(',\n')}\n]\n`),
-  ndjson: (rows) => rows.map((r) => `${JSON.stringify(r)}\n`).join(''),
-  csv: renderCsv,
+/**
+ * One renderer per format. JSON ones are inline; table and CSV load their libraries only when used, so
+ * a pipeline reading JSON (the cache-hit path of cron jobs and scripts) does not pay for them.
+ */
+const renderers: Record<Format, () => Promise<Renderer>> = {
+  table: async () => (await import('./table.js')).renderTable,
+  json: async () => (rows) => (rows.length === 0 ? '[]\n' : `[\n${rows.map((r) => JSON.stringify(r)).join(',\n')}\n]\n`),
+  ndjson: async () => (rows) => rows.map((r) => `${JSON.stringify(r)}\n`).join(''),
+  csv: async () => (await import('./csv.js')).renderCsv,
 };
 
 /** Renders rows in a format. */
-export function render(format: Format, rows: readonly Row[], options: RenderOptions): string {
-  return renderers[format](rows, options);
+export async function render(format: Format, rows: readonly Row[], options: RenderOptions): Promise<string> {
+  return (await renderers[format]())(rows, options);
 }
 
 /** Parses a --format value; the default is a table on a terminal and JSON otherwise. */

@@ -78,6 +78,8 @@ export interface LoadOptions {
   readonly onReject?: (line: number, reason: string) => void;
   /** Called after each batch is stored. */
   readonly onProgress?: (report: LoadReport) => void;
+  /** When aborted, the load stops before its next batch and throws the abort reason. */
+  readonly signal?: AbortSignal | undefined;
 }
 
 const DEFAULT_BATCH_ROWS = 50_000;
@@ -108,6 +110,7 @@ export async function loadEvents(
   };
 
   for await (const line of lines) {
+    if (options.signal?.aborted) throw options.signal.reason;
     report.lines += 1;
     if (line.trim() === '') continue;
     let row: TableRow;

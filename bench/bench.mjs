@@ -1,0 +1,255 @@
+// npm run bench: savedq's speed and memory, each figure a ratio measured side by side in one run,
+// alternating the two sides and quoting medians, on data this script generates itself.
+//
+//   BENCH_ROWS=1000000,10000000  rows per table at each scale (default: both)
+//   BENCH_REPS=7                 repetitions per side
+//   BENCH_LOAD_ROWS=1000000      lines in the NDJSON file the load figure uses
+//   BENCH_HTTP_SECONDS=5         seconds per HTTP measurement
+import { spawn, spawnSync } from 'node:child_process';
+import { createWriteStream, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import http from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { endpointSql } from '../dist/endpoints/sql.js';
+import { bindValues } from '../dist/endpoints/runner.js';
+import { normaliseParams } from '../dist/endpoints/params.js';
+import { findEndpoint } from '../dist/endpoints/registry.js';
+import { openWarehouse } from '../dist/warehouse/index.js';
+import { resolveConfig } from '../dist/config.js';
+import { microsFromDate } from '../dist/time.js';
+
+const here = (f) => fileURLToPath(new URL(f, import.meta.url));
+const BIN = here('../bin/savedq.js');
+const SIZES = (process.env.BENCH_ROWS ?? '1000000,10000000').split(',').map(Number);
+const REPS = Number(process.env.BENCH_REPS ?? 7);
+const LOAD_ROWS = Number(process.env.BENCH_LOAD_ROWS ?? 1_000_000);
+const HTTP_SECONDS = Number(process.env.BENCH_HTTP_SECONDS ?? 5);
+const AT = '2026-11-20T12:00:00Z';
+const PROJECTS = 200;
+
+const work = mkdtempSync(join(tmpdir(), 'savedq-bench-'));
+process.on('exit', () => rmSync(work, { recursive: true, force: true }));
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const fmt = (x, d = 1) => x.toFixed(d);
+const figures = [];
+function figure(name, ours, theirs, unit, goal, ratio = ours / theirs) {
+  figures.push({ name, ours, theirs, unit, ratio, goal });
+  console.log(`  ${name}: savedq ${fmt(ours)} ${unit}, reference ${fmt(theirs)} ${unit}, ratio ${fmt(ratio, 2)} (goal ${goal})`);
+}
+
+/** Wall time of a command in ms, and its peak RSS in MB (GNU time), failing loudly on error. */
+function timed(cmd, args, env = {}) {
+  const started = process.hrtime.bigint();
+  const r = spawnSync('/usr/bin/time', ['-f', '%M', cmd, ...args], { env: { ...process.env, ...env }, encoding: 'utf8', maxBuffer: 1 << 28 });
+  const ms = Number(process.hrtime.bigint() - started) / 1e6;
+  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed: ${r.stderr}`);
+  const rssKb = Number(r.stderr.trim().split('\n').pop());
+  return { ms, rssMb: rssKb / 1024, stdout: r.stdout };
+}
+
+/** Alternates two sides REPS times; returns the median of each. */
+function sideBySide(a, b, reps = REPS) {
+  const as = [];
+  const bs = [];
+  for (let i = 0; i < reps; i++) {
+    as.push(a());
+    bs.push(b());
+  }
+  return [median(as), median(bs)];
+}
+
+async function generate(dataDir, rows) {
+  const config = resolveConfig({ dataDir, cacheFile: join(work, 'unused.sqlite') }, {});
+  const warehouse = await openWarehouse(config);
+  const started = Date.now();
+  // Edge requests: 200 projects, 90 days before AT, realistic paths and statuses.
+  await warehouse.command(`
+    INSERT INTO edge_logs (id, timestamp, project, event_message, metadata)
+    SELECT generateUUIDv4(),
+           toDateTime64('${AT.slice(0, 19).replace('T', ' ')}', 6, 'UTC') - toIntervalMicrosecond(cityHash64(number, 1) % ${90 * 86400 * 1e6}),
+           concat('project-', toString(number % ${PROJECTS})),
+           concat('GET ', path),
+           concat('{"request":{"method":"GET","url":"https://project-', toString(number % ${PROJECTS}), '.example', path,
+                  '","path":"', path, '"},"response":{"status_code":', toString(status), '}}')
+    FROM (SELECT number,
+                 ['/rest/v1/todos', '/storage/v1/object/a.png', '/auth/v1/token', '/realtime/v1/websocket', '/graphql/v1'][1 + cityHash64(number, 2) % 5] AS path,
+                 [200, 200, 200, 201, 404, 500][1 + cityHash64(number, 3) % 6] AS status
+          FROM numbers(${rows}))`);
+  await warehouse.command(`
+    INSERT INTO function_edge_logs (id, timestamp, project, event_message, metadata)
+    SELECT generateUUIDv4(),
+           toDateTime64('${AT.slice(0, 19).replace('T', ' ')}', 6, 'UTC') - toIntervalMicrosecond(cityHash64(number, 4) % ${90 * 86400 * 1e6}),
+           concat('project-', toString(number % ${PROJECTS})),
+           'POST',
+           concat('{"project_ref":"project-', toString(number % ${PROJECTS}), '","function_id":"fn-', toString(cityHash64(number, 5) % 3),
+                  '","execution_time_ms":', toString(round(exp(4 + (cityHash64(number, 6) % 1000) / 500), 2)),
+                  ',"response":{"status_code":', toString([200, 200, 200, 500][1 + cityHash64(number, 7) % 4]), '}}')
+    FROM numbers(${rows})`);
+  await warehouse.command('OPTIMIZE TABLE edge_logs FINAL');
+  await warehouse.command('OPTIMIZE TABLE function_edge_logs FINAL');
+  const [{ n }] = await warehouse.query('SELECT count() AS n FROM edge_logs', {});
+  await warehouse.close();
+  console.log(`  generated ${n} edge and ${rows} function rows in ${fmt((Date.now() - started) / 1000)} s`);
+  return warehouse;
+}
+
+const CALLS = [
+  ['logs.all', [['project', 'project-7'], ['project_tier', 'PAYG']]],
+  ['functions.invocation-stats', [['project', 'project-7'], ['interval', '7day']]],
+  ['usage.api-counts', [['project', 'project-7\\.'], ['interval', 'daily']]],
+];
+
+/** Rows the engine expects to read for a call (EXPLAIN ESTIMATE), summed over tables. */
+async function estimatedRows(dataDir, endpoint, params) {
+  const warehouse = await openWarehouse(resolveConfig({ dataDir, cacheFile: join(work, 'unused.sqlite') }, {}));
+  const e = findEndpoint(endpoint);
+  const rows = await warehouse.query(`EXPLAIN ESTIMATE ${endpointSql(e)}`, bindValues(e, normaliseParams(e, params), microsFromDate(Date.parse(AT))));
+  await warehouse.close();
+  return rows.reduce((sum, r) => sum + Number(r.rows), 0);
+}
+
+async function scale(rows) {
+  console.log(`\nscale: ${rows.toLocaleString('en-US')} rows a table`);
+  const dataDir = join(work, `data-${rows}`);
+  const env = { SAVEDQ_DATA_DIR: dataDir, SAVEDQ_CACHE_FILE: join(work, `cache-${rows}.sqlite`) };
+  await generate(dataDir, rows);
+  const results = {};
+  for (const [endpoint, params] of CALLS) {
+    const e = findEndpoint(endpoint);
+    const sql = endpointSql(e);
+    const bound = JSON.stringify(bindValues(e, normaliseParams(e, params), microsFromDate(Date.parse(AT))));
+    const args = ['run', endpoint, ...params.flatMap(([k, v]) => ['-p', `${k}=${v}`]), '--at', AT, '--no-cache', '-f', 'json'];
+    const ours = timed('node', [BIN, ...args], env);
+    const theirs = timed('node', [here('minimal-query.mjs'), dataDir, sql, bound]);
+    if (JSON.stringify(JSON.parse(ours.stdout).map((r) => Object.values(r)[1])) !== JSON.stringify(JSON.parse(theirs.stdout).map((r) => Object.values(r)[1]))) {
+      throw new Error(`${endpoint}: savedq and the minimal script disagree`);
+    }
+    const [a, b] = sideBySide(() => timed('node', [BIN, ...args], env).ms, () => timed('node', [here('minimal-query.mjs'), dataDir, sql, bound]).ms);
+    figure(`cache miss, ${endpoint} @${rows / 1e6}M`, a, b, 'ms', '<= 1.15');
+    const read = await estimatedRows(dataDir, endpoint, params);
+    console.log(`    reads ~${read.toLocaleString('en-US')} rows of ${rows.toLocaleString('en-US')} (${fmt((100 * read) / rows, 2)} %)`);
+    results[endpoint] = { ms: a, read };
+  }
+  if (rows === SIZES[0]) {
+    // Cache hit: whole process against the floor of any Node CLI.
+    const args = ['run', 'usage.api-counts', '-p', 'project=project-7\\.', '-p', 'interval=daily', '--at', AT, '-f', 'json'];
+    timed('node', [BIN, ...args], env);
+    const [hit, floor] = sideBySide(() => timed('node', [BIN, ...args], env).ms, () => timed('node', ['-e', '']).ms, REPS * 2);
+    figure('cache hit (whole process)', hit, floor, 'ms', '<= 1.5');
+    await httpFigure(env);
+    const runRss = timed('node', [BIN, 'run', 'logs.all', '-p', 'project=project-7', '-p', 'project_tier=PAYG', '--at', AT], env).rssMb;
+    console.log(`  memory: peak RSS of run ${fmt(runRss)} MB`);
+  }
+  return results;
+}
+
+function hammer(url, headers, seconds) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 32 });
+  const until = Date.now() + seconds * 1000;
+  let done = 0;
+  const worker = () =>
+    new Promise((resolve, reject) => {
+      const next = () => {
+        if (Date.now() >= until) return resolve();
+        http
+          .get(url, { agent, headers }, (res) => {
+            res.resume();
+            res.on('end', () => {
+              if (res.statusCode !== 200) return reject(new Error(`status ${res.statusCode}`));
+              done++;
+              next();
+            });
+          })
+          .on('error', reject);
+      };
+      next();
+    });
+  return Promise.all(Array.from({ length: 32 }, worker)).then(() => {
+    agent.destroy();
+    return done / seconds;
+  });
+}
+
+function startProcess(args, env) {
+  return new Promise((resolve, reject) => {
+    const child = spawn('node', args, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (d) => {
+      err += d;
+      const m = /listening on (http:\S+)/.exec(err);
+      if (m) resolve({ child, url: m[1] });
+    });
+    child.on('exit', (code) => reject(new Error(`exited ${code}: ${err}`)));
+  });
+}
+
+function peakRssMb(pid) {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmHWM:\s+(\d+)/.exec(status)[1]) / 1024;
+}
+
+async function httpFigure(env) {
+  const path = '/api/endpoints/query/usage.api-counts?project=project-7%5C.&interval=daily';
+  const server = await startProcess([BIN, '--quiet', 'serve', '--port', '0'], { ...env, SAVEDQ_API_KEYS: 'bench-key' });
+  const headers = { 'X-API-KEY': 'bench-key' };
+  const body = await (await fetch(`${server.url}${path}`, { headers })).text(); // warms the cache
+  const bare = await startProcess([here('bare-server.mjs'), body], {});
+  const ours = [];
+  const theirs = [];
+  for (let i = 0; i < 3; i++) {
+    ours.push(await hammer(`${server.url}${path}`, headers, HTTP_SECONDS));
+    theirs.push(await hammer(`${bare.url}${path}`, {}, HTTP_SECONDS));
+  }
+  console.log(`  memory: peak RSS of serve under load ${fmt(peakRssMb(server.child.pid))} MB`);
+  server.child.kill('SIGTERM');
+  bare.child.kill('SIGTERM');
+  figure('HTTP cached endpoint, 32 keep-alive connections', median(ours), median(theirs), 'req/s', '>= 0.6');
+}
+
+async function loadFigure() {
+  console.log(`\nload: ${LOAD_ROWS.toLocaleString('en-US')} NDJSON lines`);
+  const file = join(work, 'events.ndjson');
+  const out = createWriteStream(file);
+  for (let i = 0; i < LOAD_ROWS; i++) {
+    const p = `project-${i % PROJECTS}`;
+    const ts = new Date(Date.parse(AT) - (i % 7_776_000) * 1000).toISOString();
+    const line = `{"id":"${crypto.randomUUID()}","timestamp":"${ts}","project":"${p}","event_message":"GET /rest/v1/t","metadata":{"request":{"method":"GET","url":"https://${p}.example/rest/v1/t","path":"/rest/v1/t"},"response":{"status_code":200}}}\n`;
+    if (!out.write(line)) await new Promise((r) => out.once('drain', r));
+  }
+  await new Promise((r) => out.end(r));
+  const mb = statSync(file).size / 1e6;
+  let n = 0;
+  const fresh = () => join(work, `load-${n++}`);
+  const ours = [];
+  const theirs = [];
+  let rss = 0;
+  for (let i = 0; i < Math.min(REPS, 3); i++) {
+    const dir = fresh();
+    const r = timed('node', [BIN, '--quiet', 'load', 'edge_logs', file], { SAVEDQ_DATA_DIR: dir });
+    ours.push(LOAD_ROWS / (r.ms / 1000));
+    rss = Math.max(rss, r.rssMb);
+    rmSync(dir, { recursive: true, force: true });
+    const dir2 = fresh();
+    // The engine's own load needs the tables first: savedq creates them (an empty load).
+    timed('node', [BIN, '--quiet', 'load', 'edge_logs', '/dev/null'], { SAVEDQ_DATA_DIR: dir2 });
+    theirs.push(LOAD_ROWS / (timed('node', [here('minimal-load.mjs'), dir2, 'edge_logs', file]).ms / 1000));
+    rmSync(dir2, { recursive: true, force: true });
+  }
+  figure(`load rows/s (${fmt(mb, 0)} MB file)`, median(ours), median(theirs), 'rows/s', '>= 0.8');
+  console.log(`  memory: peak RSS of load of a ${fmt(mb, 0)} MB file: ${fmt(rss)} MB (goal < 1024 MB whatever the size)`);
+}
+
+console.log(`savedq bench: ${SIZES.join(', ')} rows a table, ${REPS} repetitions a side, medians`);
+const scaling = {};
+for (const rows of SIZES) scaling[rows] = await scale(rows);
+if (SIZES.length > 1) {
+  const [small, large] = [SIZES[0], SIZES[SIZES.length - 1]];
+  console.log(`\nscaling ${small / 1e6}M -> ${large / 1e6}M rows (x${large / small}):`);
+  for (const [endpoint] of CALLS) {
+    console.log(`  ${endpoint}: time x${fmt(scaling[large][endpoint].ms / scaling[small][endpoint].ms, 2)}, rows read x${fmt(scaling[large][endpoint].read / Math.max(1, scaling[small][endpoint].read), 2)}`);
+  }
+}
+await loadFigure();
+console.log('\nsummary (ratio, goal):');
+for (const f of figures) console.log(`  ${f.ratio.toFixed(2).padStart(6)}  ${f.goal.padEnd(8)} ${f.name}`);
