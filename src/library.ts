@@ -1,4 +1,4 @@
-import { cacheKey, ResultsCache, type CacheEntry, type CachedCall } from './cache/index.js';
+import { cacheKey, ResultsCache, type CacheEntry, type CachedCall, type CachedResult } from './cache/index.js';
 import type { Config } from './config.js';
 import { InputError } from './errors.js';
 import { normaliseParams, quoteValue, type RawParams } from './endpoints/params.js';
@@ -86,6 +86,10 @@ export class Savedq {
   /** Identical calls in flight share one query. */
   readonly #inFlight = new Map<string, Promise<RunResult>>();
   readonly #idleCloseMs: number | undefined;
+  /** Results this process read or computed lately, trusted for a few seconds (`serve`'s hot path). */
+  readonly #recent = new Map<string, CachedResult & { seenAt: number }>();
+  /** When this process last recorded each call as served; recorded at most every SERVED_EVERY_MS. */
+  readonly #lastMarked = new Map<string, number>();
   #active = 0;
   #idleTimer: NodeJS.Timeout | undefined;
 
@@ -143,10 +147,11 @@ export class Savedq {
     }
 
     if (mode === 'use') {
-      const hit = await this.cache.get(key);
       const now = this.clock();
+      const hit = this.#remembered(key, now) ?? (await this.cache.get(key));
       if (hit && hit.computedAt <= now && now - hit.computedAt < call.endpoint.cacheSeconds * 1000) {
-        await this.cache.markServed(key, cached, now);
+        this.#remember(key, hit, now);
+        await this.#markServed(key, cached, now);
         return {
           endpoint: call.endpoint,
           params: call.params,
@@ -158,7 +163,7 @@ export class Savedq {
       }
     }
     const result = await this.#refresh(key, call, request.signal);
-    await this.cache.markServed(key, cached, this.clock());
+    await this.#markServed(key, cached, this.clock(), true);
     return { ...result, warnings: this.#takeWarnings() };
   }
 
@@ -166,9 +171,30 @@ export class Savedq {
   #refresh(key: string, call: PreparedCall, signal?: AbortSignal): Promise<RunResult> {
     return this.#shared(key, async () => {
       const result = await this.execute(call, signal);
-      await this.cache.set(key, { rows: result.rows, computedAt: result.computedAt });
+      const stored = { rows: result.rows, computedAt: result.computedAt };
+      await this.cache.set(key, stored);
+      this.#remember(key, stored, this.clock());
       return { ...result, cache: 'miss' as const };
     });
+  }
+
+  #remembered(key: string, now: number): CachedResult | undefined {
+    const entry = this.#recent.get(key);
+    return entry && now - entry.seenAt < RECENT_MS ? entry : undefined;
+  }
+
+  #remember(key: string, result: CachedResult, now: number): void {
+    this.#recent.delete(key);
+    this.#recent.set(key, { ...result, seenAt: now });
+    if (this.#recent.size > RECENT_ENTRIES) this.#recent.delete(this.#recent.keys().next().value as string);
+  }
+
+  /** Records a call as served; a busy server writes that down at most every SERVED_EVERY_MS per call. */
+  async #markServed(key: string, call: CachedCall, now: number, force = false): Promise<void> {
+    const last = this.#lastMarked.get(key);
+    if (!force && last !== undefined && now - last >= 0 && now - last < SERVED_EVERY_MS) return;
+    this.#lastMarked.set(key, now);
+    await this.cache.markServed(key, call, now);
   }
 
   /** Identical work already in flight is joined rather than started again. */
@@ -259,6 +285,15 @@ export class Savedq {
     await this.#closeWarehouse();
   }
 }
+
+/**
+ * How long this process trusts a result it has just seen without asking the cache file again. Short, so
+ * a result another process (a cron warm) refreshed is picked up within seconds.
+ */
+const RECENT_MS = 2_000;
+const RECENT_ENTRIES = 1_000;
+/** The warm set needs "served in the last 900 s": a record every 30 s per call is plenty. */
+const SERVED_EVERY_MS = 30_000;
 
 function cachedCall(call: PreparedCall): CachedCall {
   return { endpoint: call.endpoint.id, params: call.params, at: atText(call.at) };

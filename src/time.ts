@@ -11,11 +11,18 @@ const MAX_YEAR = 2299;
 const ISO_PATTERN =
   /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?)?(Z|z|[+-]\d{2}(?::?\d{2})?)?$/;
 
+/** An instant as epoch milliseconds plus the microseconds within that millisecond (0–999). */
+export interface InstantParts {
+  readonly ms: number;
+  readonly us: number;
+}
+
 /**
  * Parses an ISO 8601 timestamp: a date, optionally a time with up to nine fractional digits (kept to
  * the microsecond), and `Z`, an offset, or no zone (= UTC). Returns undefined when the text is not one.
+ * Plain numbers, no BigInt: this runs once per loaded event.
  */
-export function parseIsoTimestamp(text: string): Micros | undefined {
+export function parseIsoParts(text: string): InstantParts | undefined {
   const m = ISO_PATTERN.exec(text);
   if (!m) return undefined;
   const [, ys, mos, ds, hs = '0', mis = '0', ss = '0', frac = '', zone = 'Z'] = m;
@@ -26,7 +33,7 @@ export function parseIsoTimestamp(text: string): Micros | undefined {
   const minute = Number(mis);
   const second = Number(ss);
   if (year < MIN_YEAR || year > MAX_YEAR || month < 1 || month > 12 || day < 1) return undefined;
-  if (day > new Date(Date.UTC(year, month, 0)).getUTCDate()) return undefined;
+  if (day > daysInMonth(year, month)) return undefined;
   if (hour > 23 || minute > 59 || second > 59) return undefined;
   let offsetMinutes = 0;
   if (zone !== 'Z' && zone !== 'z') {
@@ -36,23 +43,45 @@ export function parseIsoTimestamp(text: string): Micros | undefined {
     if (oh > 23 || om > 59) return undefined;
     offsetMinutes = (zone.startsWith('-') ? -1 : 1) * (oh * 60 + om);
   }
-  const ms = Date.UTC(year, month - 1, day, hour, minute, second) - offsetMinutes * 60_000;
-  const micros = BigInt(ms) * 1000n + BigInt(frac.padEnd(6, '0').slice(0, 6) || '0');
-  return micros;
+  const micros = Number(frac.padEnd(6, '0').slice(0, 6) || '0');
+  const ms = Date.UTC(year, month - 1, day, hour, minute, second) - offsetMinutes * 60_000 + Math.floor(micros / 1000);
+  return { ms, us: micros % 1000 };
+}
+
+function daysInMonth(year: number, month: number): number {
+  if (month === 2) return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28;
+  return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
+}
+
+/** Like parseIsoParts, as integer microseconds. */
+export function parseIsoTimestamp(text: string): Micros | undefined {
+  const parts = parseIsoParts(text);
+  return parts && BigInt(parts.ms) * 1000n + BigInt(parts.us);
 }
 
 /** Accepts what `load` accepts for an event's timestamp: an ISO 8601 string or integer microseconds. */
-export function parseEventTimestamp(value: unknown): Micros | undefined {
-  if (typeof value === 'string') return parseIsoTimestamp(value);
-  if (typeof value === 'number' && Number.isSafeInteger(value)) {
-    const micros = BigInt(value);
-    return micros >= MIN_MICROS && micros <= MAX_MICROS ? micros : undefined;
+export function parseEventTimestamp(value: unknown): InstantParts | undefined {
+  if (typeof value === 'string') return parseIsoParts(value);
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= MIN_MICROS_N && value <= MAX_MICROS_N) {
+    const ms = Math.floor(value / 1000);
+    return { ms, us: value - ms * 1000 };
   }
   return undefined;
 }
 
-const MIN_MICROS = BigInt(Date.UTC(MIN_YEAR, 0, 1)) * 1000n;
-const MAX_MICROS = BigInt(Date.UTC(MAX_YEAR + 1, 0, 1)) * 1000n - 1n;
+const MIN_MICROS_N = Date.UTC(MIN_YEAR, 0, 1) * 1000;
+const MAX_MICROS_N = Date.UTC(MAX_YEAR + 1, 0, 1) * 1000 - 1;
+
+/**
+ * The text ClickHouse reads for a DateTime64(6) in an insert: Unix seconds with six decimals (cheap to
+ * make, and exact), or for instants before 1970, which that form cannot carry, the calendar form.
+ */
+export function clickHouseInstant({ ms, us }: InstantParts): string {
+  if (ms < 0) return toClickHouseDateTime(BigInt(ms) * 1000n + BigInt(us));
+  const seconds = Math.floor(ms / 1000);
+  return `${seconds}.${String((ms - seconds * 1000) * 1000 + us).padStart(6, '0')}`;
+}
+
 
 /** Microseconds for a JavaScript Date (or epoch milliseconds). */
 export function microsFromDate(date: Date | number): Micros {

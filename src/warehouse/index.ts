@@ -29,26 +29,40 @@ export interface Warehouse {
     settings?: ClickHouseSettings,
     signal?: AbortSignal,
   ): Promise<WarehouseRow[]>;
-  insert(table: TableName, rows: readonly object[], settings?: ClickHouseSettings): Promise<void>;
+  /** Inserts newline-delimited JSONEachRow rows. */
+  insert(table: TableName, body: string, settings?: ClickHouseSettings): Promise<void>;
   /** Runs a statement that returns no rows (DDL). */
   command(sql: string): Promise<void>;
   close(): Promise<void>;
 }
 
 /**
- * Opens the warehouse the configuration names and, unless told not to (`init` applies its own DDL),
- * makes sure the log tables exist.
+ * Opens the warehouse the configuration names. The log tables are created on first use: when a query or
+ * an insert finds a table missing, the schema is applied (idempotently) and the statement retried once,
+ * so the common case costs no extra statement. `init` applies its own DDL and turns this off.
  */
 export async function openWarehouse(config: Config, options: { createTables?: boolean } = {}): Promise<Warehouse> {
   const warehouse = config.url === undefined ? await openEmbedded(config) : await openServer(config.url);
   if (options.createTables === false) return warehouse;
-  try {
-    for (const statement of schemaStatements()) await warehouse.command(statement);
-  } catch (err) {
-    await warehouse.close().catch(() => undefined);
-    throw err;
-  }
-  return warehouse;
+  const onceTablesExist = async <T>(op: () => Promise<T>): Promise<T> => {
+    try {
+      return await op();
+    } catch (err) {
+      if (!isUnknownTable(err)) throw err;
+      for (const statement of schemaStatements()) await warehouse.command(statement);
+      return op();
+    }
+  };
+  return {
+    ...warehouse,
+    query: (...args) => onceTablesExist(() => warehouse.query(...args)),
+    insert: (...args) => onceTablesExist(() => warehouse.insert(...args)),
+  };
+}
+
+function isUnknownTable(err: unknown): boolean {
+  const cause = (err as { cause?: { type?: unknown; code?: unknown } } | undefined)?.cause;
+  return cause?.type === 'UNKNOWN_TABLE' || cause?.code === '60';
 }
 
 /** The CREATE TABLE statements of `sql/schema.sql`. */
@@ -122,9 +136,8 @@ function wrapClient(client: ClickHouseClient, location: string): Warehouse {
         throw toWarehouseError(err, location);
       }
     },
-    async insert(table, rows, settings) {
+    async insert(table, body, settings) {
       // The rows travel inline after FORMAT, so the insert's settings can be a SETTINGS clause too.
-      const body = rows.map((row) => JSON.stringify(row)).join('\n');
       try {
         await client.command({ query: `INSERT INTO ${table}${settingsClause(settings)}\nFORMAT JSONEachRow\n${body}` });
       } catch (err) {

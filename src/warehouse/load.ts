@@ -1,15 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { parseEventTimestamp, toClickHouseDateTime } from '../time.js';
+import { clickHouseInstant, parseEventTimestamp } from '../time.js';
 import type { TableName, Warehouse } from './index.js';
-
-/** A row as inserted: `metadata` as JSON text, the typed columns are derived from it by the engine. */
-export interface TableRow {
-  id: string;
-  timestamp: string;
-  project: string;
-  event_message: string;
-  metadata: string;
-}
 
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -28,11 +19,15 @@ function parseObject(text: string): unknown {
 /** Why an event cannot be loaded, for the "line N: …" message. */
 export class RejectedEvent extends Error {}
 
-/** Checks one event and shapes it as a row of `table`; throws RejectedEvent with the reason. */
-export function toTableRow(table: TableName, event: unknown): TableRow {
+/**
+ * Checks one event and shapes it as a JSONEachRow line of `table`; throws RejectedEvent with the reason.
+ * `metadata` goes as a JSON object that the engine stores as text (input_format_json_read_objects_as_strings);
+ * the typed columns are derived from it by the engine.
+ */
+export function toTableLine(table: TableName, event: unknown): string {
   if (!isObject(event)) throw new RejectedEvent('not a JSON object');
-  const micros = parseEventTimestamp(event.timestamp);
-  if (micros === undefined) {
+  const instant = parseEventTimestamp(event.timestamp);
+  if (instant === undefined) {
     throw new RejectedEvent(
       event.timestamp === undefined
         ? 'missing timestamp'
@@ -54,13 +49,10 @@ export function toTableRow(table: TableName, event: unknown): TableRow {
       table === 'function_edge_logs' ? 'missing metadata.project_ref' : 'missing project',
     );
   }
-  return {
-    id: id as string,
-    timestamp: toClickHouseDateTime(micros),
-    project,
-    event_message: message,
-    metadata: JSON.stringify(metadata),
-  };
+  return (
+    `{"id":"${id as string}","timestamp":"${clickHouseInstant(instant)}","project":${JSON.stringify(project)},` +
+    `"event_message":${JSON.stringify(message)},"metadata":${JSON.stringify(metadata)}}`
+  );
 }
 
 /** What a load did. */
@@ -82,12 +74,13 @@ export interface LoadOptions {
   readonly signal?: AbortSignal | undefined;
 }
 
-const DEFAULT_BATCH_ROWS = 50_000;
+const DEFAULT_BATCH_ROWS = 25_000;
 
 /**
- * Loads newline-delimited JSON events into a table, batch by batch, never holding more than one batch.
- * Each batch carries a deduplication token derived from its content, so loading the same file again
- * (say, after an interrupted load) stores every row once.
+ * Loads newline-delimited JSON events into a table, batch by batch: while the engine stores one batch,
+ * the next is read and checked, and never more than those two are held. Each batch carries a
+ * deduplication token derived from its content, so loading the same file again (say, after an
+ * interrupted load) stores every row once.
  */
 export async function loadEvents(
   warehouse: Warehouse,
@@ -97,35 +90,53 @@ export async function loadEvents(
 ): Promise<LoadReport> {
   const batchRows = options.batchRows ?? DEFAULT_BATCH_ROWS;
   const report: LoadReport = { loaded: 0, rejected: 0, lines: 0 };
-  let batch: TableRow[] = [];
+  let batch: string[] = [];
+  // The token hashes the input lines, not the rows made of them: generated ids differ on every run.
   let digest = createHash('sha256').update(table);
+  let storing: Promise<void> | undefined;
 
   const flush = async (): Promise<void> => {
+    await storing;
+    storing = undefined;
     if (batch.length === 0) return;
-    await warehouse.insert(table, batch, { insert_deduplication_token: `savedq-${digest.digest('hex')}` });
-    report.loaded += batch.length;
+    const body = batch.join('\n');
+    const rows = batch.length;
     batch = [];
+    const token = `savedq-${digest.digest('hex')}`;
     digest = createHash('sha256').update(table);
-    options.onProgress?.(report);
+    storing = warehouse
+      .insert(table, body, { insert_deduplication_token: token, input_format_json_read_objects_as_strings: 1 })
+      .then(() => {
+        report.loaded += rows;
+        options.onProgress?.(report);
+      });
+    // Reported when awaited (the next flush, or the end); keep Node from calling it unhandled meanwhile.
+    storing.catch(() => undefined);
   };
 
-  for await (const line of lines) {
-    if (options.signal?.aborted) throw options.signal.reason;
-    report.lines += 1;
-    if (line.trim() === '') continue;
-    let row: TableRow;
-    try {
-      row = toTableRow(table, JSON.parse(line));
-    } catch (err) {
-      report.rejected += 1;
-      const reason = err instanceof RejectedEvent ? err.message : 'not valid JSON';
-      options.onReject?.(report.lines, reason);
-      continue;
+  try {
+    for await (const line of lines) {
+      if (options.signal?.aborted) throw options.signal.reason;
+      report.lines += 1;
+      if (line.trim() === '') continue;
+      let row: string;
+      try {
+        row = toTableLine(table, JSON.parse(line));
+      } catch (err) {
+        report.rejected += 1;
+        const reason = err instanceof RejectedEvent ? err.message : 'not valid JSON';
+        options.onReject?.(report.lines, reason);
+        continue;
+      }
+      batch.push(row);
+      digest.update(line).update('\n');
+      if (batch.length >= batchRows) await flush();
     }
-    batch.push(row);
-    digest.update(line).update('\n');
-    if (batch.length >= batchRows) await flush();
+    await flush();
+  } finally {
+    // Never leave the engine in the middle of an insert, whatever happened here.
+    await storing?.catch(() => undefined);
   }
-  await flush();
+  await storing;
   return report;
 }
