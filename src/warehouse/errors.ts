@@ -20,7 +20,12 @@ const NETWORK_CODES: Record<string, string> = {
 
 /** The first line of a message, without the engine's trailing "(CODE)" and stack noise, shortened. */
 function firstLine(message: string): string {
-  const line = (message.split('\n')[0] ?? '').replace(/\s*\(version [^)]*\)\s*$/, '').trim();
+  const line = (message.split('\n')[0] ?? '')
+    .replace(/\s*\(version [^)]*\)\s*$/, '')
+    // Older servers wrap the text: "Code: 115, e.displayText() = DB::Exception: …, e.what() = DB::Exception".
+    .replace(/^Code: (\d+), e\.displayText\(\) = (DB::Exception: )?/, 'Code $1: ')
+    .replace(/, e\.what\(\) = .*$/, '')
+    .trim();
   return line.length > 300 ? `${line.slice(0, 297)}...` : line;
 }
 
@@ -44,8 +49,16 @@ export function toWarehouseError(err: unknown, location: string): SavedqError {
   if (/timeout/i.test(message) && e.name !== 'ClickHouseError') {
     return new QueryTimeoutError(`request to ${location} timed out.`, { cause: err });
   }
-  if (type === 'AUTHENTICATION_FAILED' || code === '516' || /Authentication failed|password is incorrect/i.test(message)) {
+  if (
+    ['AUTHENTICATION_FAILED', 'WRONG_PASSWORD', 'UNKNOWN_USER', 'REQUIRED_PASSWORD'].includes(type) ||
+    ['516', '193', '192', '194'].includes(code) ||
+    /Authentication failed|password is incorrect|Wrong password|Unknown user/i.test(message)
+  ) {
     return new WarehouseError(`${location} refused the credentials.`, { cause: err });
+  }
+  if (type === 'SYNTAX_ERROR' || code === '62' || /Syntax error/i.test(message)) {
+    // The engine quotes the query around the error; no SQL goes into a message.
+    return new WarehouseError(`${location} could not parse the query (is the server older than ClickHouse 24?).`, { cause: err });
   }
   return new WarehouseError(`${location} failed: ${firstLine(message)}`, { cause: err });
 }

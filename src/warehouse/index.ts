@@ -42,7 +42,7 @@ export interface Warehouse {
  * so the common case costs no extra statement. `init` applies its own DDL and turns this off.
  */
 export async function openWarehouse(config: Config, options: { createTables?: boolean } = {}): Promise<Warehouse> {
-  const warehouse = config.url === undefined ? await openEmbedded(config) : await openServer(config.url);
+  const warehouse = config.url === undefined ? await openEmbedded(config) : await openServer(config.url, config.queryTimeoutSeconds);
   if (options.createTables === false) return warehouse;
   const onceTablesExist = async <T>(op: () => Promise<T>): Promise<T> => {
     try {
@@ -57,6 +57,7 @@ export async function openWarehouse(config: Config, options: { createTables?: bo
     ...warehouse,
     query: (...args) => onceTablesExist(() => warehouse.query(...args)),
     insert: (...args) => onceTablesExist(() => warehouse.insert(...args)),
+    command: (...args) => onceTablesExist(() => warehouse.command(...args)),
   };
 }
 
@@ -85,7 +86,7 @@ export function redactUrl(url: string): string {
   }
 }
 
-async function openServer(url: string): Promise<Warehouse> {
+async function openServer(url: string, timeoutSeconds: number): Promise<Warehouse> {
   const { createClient, ClickHouseLogLevel } = await import('@clickhouse/client');
   const location = `ClickHouse at ${redactUrl(url)}`;
   let client: ClickHouseClient;
@@ -93,7 +94,8 @@ async function openServer(url: string): Promise<Warehouse> {
     client = createClient({
       url,
       clickhouse_settings: BASE_SETTINGS,
-      request_timeout: 300_000,
+      // The server enforces max_execution_time; this bounds a server that stops answering at all.
+      request_timeout: (timeoutSeconds + 5) * 1000,
       // Errors reach the caller as savedq errors; the client's own logging would print them twice.
       log: { level: ClickHouseLogLevel.OFF },
     });

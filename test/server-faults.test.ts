@@ -1,0 +1,122 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resolveConfig } from '../src/config.js';
+import { startServer } from '../src/http/server.js';
+import { Savedq } from '../src/library.js';
+import { cli, tempDir } from './helpers.js';
+
+// A real ClickHouse server, Debian's clickhouse-server (18.16, installed by .ci/run): too old to run
+// savedq's SQL, but its HTTP interface, its authentication errors and its connection behaviour are real.
+const SERVER = '/usr/sbin/clickhouse-server';
+const PASSWORD = 'pw-s3cret-value';
+const dir = tempDir('savedq-chs-');
+let server: ChildProcess;
+let port = 0;
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port: p } = s.address() as { port: number };
+      s.close(() => resolve(p));
+    });
+  });
+}
+
+async function startClickHouse(): Promise<void> {
+  port = await freePort();
+  const tcp = await freePort();
+  mkdirSync(join(dir, 'data'), { recursive: true });
+  writeFileSync(
+    join(dir, 'config.xml'),
+    `<?xml version="1.0"?><yandex><logger><level>error</level><console>1</console></logger>
+<listen_host>127.0.0.1</listen_host><http_port>${port}</http_port><tcp_port>${tcp}</tcp_port>
+<path>${dir}/data/</path><tmp_path>${dir}/tmp/</tmp_path><users_config>${dir}/users.xml</users_config>
+<default_profile>default</default_profile><default_database>default</default_database><mark_cache_size>5368709</mark_cache_size></yandex>`,
+  );
+  writeFileSync(
+    join(dir, 'users.xml'),
+    `<?xml version="1.0"?><yandex><profiles><default></default></profiles><quotas><default></default></quotas>
+<users><tester><password>${PASSWORD}</password><networks><ip>::/0</ip></networks><profile>default</profile><quota>default</quota></tester></users></yandex>`,
+  );
+  server = spawn(SERVER, [`--config-file=${join(dir, 'config.xml')}`], { stdio: 'ignore', cwd: dir });
+  for (let i = 0; i < 100; i++) {
+    const up = await fetch(`http://127.0.0.1:${port}/ping`).then((r) => r.ok, () => false);
+    if (up) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('clickhouse-server did not start');
+}
+
+const url = (user = 'tester', password = PASSWORD) => `http://${user}:${password}@127.0.0.1:${port}`;
+const env = { SAVEDQ_DATA_DIR: join(dir, 'unused'), SAVEDQ_CACHE_FILE: join(dir, 'cache.sqlite') };
+
+beforeAll(async () => {
+  expect(existsSync(SERVER), `${SERVER} is missing: .ci/run installs Debian's clickhouse-server`).toBe(true);
+  await startClickHouse();
+}, 30_000);
+afterAll(() => {
+  server?.kill('SIGCONT');
+  server?.kill('SIGKILL');
+});
+
+describe('against a real ClickHouse server', () => {
+  it('wrong credentials: exit 1, one line naming the server, never the password', async () => {
+    for (const target of [url('tester', 'wrong-password'), url('nobody', 'whatever')]) {
+      const r = await cli(['--url', target, 'run', 'logs.all', '-p', 'project=x'], { env });
+      expect(r.code).toBe(1);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toMatch(new RegExp(`^savedq: ClickHouse at http://\\w+@127\\.0\\.0\\.1:${port} refused the credentials\\.\\n$`));
+      expect(r.stderr).not.toMatch(/wrong-password|whatever/);
+    }
+  });
+
+  it('a query the server cannot run: exit 1, one line, no SQL and no stack trace', async () => {
+    const r = await cli(['--url', url(), 'run', 'usage.api-counts', '-p', 'project=x', '-p', 'interval=daily', '--no-cache'], { env });
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(new RegExp(`^savedq: ClickHouse at http://tester@127\\.0\\.0\\.1:${port} (failed|could not parse)`));
+    expect(r.stderr).not.toMatch(/SELECT|edge_logs|libc|PASSWORD|pw-s3cret/i);
+  });
+
+  it('over HTTP: 502 with the same message and no password', async () => {
+    const lib = new Savedq(resolveConfig({ url: url('tester', 'nope-nope'), cacheFile: env.SAVEDQ_CACHE_FILE }, {}));
+    const s = await startServer(lib, { host: '127.0.0.1', port: 0, apiKeys: ['k'], timeoutSeconds: 30, warmEveryMs: 0, version: 't', log: () => undefined });
+    const res = await fetch(`${s.url}/api/endpoints/query/logs.all?project=x`, { headers: { 'X-API-KEY': 'k' } });
+    const text = await res.text();
+    await s.close();
+    await lib.close();
+    expect(res.status).toBe(502);
+    expect(JSON.parse(text)).toEqual({ error: { code: 'warehouse_error', message: `ClickHouse at http://tester@127.0.0.1:${port} refused the credentials.` } });
+  });
+
+  it('a server that stops answering: exit 1 after the time limit, saying so', async () => {
+    server.kill('SIGSTOP');
+    try {
+      const started = Date.now();
+      const r = await cli(['--url', url(), '--timeout', '1', 'run', 'logs.all', '-p', 'project=x'], { env });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/^savedq: request to ClickHouse at http:\/\/tester@127\.0\.0\.1:\d+ timed out\.\n$/);
+      expect(Date.now() - started).toBeLessThan(20_000);
+    } finally {
+      server.kill('SIGCONT');
+    }
+  });
+
+  it('a server that dies mid-query: exit 1, one clear line', async () => {
+    server.kill('SIGSTOP');
+    const pending = cli(['--url', url(), '--timeout', '20', 'run', 'logs.all', '-p', 'project=x'], { env });
+    await new Promise((r) => setTimeout(r, 1500));
+    server.kill('SIGKILL');
+    const r = await pending;
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^savedq: cannot reach ClickHouse at http:\/\/tester@127\.0\.0\.1:\d+: connection (reset|closed)\.\n$/);
+    // And once it is gone entirely: refused.
+    const gone = await cli(['--url', url(), 'run', 'logs.all', '-p', 'project=x'], { env });
+    expect(gone.stderr).toMatch(/connection refused\.\n$/);
+  }, 60_000);
+});
