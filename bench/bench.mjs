@@ -15,7 +15,7 @@ import { endpointSql } from '../dist/endpoints/sql.js';
 import { bindValues } from '../dist/endpoints/runner.js';
 import { normaliseParams } from '../dist/endpoints/params.js';
 import { findEndpoint } from '../dist/endpoints/registry.js';
-import { openWarehouse } from '../dist/warehouse/index.js';
+import { openWarehouse, schemaStatements } from '../dist/warehouse/index.js';
 import { resolveConfig } from '../dist/config.js';
 import { microsFromDate } from '../dist/time.js';
 
@@ -231,8 +231,10 @@ async function loadFigure() {
     rss = Math.max(rss, r.rssMb);
     rmSync(dir, { recursive: true, force: true });
     const dir2 = fresh();
-    // The engine's own load needs the tables first: savedq creates them (an empty load).
-    timed('node', [BIN, '--quiet', 'load', 'edge_logs', '/dev/null'], { SAVEDQ_DATA_DIR: dir2 });
+    // The engine's own load needs the tables first: create them as savedq does.
+    const tables = await openWarehouse(resolveConfig({ dataDir: dir2, cacheFile: join(work, 'unused.sqlite') }, {}), { createTables: false });
+    for (const statement of schemaStatements()) await tables.command(statement);
+    await tables.close();
     theirs.push(LOAD_ROWS / (timed('node', [here('minimal-load.mjs'), dir2, 'edge_logs', file]).ms / 1000));
     rmSync(dir2, { recursive: true, force: true });
   }

@@ -1,7 +1,9 @@
 -- The two log tables. Idempotent: run on first use. `metadata` is kept whole as JSON text (logs.all
 -- returns it); the fields the endpoints filter and aggregate on are typed columns extracted from it
 -- once, at insert time. Sorting by (project, timestamp) lets a query for one project read only
--- that project's time range; weekly partitions let time-only filters skip whole weeks.
+-- that project's time range; weekly partitions let time-only filters skip whole weeks. Granules of
+-- 1024 rows (not 8192) keep the read for one project of many small even when a project has only a few
+-- thousand rows a week.
 
 CREATE TABLE IF NOT EXISTS edge_logs
 (
@@ -19,7 +21,7 @@ CREATE TABLE IF NOT EXISTS edge_logs
 ENGINE = MergeTree
 PARTITION BY toMonday(timestamp)
 ORDER BY (project, timestamp)
-SETTINGS non_replicated_deduplication_window = 1000;
+SETTINGS index_granularity = 1024, non_replicated_deduplication_window = 1000;
 
 CREATE TABLE IF NOT EXISTS function_edge_logs
 (
@@ -36,4 +38,4 @@ CREATE TABLE IF NOT EXISTS function_edge_logs
 ENGINE = MergeTree
 PARTITION BY toMonday(timestamp)
 ORDER BY (project, timestamp)
-SETTINGS non_replicated_deduplication_window = 1000;
+SETTINGS index_granularity = 1024, non_replicated_deduplication_window = 1000;

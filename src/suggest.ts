@@ -1,10 +1,16 @@
-import { closest as closestByDistance, distance } from 'fastest-levenshtein';
+import { createRequire } from 'node:module';
+
+type Levenshtein = typeof import('fastest-levenshtein');
+
+/** Loaded on first use: suggestions are only ever needed on the error path, never on a cache hit. */
+let levenshtein: Levenshtein | undefined;
 
 /** The candidate closest to `input`, when it is close enough to be a likely typo of it. */
 export function closest(input: string, candidates: readonly string[]): string | undefined {
   if (candidates.length === 0) return undefined;
-  const best = closestByDistance(input.toLowerCase(), candidates.map((c) => c.toLowerCase()));
-  const d = distance(input.toLowerCase(), best);
+  levenshtein ??= createRequire(import.meta.url)('fastest-levenshtein') as Levenshtein;
+  const best = levenshtein.closest(input.toLowerCase(), candidates.map((c) => c.toLowerCase()));
+  const d = levenshtein.distance(input.toLowerCase(), best);
   const original = candidates.find((c) => c.toLowerCase() === best);
   return d <= Math.max(2, Math.floor(best.length / 3)) ? original : undefined;
 }

@@ -20,7 +20,7 @@ export function schemaDdl(cluster?: string): string[] {
         `ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/{database}/${name}_local', '{replica}')`,
       )
       // Replicated tables deduplicate inserts by default (replicated_deduplication_window).
-      .replace(/\nSETTINGS non_replicated_deduplication_window = \d+/, '');
+      .replace(/, non_replicated_deduplication_window = \d+/, '');
     const distributed =
       `CREATE TABLE IF NOT EXISTS ${name} ${on} AS ${name}_local\n` +
       `ENGINE = Distributed(${quoteLiteral(cluster)}, currentDatabase(), '${name}_local', cityHash64(project))`;
