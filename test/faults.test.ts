@@ -1,6 +1,6 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { createWriteStream, readdirSync } from 'node:fs';
+import { createWriteStream, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { binPath, cli, tempDir } from './helpers.js';
@@ -74,5 +74,26 @@ describe('interrupted work loses nothing and duplicates nothing', () => {
     const started = Date.now();
     expect(await count()).toEqual({ n: LINES, ids: LINES });
     expect(Date.now() - started).toBeLessThan(15_000);
+  }, 120_000);
+});
+
+describe('a full disk', () => {
+  const mountPoint = join(dir, 'small-disk');
+  mkdirSync(mountPoint, { recursive: true });
+  // A 3 MB tmpfs stands in for a full disk; it needs root (as on the development and CI machines).
+  const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=3m', 'tmpfs', mountPoint]).status === 0;
+
+  it.runIf(mounted)('fails the load with exit 1 naming the data directory, and leaves it usable', async () => {
+    try {
+      const small = { ...env, SAVEDQ_DATA_DIR: join(mountPoint, 'data') };
+      const r = await cli(['load', 'edge_logs', join(dir, 'events.ndjson')], { env: small });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain(`the embedded engine at ${join(mountPoint, 'data')} is out of disk space`);
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+      const after = await cli(['run', 'logs.all', '-p', 'project=killed', '-p', 'project_tier=PAYG', '--at', '2026-03-20T00:00:00Z'], { env: small });
+      expect(after.code, after.stderr).toBe(0);
+    } finally {
+      spawnSync('umount', [mountPoint]);
+    }
   }, 120_000);
 });

@@ -56,6 +56,9 @@ export function toWarehouseError(err: unknown, location: string): SavedqError {
   ) {
     return new WarehouseError(`${location} refused the credentials.`, { cause: err });
   }
+  if (type === 'NOT_ENOUGH_SPACE' || /not enough space|No space left on device/i.test(message)) {
+    return new WarehouseError(`${location} is out of disk space: ${firstLine(message)}`, { cause: err });
+  }
   if (type === 'SYNTAX_ERROR' || code === '62' || /Syntax error/i.test(message)) {
     // The engine quotes the query around the error; no SQL goes into a message.
     return new WarehouseError(`${location} could not parse the query (is the server older than ClickHouse 24?).`, { cause: err });
