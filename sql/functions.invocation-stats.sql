@@ -18,9 +18,9 @@ SELECT
     bucket AS timestamp,
     min(execution_time_ms) AS min_execution_time,
     max(execution_time_ms) AS max_execution_time,
-    -- Rounded to the microsecond: the engine sums in parallel, in no fixed order, and the last bits of
-    -- a float average would otherwise differ from run to run.
-    round(avg(execution_time_ms), 3) AS avg_execution_time,
+    -- Summed as decimals (to the nanosecond), which is exact: the engine sums in parallel in no fixed
+    -- order, and a float sum would differ in its last bits from run to run.
+    toFloat64(sum(toDecimal128(execution_time_ms, 6)) / count()) AS avg_execution_time,
     quantileExact(0.95)(execution_time_ms) AS p95_execution_time,
     quantileExact(0.99)(execution_time_ms) AS p99_execution_time,
     count() AS count,
