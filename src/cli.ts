@@ -11,9 +11,12 @@ const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.
 
 type GlobalFlags = ConfigFlags & CommonOptions & { debug?: boolean };
 
+/** Aborted on SIGINT/SIGTERM (see interruptible below). */
+const interrupt = new AbortController();
+
 let library: Savedq | undefined;
 function lib(flags: GlobalFlags, options: { idleCloseMs?: number } = {}): Savedq {
-  library ??= new Savedq(resolveConfig(flags, io.env), options);
+  library ??= new Savedq(resolveConfig(flags, io.env), { ...options, signal: interrupt.signal });
   return library;
 }
 
@@ -238,7 +241,6 @@ async function main(argv: string[]): Promise<number> {
  * engine and the data directory, and exits 130. Exiting while the engine is in the middle of an insert
  * would crash it, hence no process.exit here; a second signal insists. `serve` handles its own.
  */
-const interrupt = new AbortController();
 function interruptible(argv: string[]): void {
   if (argv.includes('serve')) return;
   const onSignal = (signal: NodeJS.Signals) => {

@@ -86,6 +86,7 @@ export class Savedq {
   /** Identical calls in flight share one query. */
   readonly #inFlight = new Map<string, Promise<RunResult>>();
   readonly #idleCloseMs: number | undefined;
+  readonly #signal: AbortSignal | undefined;
   /** Results this process read or computed lately, trusted for a few seconds (`serve`'s hot path). */
   readonly #recent = new Map<string, CachedResult & { seenAt: number }>();
   /** When this process last recorded each call as served; recorded at most every SERVED_EVERY_MS. */
@@ -96,12 +97,14 @@ export class Savedq {
   /**
    * @param options.idleCloseMs close the warehouse after this long without a query, so that a long-lived
    *   process (`serve`) lets others take the embedded data directory in between; reopened on demand.
+   * @param options.signal when aborted, waiting for the data directory ends with the abort reason.
    */
-  constructor(config: Config, options: { clock?: Clock; idleCloseMs?: number } = {}) {
+  constructor(config: Config, options: { clock?: Clock; idleCloseMs?: number; signal?: AbortSignal } = {}) {
     this.config = config;
     this.clock = options.clock ?? Date.now;
     this.cache = new ResultsCache(config.cacheFile);
     this.#idleCloseMs = options.idleCloseMs;
+    this.#signal = options.signal;
   }
 
   /** Runs `fn` with the warehouse open, and lets it close when idle if so configured. */
@@ -128,7 +131,7 @@ export class Savedq {
   /** The warehouse, opened on first use (the engine and the client are imported only then). */
   warehouse(): Promise<Warehouse> {
     if (!this.#warehouse) {
-      this.#warehouse = import('./warehouse/index.js').then((m) => m.openWarehouse(this.config));
+      this.#warehouse = import('./warehouse/index.js').then((m) => m.openWarehouse(this.config, { signal: this.#signal }));
       this.#warehouse.catch(() => {
         this.#warehouse = undefined;
       });

@@ -1,8 +1,9 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { createWriteStream, mkdirSync, readdirSync } from 'node:fs';
+import { createWriteStream, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { binPath, cli, tempDir } from './helpers.js';
 
 const dir = tempDir();
@@ -96,4 +97,70 @@ describe('a full disk', () => {
       spawnSync('umount', [mountPoint]);
     }
   }, 120_000);
+});
+
+describe('interrupting run and warm', () => {
+  for (const args of [
+    ['run', 'usage.api-counts', '-p', 'project=x', '-p', 'interval=daily', '--no-cache'],
+    ['warm', 'usage.api-counts', '-p', 'project=x', '-p', 'interval=daily'],
+  ]) {
+    it(`SIGINT during ${args[0]}, even while it waits for the data directory, exits 130 at once`, async () => {
+      // Hold the data directory here, so the command is surely in the middle of its work when interrupted.
+      const { Savedq } = await import('../src/library.js');
+      const { resolveConfig } = await import('../src/config.js');
+      const holder = new Savedq(resolveConfig({ dataDir: env.SAVEDQ_DATA_DIR, cacheFile: join(dir, 'holder.sqlite') }, {}));
+      await holder.warehouse();
+      try {
+        const child = spawn(process.execPath, [binPath, '--lock-wait', '60', ...args], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+        let stderr = '';
+        child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+        const exited = new Promise<[number | null, string | null]>((resolve) => child.on('exit', (code, signal) => resolve([code, signal])));
+        await new Promise((r) => setTimeout(r, 1000));
+        const sent = Date.now();
+        child.kill('SIGINT');
+        expect(await exited).toEqual([130, null]);
+        expect(Date.now() - sent).toBeLessThan(3000);
+        expect(stderr).toContain('savedq: interrupted (SIGINT); stopping.');
+      } finally {
+        await holder.close();
+      }
+      const next = await cli(['run', 'logs.all', '-p', 'project=x'], { env });
+      expect(next.code, next.stderr).toBe(0);
+    });
+  }
+});
+
+describe('places savedq may not use', () => {
+  // Run as the unprivileged user "nobody" (root can read anything); only where nobody can reach the
+  // checkout (a clone in a private temporary folder cannot be read by it).
+  const asNobody = (args: string[], extra: Record<string, string>) =>
+    spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', 'env', `PATH=${process.env.PATH ?? ''}`, 'HOME=/tmp', ...Object.entries(extra).map(([k, v]) => `${k}=${v}`), process.execPath, binPath, ...args], { encoding: 'utf8' });
+  const nobodyCanRun = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, binPath, '--version'], { encoding: 'utf8' }).status === 0;
+  // Not inside this file's private temporary folder, which nobody cannot enter.
+  const open = mkdtempSync(join(tmpdir(), 'savedq-nobody-'));
+  spawnSync('chmod', ['0777', open]);
+  afterAll(() => rmSync(open, { recursive: true, force: true }));
+
+  it.runIf(nobodyCanRun)('an unreadable data directory: exit 1 naming it', () => {
+    const locked = join(open, 'locked');
+    mkdirSync(locked, { mode: 0o000 });
+    const r = asNobody(['run', 'logs.all', '-p', 'project=x'], { SAVEDQ_DATA_DIR: locked, SAVEDQ_CACHE_FILE: join(open, 'c.sqlite') });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toBe(`savedq: cannot use data directory ${locked}: permission denied.\n`);
+  });
+
+  it.runIf(nobodyCanRun)('a cache file that cannot be written: one warning, and the answer', () => {
+    const data = join(open, 'data');
+    mkdirSync(data, { mode: 0o777 });
+    spawnSync('chmod', ['0777', data]);
+    const readOnly = join(open, 'read-only');
+    mkdirSync(readOnly, { mode: 0o555 });
+    const r = asNobody(['run', 'usage.api-counts', '-p', 'project=x', '-p', 'interval=daily'], {
+      SAVEDQ_DATA_DIR: data,
+      SAVEDQ_CACHE_FILE: join(readOnly, 'cache.sqlite'),
+    });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toBe('[]\n');
+    expect(r.stderr).toMatch(/^warning: results cache .*read-only\/cache.sqlite is not usable \(.*\); answering without it\.\n$/);
+  });
 });

@@ -1,7 +1,7 @@
 import { parsePairs } from '../endpoints/params.js';
 import { SavedqError } from '../errors.js';
 import type { Savedq, WarmOutcome } from '../library.js';
-import { report, type CommonOptions, type Io } from './io.js';
+import { checkInterrupted, report, type CommonOptions, type Io } from './io.js';
 
 /** Options of `savedq warm`. */
 export interface WarmOptions extends CommonOptions {
@@ -36,6 +36,7 @@ export async function warmCommand(lib: Savedq, options: WarmOptions, io: Io): Pr
     if (outcome.error) report(io, options, `${n} failed ${describeCall(outcome)}: ${outcome.error.message}`);
     else report(io, options, `${n} refreshed ${describeCall(outcome)} (${outcome.rows} rows)`);
   });
+  checkInterrupted(options.signal);
   for (const warning of lib.cache.warnings.splice(0)) report(io, options, `warning: ${warning}`);
   const failed = outcomes.filter((o) => o.error).length;
   report(io, options, `warm: ${outcomes.length - failed} refreshed, ${failed} failed`);

@@ -41,8 +41,12 @@ export interface Warehouse {
  * an insert finds a table missing, the schema is applied (idempotently) and the statement retried once,
  * so the common case costs no extra statement. `init` applies its own DDL and turns this off.
  */
-export async function openWarehouse(config: Config, options: { createTables?: boolean } = {}): Promise<Warehouse> {
-  const warehouse = config.url === undefined ? await openEmbedded(config) : await openServer(config.url, config.queryTimeoutSeconds);
+export async function openWarehouse(
+  config: Config,
+  options: { createTables?: boolean; signal?: AbortSignal | undefined } = {},
+): Promise<Warehouse> {
+  const warehouse =
+    config.url === undefined ? await openEmbedded(config, options.signal) : await openServer(config.url, config.queryTimeoutSeconds);
   if (options.createTables === false) return warehouse;
   const onceTablesExist = async <T>(op: () => Promise<T>): Promise<T> => {
     try {
@@ -187,12 +191,12 @@ function holderOf(dataDir: string): { pid: number; since: string } | undefined {
  * file of their own first (proper-lockfile: atomic mkdir, taken over when its holder stops refreshing
  * it), up to the configured bound, then fail naming the holder.
  */
-async function lockDataDir(config: Config): Promise<() => Promise<void>> {
+async function lockDataDir(config: Config, signal: AbortSignal | undefined): Promise<() => Promise<void>> {
   // Within one process the engine shares a directory between connections, so the lock is shared too.
   const { dataDir } = config;
   let held = heldLocks.get(dataDir);
   if (!held) {
-    held = { users: 0, release: acquireDataDir(config) };
+    held = { users: 0, release: acquireDataDir(config, signal) };
     heldLocks.set(dataDir, held);
     held.release.catch(() => heldLocks.delete(dataDir));
   }
@@ -213,7 +217,7 @@ async function lockDataDir(config: Config): Promise<() => Promise<void>> {
 
 const heldLocks = new Map<string, { users: number; release: Promise<() => Promise<void>> }>();
 
-async function acquireDataDir(config: Config): Promise<() => Promise<void>> {
+async function acquireDataDir(config: Config, signal: AbortSignal | undefined): Promise<() => Promise<void>> {
   const { default: lockfile } = await import('proper-lockfile');
   const { dataDir } = config;
   const deadline = Date.now() + config.lockWaitMs;
@@ -238,6 +242,8 @@ async function acquireDataDir(config: Config): Promise<() => Promise<void>> {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ELOCKED') throw toWarehouseError(err, `data directory ${dataDir}`);
     }
+    // Waiting holds nothing of the engine, so an interrupt can end the wait at once.
+    if (signal?.aborted) throw signal.reason;
     if (Date.now() >= deadline) {
       const h = holderOf(dataDir);
       const who = h ? `process ${h.pid}${h.since ? ` (started ${h.since})` : ''}` : 'another process';
@@ -265,14 +271,14 @@ function prepareDataDir(dataDir: string): void {
 }
 
 /** The embedded engine on the configured data directory, once this process holds it. */
-async function openEmbedded(config: Config): Promise<Warehouse> {
+async function openEmbedded(config: Config, signal: AbortSignal | undefined): Promise<Warehouse> {
   const { dataDir } = config;
   prepareDataDir(dataDir);
   const [{ createClient, ClickHouseLogLevel }, { createChdbConnection }] = await Promise.all([
     import('@clickhouse/client'),
     import('chdb/connection'),
   ]);
-  const release = await lockDataDir(config);
+  const release = await lockDataDir(config, signal);
   const location = `the embedded engine at ${dataDir}`;
   try {
     const connection = inDirectory(dataDir, () => createChdbConnection({ path: dataDir }));
