@@ -3,7 +3,6 @@ import type { Config } from './config.js';
 import { InputError } from './errors.js';
 import { normaliseParams, quoteValue, type RawParams } from './endpoints/params.js';
 import { endpoints, findEndpoint } from './endpoints/registry.js';
-import { executeEndpoint } from './endpoints/runner.js';
 import type { EndpointDefinition, NormalisedParams, Row } from './endpoints/types.js';
 import { microsFromDate, parseIsoTimestamp, toIsoMicros, type Micros } from './time.js';
 import type { Warehouse } from './warehouse/index.js';
@@ -213,6 +212,8 @@ export class Savedq {
   /** Runs a prepared call on the warehouse, bypassing the cache. */
   async execute(call: PreparedCall, signal?: AbortSignal): Promise<RunResult> {
     const startedAt = this.clock();
+    // The runner (and the SQL files it reads) is only needed when a query really runs: not on a cache hit.
+    const { executeEndpoint } = await import('./endpoints/runner.js');
     const rows = await this.#withWarehouse((warehouse) =>
       executeEndpoint(warehouse, call.endpoint, call.params, {
         now: call.at ?? microsFromDate(startedAt),
