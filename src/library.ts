@@ -2,7 +2,7 @@ import { cacheKey, ResultsCache, type CacheEntry, type CachedCall, type CachedRe
 import type { Config } from './config.js';
 import { InputError } from './errors.js';
 import { normaliseParams, quoteValue, type RawParams } from './endpoints/params.js';
-import { endpoints, findEndpoint } from './endpoints/registry.js';
+import { endpointById, findEndpoint } from './endpoints/registry.js';
 import type { EndpointDefinition, NormalisedParams, Row } from './endpoints/types.js';
 import { microsFromDate, parseIsoTimestamp, toIsoMicros, type Micros } from './time.js';
 import type { Warehouse } from './warehouse/index.js';
@@ -86,10 +86,12 @@ export class Savedq {
   readonly #inFlight = new Map<string, Promise<RunResult>>();
   readonly #idleCloseMs: number | undefined;
   readonly #signal: AbortSignal | undefined;
-  /** Results this process read or computed lately, trusted for a few seconds (`serve`'s hot path). */
-  readonly #recent = new Map<string, CachedResult & { seenAt: number }>();
-  /** When this process last recorded each call as served; recorded at most every SERVED_EVERY_MS. */
-  readonly #lastMarked = new Map<string, number>();
+  /**
+   * Calls this process served lately (`serve`'s hot path, at most RECENT_ENTRIES): the result, trusted
+   * for RECENT_MS, and when the call was last recorded as served, which is done at most every
+   * SERVED_EVERY_MS.
+   */
+  readonly #recent = new Map<string, { result: CachedResult; seenAt: number; markedAt: number }>();
   #active = 0;
   #idleTimer: NodeJS.Timeout | undefined;
 
@@ -150,53 +152,49 @@ export class Savedq {
 
     if (mode === 'use') {
       const now = this.clock();
-      const hit = this.#remembered(key, now) ?? (await this.cache.get(key));
+      const recent = this.#recent.get(key);
+      const hit = recent && now - recent.seenAt < RECENT_MS ? recent.result : await this.cache.get(key);
       if (hit && hit.computedAt <= now && now - hit.computedAt < call.endpoint.cacheSeconds * 1000) {
-        this.#remember(key, hit, now);
-        await this.#markServed(key, cached, now);
+        await this.#served(key, cached, hit, now);
         return {
           endpoint: call.endpoint,
           params: call.params,
           rows: hit.rows,
           cache: 'hit',
           computedAt: hit.computedAt,
-          warnings: this.#takeWarnings(),
+          warnings: this.takeWarnings(),
         };
       }
     }
     const result = await this.#refresh(key, call, request.signal);
-    await this.#markServed(key, cached, this.clock(), true);
-    return { ...result, warnings: this.#takeWarnings() };
+    await this.#served(key, cached, result, this.clock(), true);
+    return { ...result, warnings: this.takeWarnings() };
   }
 
   /** Runs a call and stores its result; identical calls already running share that run. */
   #refresh(key: string, call: PreparedCall, signal?: AbortSignal): Promise<RunResult> {
     return this.#shared(key, async () => {
       const result = await this.execute(call, signal);
-      const stored = { rows: result.rows, computedAt: result.computedAt };
-      await this.cache.set(key, stored);
-      this.#remember(key, stored, this.clock());
+      await this.cache.set(key, { rows: result.rows, computedAt: result.computedAt });
       return { ...result, cache: 'miss' as const };
     });
   }
 
-  #remembered(key: string, now: number): CachedResult | undefined {
-    const entry = this.#recent.get(key);
-    return entry && now - entry.seenAt < RECENT_MS ? entry : undefined;
-  }
-
-  #remember(key: string, result: CachedResult, now: number): void {
+  /**
+   * Remembers a result just served, and records the call as served (which keeps it in the warm set);
+   * a busy server writes that record at most every SERVED_EVERY_MS per call.
+   */
+  async #served(key: string, call: CachedCall, result: CachedResult, now: number, force = false): Promise<void> {
+    const previous = this.#recent.get(key);
+    const due = force || !previous || now < previous.markedAt || now - previous.markedAt >= SERVED_EVERY_MS;
     this.#recent.delete(key);
-    this.#recent.set(key, { ...result, seenAt: now });
+    this.#recent.set(key, {
+      result: { rows: result.rows, computedAt: result.computedAt },
+      seenAt: now,
+      markedAt: due ? now : (previous?.markedAt ?? now),
+    });
     if (this.#recent.size > RECENT_ENTRIES) this.#recent.delete(this.#recent.keys().next().value as string);
-  }
-
-  /** Records a call as served; a busy server writes that down at most every SERVED_EVERY_MS per call. */
-  async #markServed(key: string, call: CachedCall, now: number, force = false): Promise<void> {
-    const last = this.#lastMarked.get(key);
-    if (!force && last !== undefined && now - last >= 0 && now - last < SERVED_EVERY_MS) return;
-    this.#lastMarked.set(key, now);
-    await this.cache.markServed(key, call, now);
+    if (due) await this.cache.markServed(key, call, now);
   }
 
   /** Identical work already in flight is joined rather than started again. */
@@ -231,7 +229,7 @@ export class Savedq {
   async dueForWarming(): Promise<CacheEntry[]> {
     const now = this.clock();
     return (await this.cache.entries()).filter((entry) => {
-      const endpoint = endpoints.find((e) => e.id === entry.call.endpoint);
+      const endpoint = endpointById(entry.call.endpoint);
       if (!endpoint || endpoint.cacheSeconds === 0) return false;
       const servedRecently = now - entry.servedAt <= endpoint.cacheSeconds * 1000;
       const old = entry.computedAt === undefined || now - entry.computedAt >= endpoint.warmSeconds * 1000;
@@ -253,7 +251,7 @@ export class Savedq {
     for (const [index, call] of todo.entries()) {
       if (signal?.aborted) throw signal.reason;
       let outcome: WarmOutcome;
-      const name = endpoints.find((e) => e.id === call.endpoint)?.name ?? call.endpoint;
+      const name = endpointById(call.endpoint)?.name ?? call.endpoint;
       try {
         const prepared = prepareCall({
           endpoint: call.endpoint,
@@ -278,7 +276,8 @@ export class Savedq {
     return cachedCall(call);
   }
 
-  #takeWarnings(): string[] {
+  /** Warnings for the user (a cache that could not be used, say) not yet taken. */
+  takeWarnings(): string[] {
     return this.cache.warnings.splice(0);
   }
 

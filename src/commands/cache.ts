@@ -1,4 +1,4 @@
-import { endpoints } from '../endpoints/registry.js';
+import { endpointById } from '../endpoints/registry.js';
 import type { Row } from '../endpoints/types.js';
 import type { Savedq } from '../library.js';
 import { chooseFormat, render, useColor } from '../output/index.js';
@@ -23,7 +23,7 @@ export async function cacheListCommand(lib: Savedq, options: CacheListOptions, i
   const format = chooseFormat(options.format, io.stdout.isTTY === true);
   const now = lib.clock();
   const rows: Row[] = (await lib.cache.entries()).map((entry) => {
-    const endpoint = endpoints.find((e) => e.id === entry.call.endpoint);
+    const endpoint = endpointById(entry.call.endpoint);
     const age = entry.computedAt === undefined ? null : Math.round((now - entry.computedAt) / 1000);
     return {
       endpoint: endpoint?.name ?? entry.call.endpoint,
@@ -35,7 +35,7 @@ export async function cacheListCommand(lib: Savedq, options: CacheListOptions, i
     };
   });
   rows.sort((a, b) => String(a.endpoint).localeCompare(String(b.endpoint)) || Number(a.age_seconds) - Number(b.age_seconds));
-  for (const warning of lib.cache.warnings.splice(0)) report(io, options, `warning: ${warning}`);
+  for (const warning of lib.takeWarnings()) report(io, options, `warning: ${warning}`);
   io.stdout.write(
     await render(format, rows, { fields: FIELDS, color: useColor(options.color, io.stdout.isTTY === true, io.env), width: io.stdout.columns }),
   );
@@ -45,7 +45,7 @@ export async function cacheListCommand(lib: Savedq, options: CacheListOptions, i
 /** `savedq cache clear`: forgets every cached result. */
 export async function cacheClearCommand(lib: Savedq, options: CommonOptions, io: Io): Promise<number> {
   const n = await lib.cache.clear();
-  for (const warning of lib.cache.warnings.splice(0)) report(io, options, `warning: ${warning}`);
+  for (const warning of lib.takeWarnings()) report(io, options, `warning: ${warning}`);
   report(io, options, `cache cleared: ${n} ${n === 1 ? 'entry' : 'entries'} removed`);
   return n;
 }

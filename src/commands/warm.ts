@@ -37,7 +37,7 @@ export async function warmCommand(lib: Savedq, options: WarmOptions, io: Io): Pr
     else report(io, options, `${n} refreshed ${describeCall(outcome)} (${outcome.rows} rows)`);
   });
   checkInterrupted(options.signal);
-  for (const warning of lib.cache.warnings.splice(0)) report(io, options, `warning: ${warning}`);
+  for (const warning of lib.takeWarnings()) report(io, options, `warning: ${warning}`);
   const failed = outcomes.filter((o) => o.error).length;
   report(io, options, `warm: ${outcomes.length - failed} refreshed, ${failed} failed`);
   if (failed > 0) throw new WarmFailedError(`${failed} of ${outcomes.length} refreshes failed.`);

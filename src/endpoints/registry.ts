@@ -120,6 +120,11 @@ const usageApiCounts: EndpointDefinition = {
 /** The saved queries, in the order `list` shows them. */
 export const endpoints: readonly EndpointDefinition[] = [logsAll, functionsInvocationStats, usageApiCounts];
 
+/** The endpoint with this id, if any (cache entries name endpoints by id). */
+export function endpointById(id: string): EndpointDefinition | undefined {
+  return endpoints.find((e) => e.id === id);
+}
+
 /** Finds an endpoint by name or id; an unknown one is a NotFoundError that suggests the closest name. */
 export function findEndpoint(nameOrId: string): EndpointDefinition {
   const key = nameOrId.trim();
