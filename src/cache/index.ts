@@ -63,11 +63,6 @@ export class ResultsCache {
     this.file = file;
   }
 
-  /** Whether the cache is in use (false after a failure). */
-  get usable(): boolean {
-    return !this.#disabled;
-  }
-
   async #open(): Promise<Keyv> {
     const [{ default: KeyvClass }, { default: KeyvSqlite }] = await Promise.all([import('keyv'), import('@keyv/sqlite')]);
     mkdirSync(dirname(this.file), { recursive: true });
@@ -141,17 +136,18 @@ export class ResultsCache {
     });
   }
 
-  /** Every served call with its result's age, for `cache list` and `warm`. */
+  /** Every served call with its result's age, for `cache list` and `warm`: one pass over the file. */
   entries(): Promise<CacheEntry[]> {
     return this.#guard([], async (keyv) => {
-      const served: Array<[string, ServedRecord]> = [];
+      const served = new Map<string, ServedRecord>();
+      const computedAt = new Map<string, number>();
       const iterate = keyv.iterator as unknown as () => AsyncGenerator<[string, unknown]>;
       for await (const [rawKey, value] of iterate.call(keyv)) {
         const key = rawKey.replace(/^savedq:/, '');
-        if (key.startsWith('served:')) served.push([key.slice('served:'.length), value as ServedRecord]);
+        if (key.startsWith('served:')) served.set(key.slice('served:'.length), value as ServedRecord);
+        else if (key.startsWith('result:')) computedAt.set(key.slice('result:'.length), (value as CachedResult).computedAt);
       }
-      const results = await keyv.getMany<CachedResult>(served.map(([key]) => `result:${key}`));
-      return served.map(([key, record], i) => ({ key, ...record, computedAt: results[i]?.computedAt }));
+      return [...served].map(([key, record]) => ({ key, ...record, computedAt: computedAt.get(key) }));
     });
   }
 
