@@ -98,6 +98,7 @@ describe('savedq (the built CLI)', () => {
     await expectBadInput(['runn'], /unknown command 'runn'/);
     await expectBadInput(['load', 'edge_log', '-'], /unknown table "edge_log"/);
     await expectBadInput(['load', 'edge_logs', join(dir, 'nope.ndjson')], /no such file/);
+    await expectBadInput(['load', 'edge_logs', dir], /cannot read .*: a directory\./);
   });
 
   it('reports rejected lines of a load by number on standard error with exit 2', async () => {

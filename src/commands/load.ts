@@ -1,4 +1,4 @@
-import { createReadStream, statSync, type ReadStream } from 'node:fs';
+import { closeSync, createReadStream, fstatSync, openSync, type ReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { InputError } from '../errors.js';
@@ -29,24 +29,38 @@ function checkTable(table: string | undefined): TableName {
   return table as TableName;
 }
 
-function openInput(file: string | undefined, io: Io): Readable {
+/** Where events are read from; for a file, also its size and the stream that counts bytes read. */
+interface Input {
+  readonly stream: Readable;
+  readonly file?: { readonly stream: ReadStream; readonly size: number };
+}
+
+const READ_ERRORS: Record<string, string> = { ENOENT: 'no such file', EACCES: 'permission denied', EISDIR: 'a directory' };
+
+/**
+ * Opens the input now, so that a missing, unreadable or wrong file is an input error before the engine
+ * is even started.
+ */
+function openInput(file: string | undefined, io: Io): Input {
   if (file === undefined || file === '-') {
     if (file === undefined && io.stdin.isTTY) {
       throw new InputError('no input: give a file, - to read standard input, or --sample.');
     }
-    return io.stdin;
+    return { stream: io.stdin };
   }
-  const stream = createReadStream(file);
-  return stream;
-}
-
-/** Waits for a file stream to open, so a missing file is an input error before anything is loaded. */
-async function opened(stream: Readable): Promise<void> {
-  if (!('pending' in stream) || !(stream as { pending: boolean }).pending) return;
-  await new Promise<void>((resolve, reject) => {
-    stream.once('ready', () => resolve());
-    stream.once('error', reject);
-  });
+  try {
+    const fd = openSync(file, 'r');
+    const stat = fstatSync(fd);
+    if (stat.isDirectory()) {
+      closeSync(fd);
+      throw Object.assign(new Error('EISDIR'), { code: 'EISDIR' });
+    }
+    const stream = createReadStream('', { fd });
+    return { stream, file: { stream, size: stat.size } };
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? '';
+    throw new InputError(`cannot read ${file}: ${READ_ERRORS[code] ?? (code || String(err))}.`);
+  }
 }
 
 /** `savedq load`: loads NDJSON events into a table, or sample events into both. Returns what it did. */
@@ -72,18 +86,9 @@ export async function loadCommand(lib: Savedq, options: LoadOptions, io: Io): Pr
   }
 
   const table = checkTable(options.table);
-  const input = openInput(options.file, io);
-  try {
-    await opened(input);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    throw new InputError(`cannot read ${options.file}: ${code === 'ENOENT' ? 'no such file' : (code ?? String(err))}.`);
-  }
+  const { stream, file } = openInput(options.file, io);
   const warehouse = await lib.warehouse();
-  const lines = createInterface({ input, crlfDelay: Infinity });
-  const fromFile = options.file !== undefined && options.file !== '-';
-  const file = fromFile ? (input as ReadStream) : undefined;
-  const size = fromFile ? statSync(options.file as string).size : undefined;
+  const lines = createInterface({ input: stream, crlfDelay: Infinity });
   const shown = progress(io, options);
   const started = Date.now();
   let named = 0;
@@ -96,7 +101,9 @@ export async function loadCommand(lib: Savedq, options: LoadOptions, io: Io): Pr
       }
     },
     onProgress: (p) =>
-      shown.update(loadProgressText(table, p.loaded, file?.bytesRead, started, size ? (file?.bytesRead ?? 0) / size : undefined)),
+      shown.update(
+        loadProgressText(table, p.loaded, file?.stream.bytesRead, started, file?.size ? file.stream.bytesRead / file.size : undefined),
+      ),
   }).finally(() => shown.done());
   report(io, options, `loaded ${r.loaded} rows into ${table}, rejected ${r.rejected} lines`);
   if (r.rejected > 0) {

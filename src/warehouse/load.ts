@@ -59,7 +59,7 @@ export function toTableLine(table: TableName, event: unknown): string {
 export interface LoadReport {
   loaded: number;
   rejected: number;
-  /** Lines that were already loaded by an earlier, identical batch (re-running a load is safe). */
+  /** Lines read, blank ones included. */
   lines: number;
 }
 
