@@ -3,6 +3,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { resolveConfig, type ConfigFlags } from './config.js';
 import { InterruptedError, SavedqError } from './errors.js';
 import { Savedq } from './library.js';
+import { FORMATS } from './output/index.js';
 import type { CommonOptions, Io } from './commands/io.js';
 
 const io: Io = { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: process.env };
@@ -22,6 +23,11 @@ function lib(flags: GlobalFlags, options: { idleCloseMs?: number } = {}): Savedq
 
 function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
+}
+
+/** -f/--format, as run, list and cache list take it. */
+function formatOption(): Option {
+  return new Option('-f, --format <format>', 'output format (default: table on a terminal, else json)').choices(FORMATS);
 }
 
 /** An "Examples:" section for a command's help. */
@@ -60,7 +66,7 @@ program
   .description('run a saved query and print its rows')
   .argument('<endpoint>', 'endpoint name or id')
   .option('-p, --param <name=value>', 'a parameter (repeatable)', collect, [])
-  .addOption(new Option('-f, --format <format>', 'output format (default: table on a terminal, else json)').choices(['table', 'json', 'ndjson', 'csv']))
+  .addOption(formatOption())
   .option('--no-cache', 'neither read nor write the results cache')
   .option('--refresh', 'run the query and replace the cached result')
   .option('--at <iso>', 'run the query as of this instant instead of now')
@@ -94,7 +100,7 @@ program
 program
   .command('list')
   .description('list the saved queries and their parameters')
-  .addOption(new Option('-f, --format <format>', 'output format (default: table on a terminal, else json)').choices(['table', 'json', 'ndjson', 'csv']))
+  .addOption(formatOption())
   .addHelpText('after', examples('savedq list', "savedq list -f json | jq '.[].name'"))
   .action(async (opts: { format?: string }, cmd: Command) => {
     const { listCommand } = await import('./commands/list.js');
@@ -134,7 +140,7 @@ const cache = program.command('cache').description('inspect or clear the results
 cache
   .command('list')
   .description('list cached calls: endpoint, parameters, age, last served, expiry')
-  .addOption(new Option('-f, --format <format>', 'output format (default: table on a terminal, else json)').choices(['table', 'json', 'ndjson', 'csv']))
+  .addOption(formatOption())
   .action(async (opts: { format?: string }, cmd: Command) => {
     const flags = cmd.optsWithGlobals<GlobalFlags>();
     const { cacheListCommand } = await import('./commands/cache.js');

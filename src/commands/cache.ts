@@ -1,8 +1,7 @@
 import { endpointById } from '../endpoints/registry.js';
 import type { Row } from '../endpoints/types.js';
 import type { Savedq } from '../library.js';
-import { chooseFormat, render, useColor } from '../output/index.js';
-import { report, type CommonOptions, type Io } from './io.js';
+import { outputFormat, report, warn, writeRows, type CommonOptions, type Io } from './io.js';
 
 /** Options of `savedq cache list`. */
 export interface CacheListOptions extends CommonOptions {
@@ -20,7 +19,7 @@ const FIELDS = [
 
 /** `savedq cache list`: what the cache holds, with ages in seconds. */
 export async function cacheListCommand(lib: Savedq, options: CacheListOptions, io: Io): Promise<Row[]> {
-  const format = chooseFormat(options.format, io.stdout.isTTY === true);
+  const format = outputFormat(io, options.format);
   const now = lib.clock();
   const rows: Row[] = (await lib.cache.entries()).map((entry) => {
     const endpoint = endpointById(entry.call.endpoint);
@@ -35,17 +34,15 @@ export async function cacheListCommand(lib: Savedq, options: CacheListOptions, i
     };
   });
   rows.sort((a, b) => String(a.endpoint).localeCompare(String(b.endpoint)) || Number(a.age_seconds) - Number(b.age_seconds));
-  for (const warning of lib.takeWarnings()) report(io, options, `warning: ${warning}`);
-  io.stdout.write(
-    await render(format, rows, { fields: FIELDS, color: useColor(options.color, io.stdout.isTTY === true, io.env), width: io.stdout.columns }),
-  );
+  warn(io, options, lib.takeWarnings());
+  await writeRows(io, options, format, rows, FIELDS);
   return rows;
 }
 
 /** `savedq cache clear`: forgets every cached result. */
 export async function cacheClearCommand(lib: Savedq, options: CommonOptions, io: Io): Promise<number> {
   const n = await lib.cache.clear();
-  for (const warning of lib.takeWarnings()) report(io, options, `warning: ${warning}`);
+  warn(io, options, lib.takeWarnings());
   report(io, options, `cache cleared: ${n} ${n === 1 ? 'entry' : 'entries'} removed`);
   return n;
 }

@@ -1,4 +1,6 @@
 import type { Readable, Writable } from 'node:stream';
+import type { FieldDefinition, Row } from '../endpoints/types.js';
+import { chooseFormat, render, useColor, type Format } from '../output/index.js';
 
 /** A writable stream that may be a terminal. */
 export type OutStream = Writable & { isTTY?: boolean; columns?: number };
@@ -37,4 +39,26 @@ export function note(io: Io, options: CommonOptions, line: string): void {
 /** Writes a line on standard error unless --quiet. */
 export function report(io: Io, options: CommonOptions, line: string): void {
   if (!options.quiet) io.stderr.write(`${line}\n`);
+}
+
+/** Warnings the library handed back, one line each on standard error (unless --quiet). */
+export function warn(io: Io, options: CommonOptions, warnings: readonly string[]): void {
+  for (const warning of warnings) report(io, options, `warning: ${warning}`);
+}
+
+/** The output format a command uses: -f, else a table on a terminal and JSON otherwise. */
+export function outputFormat(io: Io, requested: string | undefined): Format {
+  return chooseFormat(requested, io.stdout.isTTY === true);
+}
+
+/** Writes rows to standard output in a format, with colour and width following the terminal. */
+export async function writeRows(
+  io: Io,
+  options: CommonOptions,
+  format: Format,
+  rows: readonly Row[],
+  fields: readonly Pick<FieldDefinition, 'name' | 'type'>[],
+): Promise<void> {
+  const color = useColor(options.color, io.stdout.isTTY === true, io.env);
+  io.stdout.write(await render(format, rows, { fields, color, width: io.stdout.columns }));
 }

@@ -1,7 +1,6 @@
 import { endpoints } from '../endpoints/registry.js';
 import type { Row } from '../endpoints/types.js';
-import { chooseFormat, render, useColor } from '../output/index.js';
-import type { CommonOptions, Io } from './io.js';
+import { outputFormat, writeRows, type CommonOptions, type Io } from './io.js';
 
 /** Options of `savedq list`. */
 export interface ListOptions extends CommonOptions {
@@ -37,7 +36,7 @@ const TABLE_FIELDS = [
 
 /** `savedq list`: the saved queries. */
 export async function listCommand(options: ListOptions, io: Io): Promise<void> {
-  const format = chooseFormat(options.format, io.stdout.isTTY === true);
+  const format = outputFormat(io, options.format);
   const rows = describeEndpoints();
   const isTable = format === 'table' || format === 'csv';
   const shown = isTable
@@ -48,11 +47,6 @@ export async function listCommand(options: ListOptions, io: Io): Promise<void> {
           .join(' '),
       }))
     : rows;
-  io.stdout.write(
-    await render(format, shown, {
-      fields: isTable ? TABLE_FIELDS : Object.keys(rows[0] ?? {}).map((name) => ({ name, type: 'object' })),
-      color: useColor(options.color, io.stdout.isTTY === true, io.env),
-      width: io.stdout.columns,
-    }),
-  );
+  const fields = isTable ? TABLE_FIELDS : Object.keys(rows[0] ?? {}).map((name) => ({ name, type: 'object' as const }));
+  await writeRows(io, options, format, shown, fields);
 }

@@ -1,7 +1,6 @@
 import type { CacheMode, Savedq } from '../library.js';
-import { chooseFormat, render, useColor } from '../output/index.js';
 import { parsePairs } from '../endpoints/params.js';
-import { checkInterrupted, note, report, type CommonOptions, type Io } from './io.js';
+import { checkInterrupted, note, outputFormat, warn, writeRows, type CommonOptions, type Io } from './io.js';
 
 /** Options of `savedq run`. */
 export interface RunOptions extends CommonOptions {
@@ -15,7 +14,7 @@ export interface RunOptions extends CommonOptions {
 
 /** `savedq run`: runs a saved query and writes its rows to standard output. */
 export async function runCommand(lib: Savedq, options: RunOptions, io: Io): Promise<void> {
-  const format = chooseFormat(options.format, io.stdout.isTTY === true);
+  const format = outputFormat(io, options.format); // a bad format is refused before anything runs
   const result = await lib.run({
     endpoint: options.endpoint,
     params: parsePairs(options.params),
@@ -23,14 +22,8 @@ export async function runCommand(lib: Savedq, options: RunOptions, io: Io): Prom
     cache: options.cache ?? 'use',
   });
   checkInterrupted(options.signal);
-  io.stdout.write(
-    await render(format, result.rows, {
-      fields: result.endpoint.fields,
-      color: useColor(options.color, io.stdout.isTTY === true, io.env),
-      width: io.stdout.columns,
-    }),
-  );
-  for (const warning of result.warnings) report(io, options, `warning: ${warning}`);
+  await writeRows(io, options, format, result.rows, result.endpoint.fields);
+  warn(io, options, result.warnings);
   if (result.cache === 'hit') {
     const age = Math.max(0, Math.round((lib.clock() - result.computedAt) / 1000));
     note(io, options, `${result.endpoint.name}: from cache, computed ${age} s ago`);

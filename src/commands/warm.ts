@@ -1,7 +1,7 @@
 import { parsePairs } from '../endpoints/params.js';
 import { SavedqError } from '../errors.js';
 import type { Savedq, WarmOutcome } from '../library.js';
-import { checkInterrupted, report, type CommonOptions, type Io } from './io.js';
+import { checkInterrupted, report, warn, type CommonOptions, type Io } from './io.js';
 
 /** Options of `savedq warm`. */
 export interface WarmOptions extends CommonOptions {
@@ -37,7 +37,7 @@ export async function warmCommand(lib: Savedq, options: WarmOptions, io: Io): Pr
     else report(io, options, `${n} refreshed ${describeCall(outcome)} (${outcome.rows} rows)`);
   });
   checkInterrupted(options.signal);
-  for (const warning of lib.takeWarnings()) report(io, options, `warning: ${warning}`);
+  warn(io, options, lib.takeWarnings());
   const failed = outcomes.filter((o) => o.error).length;
   report(io, options, `warm: ${outcomes.length - failed} refreshed, ${failed} failed`);
   if (failed > 0) throw new WarmFailedError(`${failed} of ${outcomes.length} refreshes failed.`);
