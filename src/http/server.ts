@@ -63,8 +63,9 @@ function decode(text: string): string {
   }
 }
 
+/** Answers with a JSON body (an object, or JSON text already serialised). */
 function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = JSON.stringify(body);
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
   res.writeHead(status, {
     'Content-Type': 'application/json; charset=utf-8',
     'Content-Length': Buffer.byteLength(text),
@@ -110,8 +111,7 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
       return { what: '/health', cache: '-' };
     }
     if (path === '/openapi.json') {
-      res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(openapi) });
-      res.end(openapi);
+      send(res, 200, openapi);
       return { what: '/openapi.json', cache: '-' };
     }
     const key = req.headers['x-api-key'];
@@ -158,7 +158,7 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
         if (inFlight === 0) drained?.();
       });
   });
-  // Oversized headers and malformed requests are answered by Node itself (431, 400).
+  // Requests Node cannot parse never reach the handler: oversized headers get 431, anything else 400.
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     if (!socket.writable) {
       socket.destroy();
