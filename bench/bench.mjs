@@ -5,6 +5,7 @@
 //   BENCH_REPS=7                 repetitions per side
 //   BENCH_LOAD_ROWS=1000000      lines in the NDJSON file the load figure uses
 //   BENCH_HTTP_SECONDS=5         seconds per HTTP measurement
+//   BENCH_ONLY=scale,load        which parts to run: scale (cache miss, hit, HTTP, rows read), load
 import { spawn, spawnSync } from 'node:child_process';
 import { createWriteStream, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import http from 'node:http';
@@ -25,6 +26,7 @@ const SIZES = (process.env.BENCH_ROWS ?? '1000000,10000000').split(',').map(Numb
 const REPS = Number(process.env.BENCH_REPS ?? 7);
 const LOAD_ROWS = Number(process.env.BENCH_LOAD_ROWS ?? 1_000_000);
 const HTTP_SECONDS = Number(process.env.BENCH_HTTP_SECONDS ?? 5);
+const ONLY = (process.env.BENCH_ONLY ?? 'scale,load').split(',');
 const AT = '2026-11-20T12:00:00Z';
 const PROJECTS = 200;
 
@@ -224,7 +226,7 @@ async function loadFigure() {
   const ours = [];
   const theirs = [];
   let rss = 0;
-  for (let i = 0; i < Math.min(REPS, 3); i++) {
+  for (let i = 0; i < Math.min(REPS, 5); i++) {
     const dir = fresh();
     const r = timed('node', [BIN, '--quiet', 'load', 'edge_logs', file], { SAVEDQ_DATA_DIR: dir });
     ours.push(LOAD_ROWS / (r.ms / 1000));
@@ -244,14 +246,14 @@ async function loadFigure() {
 
 console.log(`savedq bench: ${SIZES.join(', ')} rows a table, ${REPS} repetitions a side, medians`);
 const scaling = {};
-for (const rows of SIZES) scaling[rows] = await scale(rows);
-if (SIZES.length > 1) {
+if (ONLY.includes('scale')) for (const rows of SIZES) scaling[rows] = await scale(rows);
+if (ONLY.includes('scale') && SIZES.length > 1) {
   const [small, large] = [SIZES[0], SIZES[SIZES.length - 1]];
   console.log(`\nscaling ${small / 1e6}M -> ${large / 1e6}M rows (x${large / small}):`);
   for (const [endpoint] of CALLS) {
     console.log(`  ${endpoint}: time x${fmt(scaling[large][endpoint].ms / scaling[small][endpoint].ms, 2)}, rows read x${fmt(scaling[large][endpoint].read / Math.max(1, scaling[small][endpoint].read), 2)}`);
   }
 }
-await loadFigure();
+if (ONLY.includes('load')) await loadFigure();
 console.log('\nsummary (ratio, goal):');
 for (const f of figures) console.log(`  ${f.ratio.toFixed(2).padStart(6)}  ${f.goal.padEnd(8)} ${f.name}`);

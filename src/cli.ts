@@ -113,14 +113,15 @@ program
   .argument('[table]', 'edge_logs or function_edge_logs')
   .argument('[file]', 'NDJSON file; - or none reads standard input')
   .option('--sample', 'generate realistic sample events for a few projects over the last 90 days')
+  .option('--batch-mb <megabytes>', 'input per insert; smaller batches use less memory (default 32)')
   .addHelpText(
     'after',
     examples('savedq load --sample', 'savedq load edge_logs events.ndjson', 'zcat functions.ndjson.gz | savedq load function_edge_logs -'),
   )
-  .action(async (table: string | undefined, file: string | undefined, opts: { sample?: boolean }, cmd: Command) => {
+  .action(async (table: string | undefined, file: string | undefined, opts: { sample?: boolean; batchMb?: string }, cmd: Command) => {
     const flags = cmd.optsWithGlobals<GlobalFlags>();
     const { loadCommand } = await import('./commands/load.js');
-    await loadCommand(lib(flags), { ...flags, table, file, sample: opts.sample, signal: interrupt.signal }, io);
+    await loadCommand(lib(flags), { ...flags, table, file, sample: opts.sample, batchMb: opts.batchMb, signal: interrupt.signal }, io);
   });
 
 program

@@ -59,30 +59,6 @@ export function parseIsoTimestamp(text: string): Micros | undefined {
   return parts && BigInt(parts.ms) * 1000n + BigInt(parts.us);
 }
 
-/** Accepts what `load` accepts for an event's timestamp: an ISO 8601 string or integer microseconds. */
-export function parseEventTimestamp(value: unknown): InstantParts | undefined {
-  if (typeof value === 'string') return parseIsoParts(value);
-  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= MIN_MICROS_N && value <= MAX_MICROS_N) {
-    const ms = Math.floor(value / 1000);
-    return { ms, us: value - ms * 1000 };
-  }
-  return undefined;
-}
-
-const MIN_MICROS_N = Date.UTC(MIN_YEAR, 0, 1) * 1000;
-const MAX_MICROS_N = Date.UTC(MAX_YEAR + 1, 0, 1) * 1000 - 1;
-
-/**
- * The text ClickHouse reads for a DateTime64(6) in an insert: Unix seconds with six decimals (cheap to
- * make, and exact), or for instants before 1970, which that form cannot carry, the calendar form.
- */
-export function clickHouseInstant({ ms, us }: InstantParts): string {
-  if (ms < 0) return toClickHouseDateTime(BigInt(ms) * 1000n + BigInt(us));
-  const seconds = Math.floor(ms / 1000);
-  return `${seconds}.${String((ms - seconds * 1000) * 1000 + us).padStart(6, '0')}`;
-}
-
-
 /** Microseconds for a JavaScript Date (or epoch milliseconds). */
 export function microsFromDate(date: Date | number): Micros {
   return BigInt(typeof date === 'number' ? date : date.getTime()) * 1000n;

@@ -43,7 +43,7 @@ describe('interrupted work loses nothing and duplicates nothing', () => {
   it('a load killed with SIGKILL halfway and run again stores every row exactly once', async () => {
     const file = join(dir, 'events.ndjson');
     await writeEvents(file);
-    const child = spawn(process.execPath, [binPath, 'load', 'edge_logs', file], { env, stdio: 'ignore' });
+    const child = spawn(process.execPath, [binPath, 'load', 'edge_logs', file, '--batch-mb', '4'], { env, stdio: 'ignore' });
     const exited = new Promise((resolve) => child.on('exit', resolve));
     // Kill it once the first batch is on disk, while it reads the next one, long before the last. (Not in
     // the instant the engine commits a part: see the README on the window the engine leaves there.)
@@ -52,7 +52,7 @@ describe('interrupted work loses nothing and duplicates nothing', () => {
     child.kill('SIGKILL');
     await exited;
     const partial = committedParts(env.SAVEDQ_DATA_DIR);
-    const again = await cli(['load', 'edge_logs', file], { env });
+    const again = await cli(['load', 'edge_logs', file, '--batch-mb', '4'], { env });
     expect(again.code, again.stderr).toBe(0);
     expect(again.stderr).toContain(`loaded ${LINES} rows into edge_logs`);
     expect(partial).toBeGreaterThan(0);
@@ -61,7 +61,7 @@ describe('interrupted work loses nothing and duplicates nothing', () => {
 
   it('SIGINT during a load exits 130 within a few seconds and leaves everything usable', async () => {
     const file = join(dir, 'events.ndjson');
-    const child = spawn(process.execPath, [binPath, 'load', 'edge_logs', file], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, [binPath, 'load', 'edge_logs', file, '--batch-mb', '4'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));

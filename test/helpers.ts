@@ -42,7 +42,7 @@ export async function load(lib: Savedq, table: TableName, events: readonly objec
   const report = await loadEvents(
     await lib.warehouse(),
     table,
-    events.map((e) => JSON.stringify(e)),
+    [events.map((e) => JSON.stringify(e)).join('\n')],
   );
   if (report.rejected > 0) throw new Error(`test events rejected: ${report.rejected}`);
 }

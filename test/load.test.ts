@@ -1,8 +1,13 @@
+import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { loadCommand } from '../src/commands/load.js';
 import { InputError } from '../src/errors.js';
+import { parseIsoTimestamp } from '../src/time.js';
+import { bytesLiteral } from '../src/warehouse/index.js';
+import { lineBatches, loadEvents, surveyLines } from '../src/warehouse/load.js';
 import { captureIo, tempDir, testLibrary } from './helpers.js';
 
 const lib = testLibrary();
@@ -89,6 +94,11 @@ describe('savedq load', () => {
     await expect(loadCommand(lib, { table: 'edge_logs', file: join(dir, 'absent.ndjson') }, captureIo())).rejects.toThrow(
       /cannot read .*absent.ndjson: no such file/,
     );
+    for (const batchMb of ['0', 'lots', '2048']) {
+      await expect(loadCommand(lib, { table: 'edge_logs', file: '-', batchMb }, captureIo('{}\n'))).rejects.toThrow(
+        /invalid --batch-mb .*: expected a number of megabytes from 1 to 1024/,
+      );
+    }
   });
 
   it('generates sample data that gives every endpoint and interval rows', async () => {
@@ -104,5 +114,177 @@ describe('savedq load', () => {
     }
     const logs = await lib.run({ endpoint: 'logs.all', params: [['project', 'globex-api']], at: now });
     expect(logs.rows).toHaveLength(100);
+  });
+});
+
+/** Loads lines as one batch; returns what the load reported. */
+async function loadAll(lines: readonly string[], options: { batchBytes?: number } = {}) {
+  const rejects: string[] = [];
+  const report = await loadEvents(await lib.warehouse(), 'edge_logs', [`${lines.join('\n')}\n`], {
+    ...options,
+    onReject: (line, reason) => rejects.push(`${line}: ${reason}`),
+  });
+  return { ...report, rejects };
+}
+
+const MIN_MICROS = -2208988800000000n; // 1900-01-01
+const MAX_MICROS = 10413791999999999n; // 2299-12-31T23:59:59.999999
+
+describe('the load rules, read fast or line by line', () => {
+  const pad = (n: number, width = 2): string => String(n).padStart(width, '0');
+  const isoLike = fc
+    .tuple(
+      fc.integer({ min: 1895, max: 2305 }),
+      fc.integer({ min: 0, max: 13 }),
+      fc.integer({ min: 0, max: 32 }),
+      fc.option(
+        fc.tuple(
+          fc.constantFrom('T', 't', ' ', '_'),
+          fc.integer({ min: 0, max: 25 }),
+          fc.integer({ min: 0, max: 61 }),
+          fc.option(fc.tuple(fc.integer({ min: 0, max: 61 }), fc.option(fc.tuple(fc.constantFrom('.', ','), fc.stringMatching(/^[0-9]{0,10}$/))))),
+        ),
+      ),
+      fc.constantFrom('', 'Z', 'z', '+00:00', '-05:30', '+0530', '+02', '+14:00', '-23:59', '+24:00', '+05:60', 'UTC'),
+    )
+    .map(([y, mo, d, time, zone]) => {
+      let text = `${pad(y, 4)}-${pad(mo)}-${pad(d)}`;
+      if (time) {
+        const [sep, h, mi, rest] = time;
+        text += `${sep}${pad(h)}:${pad(mi)}`;
+        if (rest) text += `:${pad(rest[0])}${rest[1] ? rest[1][0] + rest[1][1] : ''}`;
+      }
+      return text + zone;
+    });
+  const expected = (text: string): bigint | undefined => {
+    const micros = parseIsoTimestamp(text);
+    return micros !== undefined && micros >= MIN_MICROS && micros <= MAX_MICROS ? micros : undefined;
+  };
+
+  it('read every timestamp as --at reads it, to the microsecond, on both paths', async () => {
+    const texts = [...fc.sample(isoLike, { numRuns: 400, seed: 20261122 }), ...fc.sample(fc.string(), { numRuns: 50, seed: 1 })];
+    const line = (prefix: string, text: string, i: number) => JSON.stringify({ timestamp: text, project: `${prefix}-${i}` });
+    // All of them: some are bad, so this batch is read line by line.
+    const mixed = await loadAll(texts.map((t, i) => line('iso-strict', t, i)));
+    expect(mixed.rechecked).toBe(1);
+    // Only the good ones: the fast path takes the batch whole.
+    const good = texts.map((t, i) => [t, i] as const).filter(([t]) => expected(t) !== undefined);
+    const fast = await loadAll(good.map(([t, i]) => line('iso-fast', t, i)));
+    expect(fast).toMatchObject({ rechecked: 0, rejected: 0, loaded: good.length });
+    expect(good.length).toBeGreaterThan(50);
+
+    const stored = new Map(
+      (await rowsOf("SELECT project, toString(toUnixTimestamp64Micro(timestamp)) AS micros FROM edge_logs WHERE project LIKE 'iso-%'")).map(
+        (r) => [r.project as string, BigInt(r.micros as string)],
+      ),
+    );
+    texts.forEach((text, i) => {
+      expect(stored.get(`iso-strict-${i}`), text).toBe(expected(text));
+      if (expected(text) !== undefined) expect(stored.get(`iso-fast-${i}`), text).toBe(expected(text));
+    });
+    expect(mixed.rejected).toBe(texts.length - good.length);
+  });
+
+  it('store the same row whichever path reads a line', async () => {
+    const text = fc.string({ maxLength: 12 });
+    const value = fc.oneof(text, fc.integer(), fc.boolean(), fc.constant(null), fc.array(fc.integer(), { maxLength: 2 }), fc.dictionary(text, fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 }));
+    const event = fc.record(
+      {
+        timestamp: fc.oneof(
+          { arbitrary: fc.constantFrom('2026-03-10T12:00:00Z', '2026-03-10 12:00:00.123456', '2026-03-10T12:00:00+02:00'), weight: 3 },
+          { arbitrary: fc.integer({ min: 0, max: 2 ** 52 }), weight: 2 },
+          { arbitrary: value, weight: 1 },
+        ),
+        project: fc.oneof({ arbitrary: text.map((t) => `p-${t}`), weight: 6 }, text.map((t) => `{${t}`), value),
+        event_message: fc.oneof({ arbitrary: text, weight: 6 }, text.map((t) => `{"not":"an object"}${t}`), value),
+        metadata: fc.oneof(
+          { arbitrary: fc.dictionary(text, fc.jsonValue({ maxDepth: 3 }), { maxKeys: 4 }), weight: 4 },
+          { arbitrary: fc.jsonValue({ maxDepth: 2 }).map((v) => JSON.stringify(v)), weight: 2 },
+          { arbitrary: value, weight: 1 },
+        ),
+      },
+      { requiredKeys: [] },
+    );
+    const events = fc.sample(event, { numRuns: 300, seed: 7 });
+    const idsA = events.map(() => randomUUID());
+    const idsB = events.map(() => randomUUID());
+    const lines = (ids: string[]) => events.map((e, i) => JSON.stringify({ id: ids[i], ...e }));
+    // Line by line (the batch has bad lines) ...
+    const strict = await loadAll(lines(idsA));
+    expect(strict.rechecked).toBe(1);
+    // ... and, for the lines that were good, all at once on the fast path.
+    const refused = new Set(strict.rejects.map((r) => Number(r.split(':')[0]) - 1));
+    // Text that starts with { could be an object's text: the fast path leaves such lines to the strict one.
+    const plain = (v: unknown) => typeof v !== 'string' || !v.startsWith('{');
+    const good = events.map((_, i) => i).filter((i) => !refused.has(i) && plain(events[i]?.project) && plain(events[i]?.event_message));
+    const fast = await loadAll(good.map((i) => lines(idsB)[i] as string));
+    expect(fast).toMatchObject({ rechecked: 0, rejected: 0, loaded: good.length });
+    expect(good.length).toBeGreaterThan(30);
+
+    const stored = async (ids: string[]) =>
+      new Map(
+        (await rowsOf(`SELECT toString(id) AS id, toString(timestamp) AS t, project, event_message, metadata, status_code FROM edge_logs WHERE id IN (${ids.map((id) => `'${id}'`).join(',')})`)).map((r) => [
+          r.id as string,
+          { ...r, id: undefined, metadata: JSON.parse(r.metadata as string) as unknown },
+        ]),
+      );
+    const [a, b] = [await stored(idsA), await stored(idsB)];
+    expect(a.size).toBe(events.length - refused.size);
+    for (const i of good) expect(b.get(idsB[i] as string), lines(idsA)[i]).toEqual(a.get(idsA[i] as string));
+  });
+
+  it('name refused lines by their number in the whole input, across batches', async () => {
+    const good = (i: number) => JSON.stringify({ timestamp: '2026-03-10T12:00:00Z', project: 'numbered', event_message: `m${i}` });
+    const lines = Array.from({ length: 3000 }, (_, i) => (i === 1234 ? '{"project":"numbered"}' : i === 2999 ? 'oops' : good(i)));
+    lines.splice(10, 0, '', '   ');
+    const r = await loadAll(lines, { batchBytes: 16 * 1024 });
+    expect(r.rejects).toEqual(['1237: missing timestamp', '3002: not valid JSON']);
+    expect(r).toMatchObject({ lines: 3002, loaded: 2998, rejected: 2 });
+    expect(await rowsOf("SELECT count() AS n FROM edge_logs WHERE project = 'numbered'")).toEqual([{ n: 2998 }]);
+  });
+
+  it('take strict JSON only: what the fast reader would tolerate is refused, by number', async () => {
+    const ok = '"timestamp":"2026-03-10T12:00:00Z","project":"lenient"';
+    const r = await loadAll([
+      `{${ok},"event_message":"a\\x"}`, // an escape JSON does not have
+      `{${ok},"event_message":"tab\there"}`, // a raw control character in a string
+      `{${ok}}{${ok}}`, // two objects on one line
+      `{${ok},"project":"repeated"}`, // a repeated key: the first one counts
+      `{${ok},"metadata":{"a":1,}}`, // a trailing comma
+    ]);
+    expect(r.rejects).toEqual(['1: not valid JSON', '2: not valid JSON', '3: not valid JSON', '5: not valid JSON']);
+    expect(await rowsOf("SELECT project FROM edge_logs WHERE project IN ('lenient', 'repeated')")).toEqual([{ project: 'lenient' }]);
+  });
+
+  it('cut any input into the same batches, however it arrives in pieces', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.string({ unit: fc.constantFrom('a', 'b', '\n'), maxLength: 300 }), fc.array(fc.nat(300)), fc.integer({ min: 1, max: 40 }), async (text, cuts, size) => {
+        const points = [...new Set(cuts.map((c) => c % (text.length + 1)))].sort((x, y) => x - y);
+        const pieces = [0, ...points].map((p, i) => text.slice(p, points[i] ?? text.length)).filter((p) => p !== '');
+        const collect = async (source: Iterable<string>) => {
+          const out: string[] = [];
+          for await (const batch of lineBatches(source, size)) out.push(batch.toString());
+          return out;
+        };
+        const whole = await collect([text]);
+        expect(await collect(pieces)).toEqual(whole);
+        expect(whole.join('')).toBe(text);
+        for (const batch of whole.slice(0, -1)) expect(batch.endsWith('\n') && batch.length >= size).toBe(true);
+      }),
+    );
+  });
+
+  it('carry a batch to a server as a literal that gives back every byte', async () => {
+    // How a batch reaches a server's rejects query; checked here on the embedded engine.
+    const bytes = Buffer.concat([Buffer.from('{"a":"it\'s \\ \\"q\\" é"}\n\t\r\n'), Buffer.from([0xff, 0x00, 0x7f, 0x0a])]);
+    const rows = await rowsOf(`SELECT hex(line) AS h FROM format(LineAsString, ${bytesLiteral(bytes)})`);
+    const expected = bytes.toString('latin1').split('\n').slice(0, -1).map((l) => Buffer.from(l, 'latin1').toString('hex').toUpperCase());
+    expect(rows.map((r) => r.h)).toEqual(expected);
+  });
+
+  it('count lines, blank lines and whether each line looks like one object', () => {
+    expect(surveyLines(Buffer.from('{"a":1}\n\n  \r\n{}'))).toEqual({ lines: 4, blank: 2, shaped: true });
+    expect(surveyLines(Buffer.from('{"a":1}\n[1]\n'))).toEqual({ lines: 2, blank: 0, shaped: false });
+    expect(surveyLines(Buffer.from(' {"a":1} \r\n'))).toEqual({ lines: 1, blank: 0, shaped: true });
   });
 });

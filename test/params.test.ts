@@ -3,7 +3,7 @@ import { InputError, NotFoundError } from '../src/errors.js';
 import { normaliseParams, parsePairs } from '../src/endpoints/params.js';
 import { endpoints, findEndpoint } from '../src/endpoints/registry.js';
 import { endpointSql, readSqlFile, toClickHouseParams } from '../src/endpoints/sql.js';
-import { clickHouseInstant, parseEventTimestamp, parseIsoTimestamp, toClickHouseDateTime, toIsoMicros } from '../src/time.js';
+import { parseIsoTimestamp, toClickHouseDateTime, toIsoMicros } from '../src/time.js';
 
 describe('timestamps', () => {
   it('reads Z, offsets and no zone (UTC) to the microsecond', () => {
@@ -22,19 +22,9 @@ describe('timestamps', () => {
     }
   });
 
-  it('accepts integer microseconds for loaded events, not fractions or strings of digits', () => {
-    expect(parseEventTimestamp(1773146096789012)).toEqual({ ms: 1773146096789, us: 12 });
-    expect(parseEventTimestamp('2026-03-10T12:34:56.789012Z')).toEqual({ ms: 1773146096789, us: 12 });
-    expect(parseEventTimestamp(1.5)).toBeUndefined();
-    expect(parseEventTimestamp('1773146096789012')).toBeUndefined();
-    expect(parseEventTimestamp(null)).toBeUndefined();
-  });
-
   it('formats for ClickHouse and as ISO with microseconds, before 1970 too', () => {
     expect(toClickHouseDateTime(1773146096000001n)).toBe('2026-03-10 12:34:56.000001');
     expect(toIsoMicros(-1n)).toBe('1969-12-31T23:59:59.999999Z');
-    expect(clickHouseInstant({ ms: 1773146096789, us: 12 })).toBe('1773146096.789012');
-    expect(clickHouseInstant({ ms: -1, us: 999 })).toBe('1969-12-31 23:59:59.999999');
   });
 });
 

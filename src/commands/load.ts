@@ -1,10 +1,9 @@
-import { closeSync, createReadStream, fstatSync, openSync, type ReadStream } from 'node:fs';
-import { createInterface } from 'node:readline';
+import { closeSync, createReadStream, fstatSync, openSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { InputError } from '../errors.js';
 import type { Savedq } from '../library.js';
 import { TABLES, type TableName } from '../warehouse/index.js';
-import { loadEvents, type LoadReport } from '../warehouse/load.js';
+import { DEFAULT_BATCH_BYTES, loadEvents, type LoadReport } from '../warehouse/load.js';
 import { sampleLines, sampleSize } from '../warehouse/sample.js';
 import { report, type CommonOptions, type Io } from './io.js';
 import { loadProgressText, progress } from './progress.js';
@@ -16,6 +15,8 @@ export interface LoadOptions extends CommonOptions {
   readonly file?: string | undefined;
   /** Generate sample events instead of reading any. */
   readonly sample?: boolean | undefined;
+  /** Input megabytes per insert (text, as given on the command line). */
+  readonly batchMb?: string | undefined;
 }
 
 /** How many rejected lines are named one by one before only counting them. */
@@ -29,10 +30,19 @@ function checkTable(table: string | undefined): TableName {
   return table as TableName;
 }
 
-/** Where events are read from; for a file, also its size and the stream that counts bytes read. */
+/** Where events are read from; for a file, also its size. */
 interface Input {
   readonly stream: Readable;
-  readonly file?: { readonly stream: ReadStream; readonly size: number };
+  readonly size?: number;
+}
+
+function batchBytes(text: string | undefined): number {
+  if (text === undefined) return DEFAULT_BATCH_BYTES;
+  const mb = Number(text);
+  if (!/^\d+(\.\d+)?$/.test(text.trim()) || !(mb >= 1 && mb <= 1024)) {
+    throw new InputError(`invalid --batch-mb ${JSON.stringify(text)}: expected a number of megabytes from 1 to 1024.`);
+  }
+  return Math.round(mb * 2 ** 20);
 }
 
 const READ_ERRORS: Record<string, string> = { ENOENT: 'no such file', EACCES: 'permission denied', EISDIR: 'a directory' };
@@ -55,8 +65,7 @@ function openInput(file: string | undefined, io: Io): Input {
       closeSync(fd);
       throw Object.assign(new Error('EISDIR'), { code: 'EISDIR' });
     }
-    const stream = createReadStream('', { fd });
-    return { stream, file: { stream, size: stat.size } };
+    return { stream: createReadStream('', { fd, highWaterMark: 1 << 20 }), size: stat.size };
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? '';
     throw new InputError(`cannot read ${file}: ${READ_ERRORS[code] ?? (code || String(err))}.`);
@@ -65,6 +74,7 @@ function openInput(file: string | undefined, io: Io): Input {
 
 /** `savedq load`: loads NDJSON events into a table, or sample events into both. Returns what it did. */
 export async function loadCommand(lib: Savedq, options: LoadOptions, io: Io): Promise<LoadReport[]> {
+  const bytesPerBatch = batchBytes(options.batchMb);
   if (options.sample) {
     if (options.file !== undefined) throw new InputError('--sample takes no file.');
     const tables = options.table === undefined ? TABLES : [checkTable(options.table)];
@@ -73,8 +83,8 @@ export async function loadCommand(lib: Savedq, options: LoadOptions, io: Io): Pr
     for (const table of tables) {
       const shown = progress(io, options);
       const started = Date.now();
-      const r = await loadEvents(warehouse, table, sampleLines(table, lib.clock()), {
-        batchRows: 10_000,
+      const r = await loadEvents(warehouse, table, sampleChunks(sampleLines(table, lib.clock())), {
+        batchBytes: bytesPerBatch,
         signal: options.signal,
         onProgress: (p) => shown.update(loadProgressText(table, p.loaded, undefined, started, p.loaded / sampleSize(table))),
       });
@@ -86,13 +96,13 @@ export async function loadCommand(lib: Savedq, options: LoadOptions, io: Io): Pr
   }
 
   const table = checkTable(options.table);
-  const { stream, file } = openInput(options.file, io);
+  const { stream, size } = openInput(options.file, io);
   const warehouse = await lib.warehouse();
-  const lines = createInterface({ input: stream, crlfDelay: Infinity });
   const shown = progress(io, options);
   const started = Date.now();
   let named = 0;
-  const r = await loadEvents(warehouse, table, lines, {
+  const r = await loadEvents(warehouse, table, stream, {
+    batchBytes: bytesPerBatch,
     signal: options.signal,
     onReject: (line, reason) => {
       if (named++ < NAMED_REJECTS) {
@@ -100,11 +110,11 @@ export async function loadCommand(lib: Savedq, options: LoadOptions, io: Io): Pr
         report(io, options, `line ${line}: ${reason}`);
       }
     },
-    onProgress: (p) =>
-      shown.update(
-        loadProgressText(table, p.loaded, file?.stream.bytesRead, started, file?.size ? file.stream.bytesRead / file.size : undefined),
-      ),
-  }).finally(() => shown.done());
+    onProgress: (p, bytes) => shown.update(loadProgressText(table, p.loaded, bytes, started, size ? bytes / size : undefined)),
+  }).finally(() => {
+    shown.done();
+    stream.destroy();
+  });
   report(io, options, `loaded ${r.loaded} rows into ${table}, rejected ${r.rejected} lines`);
   if (r.rejected > 0) {
     throw new InputError(
@@ -112,4 +122,20 @@ export async function loadCommand(lib: Savedq, options: LoadOptions, io: Io): Pr
     );
   }
   return [r];
+}
+
+/** Lines as chunks of about a megabyte, so the batching sees few, large pieces. */
+function* sampleChunks(lines: Iterable<string>): Generator<string> {
+  let chunk: string[] = [];
+  let size = 0;
+  for (const line of lines) {
+    chunk.push(line);
+    size += line.length + 1;
+    if (size >= 1 << 20) {
+      yield `${chunk.join('\n')}\n`;
+      chunk = [];
+      size = 0;
+    }
+  }
+  if (chunk.length > 0) yield `${chunk.join('\n')}\n`;
 }

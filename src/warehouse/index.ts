@@ -1,10 +1,14 @@
+import { randomUUID } from 'node:crypto';
 import { accessSync, constants, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
 import type { Config } from '../config.js';
 import { BusyError, WarehouseError } from '../errors.js';
 import { readSqlFile } from '../endpoints/sql.js';
 import { toWarehouseError } from './errors.js';
+import { loadBatch, type Batch, type BatchOutcome } from './load.js';
 
 /** One row as ClickHouse returns it in JSONEachRow. */
 export type WarehouseRow = Record<string, unknown>;
@@ -29,8 +33,11 @@ export interface Warehouse {
     settings?: ClickHouseSettings,
     signal?: AbortSignal,
   ): Promise<WarehouseRow[]>;
-  /** Inserts newline-delimited JSONEachRow rows. */
-  insert(table: TableName, body: string, settings?: ClickHouseSettings): Promise<void>;
+  /**
+   * Stores one batch of newline-delimited JSON events; sql/load.sql decides what each line becomes.
+   * Says which lines it refused (numbered within the batch); the others are stored.
+   */
+  loadLines(table: TableName, batch: Batch): Promise<BatchOutcome>;
   /** Runs a statement that returns no rows (DDL). */
   command(sql: string): Promise<void>;
   close(): Promise<void>;
@@ -60,7 +67,7 @@ export async function openWarehouse(
   return {
     ...warehouse,
     query: (...args) => onceTablesExist(() => warehouse.query(...args)),
-    insert: (...args) => onceTablesExist(() => warehouse.insert(...args)),
+    loadLines: (...args) => onceTablesExist(() => warehouse.loadLines(...args)),
     command: (...args) => onceTablesExist(() => warehouse.command(...args)),
   };
 }
@@ -106,7 +113,57 @@ async function openServer(url: string, timeoutSeconds: number): Promise<Warehous
   } catch (err) {
     throw new WarehouseError(`invalid ClickHouse URL ${redactUrl(url)}.`, { cause: err });
   }
-  return wrapClient(client, location);
+  const warehouse = wrapClient(client, location);
+  return {
+    ...warehouse,
+    // The batch travels as the insert's body; a query (rare: explaining refused lines) carries it as a literal.
+    loadLines: (table, batch) =>
+      loadBatch(table, batch, {
+        forInsert: (_format, structure) => `input(${quoteText(structure)})`,
+        forQuery: (format) => `format(${format}, ${bytesLiteral(batch.lines)})`,
+        params: {},
+        async insert(statement, format, params, settings) {
+          try {
+            const r = await client.exec({
+              query: `${statement}${settingsClause(settings)}\nFORMAT ${format}`,
+              query_params: params,
+              values: Readable.from([batch.lines]),
+            });
+            r.stream.destroy();
+          } catch (err) {
+            throw toWarehouseError(err, location);
+          }
+        },
+        async query(statement, params, settings) {
+          try {
+            const result = await client.query({
+              query: `${statement}${settingsClause(settings)}`,
+              format: 'JSONEachRow',
+              query_params: params,
+              // The literal is part of the query text, which the server parses only up to this size.
+              clickhouse_settings: { max_query_size: String(4 * batch.lines.length + 65_536) },
+            });
+            return await result.json<WarehouseRow>();
+          } catch (err) {
+            throw toWarehouseError(err, location);
+          }
+        },
+      }),
+  };
+}
+
+/** Text as a ClickHouse string literal. */
+function quoteText(text: string): string {
+  return `'${text.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+}
+
+/** Bytes as a ClickHouse string literal in plain ASCII: exact whatever the bytes, valid UTF-8 or not. */
+export function bytesLiteral(bytes: Buffer): string {
+  const escaped = bytes
+    .toString('latin1')
+    // Anything but printable ASCII, and the quote and backslash, as \xNN.
+    .replace(/[^\x20-\x26\x28-\x5b\x5d-\x7e]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+  return `'${escaped}'`;
 }
 
 /**
@@ -121,7 +178,7 @@ export function settingsClause(settings: ClickHouseSettings | undefined): string
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) throw new Error(`invalid setting name ${k}`);
     // Numbers (the client types 64-bit settings as strings) go bare; anything else is a quoted literal.
     const text = String(v);
-    return `${k} = ${/^\d+(\.\d+)?$/.test(text) ? text : `'${text.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`}`;
+    return `${k} = ${/^\d+(\.\d+)?$/.test(text) ? text : quoteText(text)}`;
   });
   return `\nSETTINGS ${values.join(', ')}`;
 }
@@ -142,13 +199,8 @@ function wrapClient(client: ClickHouseClient, location: string): Warehouse {
         throw toWarehouseError(err, location);
       }
     },
-    async insert(table, body, settings) {
-      // The rows travel inline after FORMAT, so the insert's settings can be a SETTINGS clause too.
-      try {
-        await client.command({ query: `INSERT INTO ${table}${settingsClause(settings)}\nFORMAT JSONEachRow\n${body}` });
-      } catch (err) {
-        throw toWarehouseError(err, location);
-      }
+    async loadLines() {
+      throw new Error('loadLines depends on the engine');
     },
     async command(sql) {
       try {
@@ -167,6 +219,8 @@ const LOCK_POLL_MS = 100;
 /** A lock whose holder stopped refreshing it this long ago (killed, say) is taken over. */
 const LOCK_STALE_MS = 10_000;
 const LOCK_FILE = '.savedq.lock';
+/** Where `load` puts the batch the engine is reading. */
+const LOAD_DIR = 'savedq-load';
 const OWNER_FILE = '.savedq.owner';
 
 /** The live process named in an owner file (ours, or the engine's own status file). */
@@ -232,6 +286,8 @@ async function acquireDataDir(config: Config, signal: AbortSignal | undefined): 
         onCompromised: () => undefined,
       });
       writeFileSync(join(dataDir, OWNER_FILE), `PID: ${process.pid}\nStarted at: ${new Date().toISOString()}\n`);
+      // A batch file left by a load that was killed: nothing else can be reading it now.
+      rmSync(join(dataDir, LOAD_DIR), { recursive: true, force: true });
       if (!holderOf(dataDir)) {
         return async () => {
           rmSync(join(dataDir, OWNER_FILE), { force: true });
@@ -290,8 +346,31 @@ async function openEmbedded(config: Config, signal: AbortSignal | undefined): Pr
       log: { level: ClickHouseLogLevel.OFF },
     });
     const warehouse = wrapClient(client, location);
+    const batchDir = join(dataDir, LOAD_DIR);
     return {
       ...warehouse,
+      // The engine reads each batch from a file of its own (its parallel file reader is the fastest way in).
+      async loadLines(table, batch) {
+        const file = join(batchDir, `${process.pid}-${randomUUID()}.ndjson`);
+        const read = (format: string, structure: string): string => `file({lines_file:String}, '${format}', ${quoteText(structure)})`;
+        try {
+          mkdirSync(batchDir, { recursive: true });
+          await writeFile(file, batch.lines);
+          return await loadBatch(table, batch, {
+            forInsert: read,
+            forQuery: read,
+            params: { lines_file: file },
+            async insert(statement, _format, params, settings) {
+              await client.command({ query: `${statement}${settingsClause(settings)}`, query_params: params });
+            },
+            query: (statement, params, settings) => warehouse.query(statement, params, settings),
+          });
+        } catch (err) {
+          throw toWarehouseError(err, location);
+        } finally {
+          await rm(file, { force: true });
+        }
+      },
       async close() {
         await warehouse.close().finally(release);
       },

@@ -1,58 +1,13 @@
-import { createHash, randomUUID } from 'node:crypto';
-import { clickHouseInstant, parseEventTimestamp } from '../time.js';
-import type { TableName, Warehouse } from './index.js';
+import { createHash } from 'node:crypto';
+import type { ClickHouseSettings } from '@clickhouse/client';
+import { readSqlFile } from '../endpoints/sql.js';
+import { InputError } from '../errors.js';
+import type { TableName, Warehouse, WarehouseRow } from './index.js';
 
-const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function parseObject(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}
-
-/** Why an event cannot be loaded, for the "line N: …" message. */
-export class RejectedEvent extends Error {}
-
-/**
- * Checks one event and shapes it as a JSONEachRow line of `table`; throws RejectedEvent with the reason.
- * `metadata` goes as a JSON object that the engine stores as text (input_format_json_read_objects_as_strings);
- * the typed columns are derived from it by the engine.
- */
-export function toTableLine(table: TableName, event: unknown): string {
-  if (!isObject(event)) throw new RejectedEvent('not a JSON object');
-  const instant = parseEventTimestamp(event.timestamp);
-  if (instant === undefined) {
-    throw new RejectedEvent(
-      event.timestamp === undefined
-        ? 'missing timestamp'
-        : 'invalid timestamp: expected ISO 8601 text or integer microseconds since the epoch',
-    );
-  }
-  let id = event.id;
-  if (id === undefined || id === null) id = randomUUID();
-  else if (typeof id !== 'string' || !UUID_PATTERN.test(id)) throw new RejectedEvent('invalid id: expected a UUID');
-  let metadata: unknown = event.metadata ?? {};
-  // JSON text of an object is accepted too: that is how the tables export it.
-  if (typeof metadata === 'string') metadata = parseObject(metadata);
-  if (!isObject(metadata)) throw new RejectedEvent('invalid metadata: expected an object');
-  const message = event.event_message ?? '';
-  if (typeof message !== 'string') throw new RejectedEvent('invalid event_message: expected a string');
-  const project = table === 'function_edge_logs' ? metadata.project_ref : event.project;
-  if (typeof project !== 'string' || project === '') {
-    throw new RejectedEvent(
-      table === 'function_edge_logs' ? 'missing metadata.project_ref' : 'missing project',
-    );
-  }
-  return (
-    `{"id":"${id as string}","timestamp":"${clickHouseInstant(instant)}","project":${JSON.stringify(project)},` +
-    `"event_message":${JSON.stringify(message)},"metadata":${JSON.stringify(metadata)}}`
-  );
+/** A line `load` refused: its number within the batch (1-based) and why. */
+export interface RejectedLine {
+  readonly line: number;
+  readonly reason: string;
 }
 
 /** What a load did. */
@@ -61,82 +16,305 @@ export interface LoadReport {
   rejected: number;
   /** Lines read, blank ones included. */
   lines: number;
+  /** Batches read a second time, line by line, because the fast path refused them. */
+  rechecked: number;
+}
+
+/** What became of one batch. */
+export interface BatchOutcome {
+  readonly rejected: RejectedLine[];
+  /** Whether the batch went through the strict, line-by-line path. */
+  readonly rechecked: boolean;
 }
 
 export interface LoadOptions {
-  /** Rows per insert. */
-  readonly batchRows?: number;
+  /** Input bytes per insert (the batch ends at the first line end past this many bytes). */
+  readonly batchBytes?: number;
   /** Called for each rejected line with its number (1-based) and the reason. */
   readonly onReject?: (line: number, reason: string) => void;
-  /** Called after each batch is stored. */
-  readonly onProgress?: (report: LoadReport) => void;
+  /** Called after each batch is stored, with the input bytes consumed so far. */
+  readonly onProgress?: (report: LoadReport, bytes: number) => void;
   /** When aborted, the load stops before its next batch and throws the abort reason. */
   readonly signal?: AbortSignal | undefined;
 }
 
-const DEFAULT_BATCH_ROWS = 25_000;
+/** 32 MiB: large enough that per-insert costs vanish, small enough that a load stays far under 1 GB. */
+export const DEFAULT_BATCH_BYTES = 32 << 20;
+/**
+ * Batches the engine works on at once: while one is written out (sorted, compressed: one core), the
+ * next is parsed and checked (the other core).
+ */
+const IN_FLIGHT = 2;
+/** A line longer than this (no newline in sight) is refused rather than held in memory. */
+const MAX_LINE_BYTES = 64 << 20;
+const NEWLINE = 0x0a;
 
 /**
- * Loads newline-delimited JSON events into a table, batch by batch: while the engine stores one batch,
- * the next is read and checked, and never more than those two are held. Each batch carries a
- * deduplication token derived from its content, so loading the same file again (say, after an
+ * The event's fields as the fast path reads them: as text. A number arrives as its digits (so a
+ * timestamp of microseconds takes the fast path too); booleans and arrays where text is expected stop
+ * the fast path. Text that could have been a number or an object is left to the strict path, which
+ * knows each value's JSON type (a project given as a number is not a project).
+ */
+const FAST_STRUCTURE =
+  'id Nullable(String), timestamp Nullable(String), project Nullable(String), event_message Nullable(String), metadata Nullable(String)';
+/** The event's fields as the strict path reads them, each with its JSON type. */
+const STRICT_STRUCTURE = 'id Dynamic, timestamp Dynamic, project Dynamic, event_message Dynamic, metadata Nullable(String)';
+
+/** Settings of the JSON readers: objects and numbers as their text, strings never guessed to be dates. */
+const JSON_READING: ClickHouseSettings = {
+  input_format_json_read_objects_as_strings: 1,
+  input_format_json_read_numbers_as_strings: 1,
+  input_format_json_read_bools_as_strings: 0,
+  input_format_json_read_arrays_as_strings: 0,
+  input_format_try_infer_dates: 0,
+  input_format_try_infer_datetimes: 0,
+  input_format_skip_unknown_fields: 1,
+};
+
+/** Text the fast path cannot take at its word: it may have been an object or a number in the JSON. */
+const AMBIGUOUS = (field: string): string =>
+  `match(ifNull(${field}, ''), '^(\\{|-?[0-9]+(\\.[0-9]+)?([eE][-+]?[0-9]+)?$)')`;
+
+/**
+ * Evaluate every branch of the rules for every row. They are cheap and never throw; lazy evaluation
+ * turns their constant regular expressions into per-row ones, compiled again for each row (20x slower).
+ */
+const EAGER: ClickHouseSettings = { ...JSON_READING, short_circuit_function_evaluation: 'disable' };
+
+/** Settings that make the strict path read lines in order on one thread, so line numbers are exact. */
+const IN_ORDER: ClickHouseSettings = { ...EAGER, max_threads: 1, input_format_parallel_parsing: 0 };
+
+/** Where a batch's lines come from, as a table function call (`file(…)`, `input(…)`, `format(…)`). */
+export interface LinesSource {
+  /** The lines read in a given format with a given structure. */
+  (format: 'JSONEachRow' | 'LineAsString', structure: string): string;
+}
+
+/**
+ * The events of a batch for sql/load.sql, read two ways. Fast: the engine's JSON reader, in parallel,
+ * one row per object. Strict: one row per line, each checked as strict JSON and numbered; used to
+ * explain a batch the fast path refused, and to store its good lines.
+ */
+function events(read: LinesSource, strict: boolean): string {
+  if (!strict) {
+    return `(SELECT 0 AS line_number, 0 AS blank, 0 AS not_json, 0 AS not_object, rowNumberInAllBlocks() AS row_index,
+      ${AMBIGUOUS('id')} OR ${AMBIGUOUS('project')} OR ${AMBIGUOUS('event_message')} AS suspect,
+      id AS in_id, timestamp::Dynamic AS in_timestamp, project AS in_project, event_message AS in_message, 0 AS message_not_text,
+      metadata AS in_metadata
+    FROM ${read('JSONEachRow', FAST_STRUCTURE)})`;
+  }
+  const text = (field: string): string => `if(dynamicType(e.${field}) = 'String', dynamicElement(e.${field}, 'String'), NULL)`;
+  return `(SELECT line_number, blank, NOT isValidJSON(line) AS not_json, NOT not_json AND JSONType(line) != 'Object' AS not_object,
+      0 AS row_index, 0 AS suspect,
+      if(dynamicType(e.id) = 'None', NULL, ifNull(${text('id')}, '')) AS in_id, e.timestamp AS in_timestamp,
+      ${text('project')} AS in_project, ${text('event_message')} AS in_message,
+      dynamicType(e.event_message) NOT IN ('None', 'String') AS message_not_text, e.metadata AS in_metadata
+    FROM (SELECT line, rowNumberInAllBlocks() + 1 AS line_number, match(line, '^[ \\t\\r]*$') AS blank,
+        JSONExtract(line, 'Tuple(${STRICT_STRUCTURE})') AS e
+      FROM ${read('LineAsString', 'line String')}))`;
+}
+
+function rules(read: LinesSource, strict: boolean): string {
+  return readSqlFile('load.sql').replace('FROM $events', () => `FROM ${events(read, strict)}`);
+}
+
+function insertInto(table: TableName, rows: string, where: string): string {
+  return (
+    `INSERT INTO ${table} (id, timestamp, project, event_message, metadata)\n` +
+    `SELECT id, timestamp, project, event_message, metadata FROM (${rows}) WHERE ${where}`
+  );
+}
+
+/**
+ * Settings of a batch's insert. The token makes a repeated batch (a re-run after an interrupted load) a
+ * no-op; one insert thread and no early flush make the batch exactly one block, so the token covers
+ * all of it whichever way the engine splits the work.
+ */
+function insertSettings(token: string): ClickHouseSettings {
+  return {
+    insert_deduplication_token: token,
+    max_insert_threads: '1',
+    min_insert_block_size_rows: '1000000000000',
+    min_insert_block_size_bytes: '1000000000000',
+  };
+}
+
+/** How one batch reaches the engine, and how statements run on it. */
+export interface BatchSource {
+  /** The batch's lines for an insert statement, and for a query (they may differ: a server's insert reads its body). */
+  readonly forInsert: LinesSource;
+  readonly forQuery: LinesSource;
+  readonly params: Record<string, unknown>;
+  insert(statement: string, format: 'JSONEachRow' | 'LineAsString', params: Record<string, unknown>, settings: ClickHouseSettings): Promise<void>;
+  query(statement: string, params: Record<string, unknown>, settings: ClickHouseSettings): Promise<WarehouseRow[]>;
+}
+
+/** A batch as `loadEvents` hands it to the warehouse. */
+export interface Batch {
+  readonly lines: Buffer;
+  readonly token: string;
+  /** Lines that are not blank: the rows the batch makes when every line is good. */
+  readonly events: number;
+  /** Whether every non-blank line looks like one object (starts with `{`, ends with `}`). */
+  readonly shaped: boolean;
+}
+
+/**
+ * Stores one batch. Usually one fast insert that refuses the whole batch if any line is bad; then the
+ * strict path lists the refused lines, in order, and stores the good ones under the same token.
+ */
+export async function loadBatch(table: TableName, batch: Batch, source: BatchSource): Promise<BatchOutcome> {
+  const params = { ...source.params, project_from_metadata: table === 'function_edge_logs', events: batch.events };
+  if (batch.shaped) {
+    try {
+      const rows = rules(source.forInsert, false);
+      // Anything unclear (a NULL included) stops the insert rather than dropping a row unseen.
+      const check = "coalesce(reason != '' OR suspect OR row_index >= {events:UInt64}, 1)";
+      const where = `throwIf(${check}, 'savedq: a line needs a closer look') = 0`;
+      await source.insert(insertInto(table, rows, where), 'JSONEachRow', params, { ...EAGER, ...insertSettings(batch.token) });
+      return { rejected: [], rechecked: false };
+    } catch (err) {
+      // A refused line, or one the JSON reader could not take: the strict path explains. Anything else
+      // (a missing table, a full disk, a lost server) is no business of the strict path.
+      if (!isAboutTheData(err)) throw err;
+    }
+  }
+  const rejects = await source.query(
+    `SELECT line_number, reason FROM (${rules(source.forQuery, true)}) WHERE NOT blank AND reason != '' ORDER BY line_number`,
+    params,
+    IN_ORDER,
+  );
+  if (rejects.length < batch.events) {
+    await source.insert(insertInto(table, rules(source.forInsert, true), "NOT blank AND reason = ''"), 'LineAsString', params, {
+      ...EAGER,
+      ...insertSettings(batch.token),
+    });
+  }
+  return { rejected: rejects.map((r) => ({ line: Number(r.line_number), reason: String(r.reason) })), rechecked: true };
+}
+
+/** Engine errors that say nothing about the lines: no table, no disk, no memory, no time, no access. */
+const NOT_ABOUT_DATA = new Set([60, 81, 159, 192, 193, 194, 209, 210, 241, 243, 252, 394, 516]);
+
+/** Whether an insert failed over what the lines hold (a refused line, JSON the reader could not take). */
+function isAboutTheData(err: unknown): boolean {
+  for (let e = err as { code?: unknown; clickhouseCode?: unknown; cause?: unknown } | undefined; e; e = e.cause as typeof e) {
+    const code = Number(e.clickhouseCode ?? e.code);
+    if (Number.isInteger(code) && code > 0) return !NOT_ABOUT_DATA.has(code);
+  }
+  return false;
+}
+
+/**
+ * Cuts a byte stream into batches of whole lines: each ends at the first newline at or past
+ * `batchBytes` from its start. The cut depends only on the content, never on how the stream happened
+ * to be chunked, so the same input always gives the same batches (and the same deduplication tokens).
+ */
+export async function* lineBatches(
+  source: AsyncIterable<Buffer | string> | Iterable<Buffer | string>,
+  batchBytes: number,
+): AsyncGenerator<Buffer> {
+  let parts: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of source) {
+    let buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    for (;;) {
+      const newline = size + buf.length >= batchBytes ? buf.indexOf(NEWLINE, Math.max(0, batchBytes - 1 - size)) : -1;
+      if (newline === -1) break;
+      parts.push(buf.subarray(0, newline + 1));
+      yield Buffer.concat(parts);
+      parts = [];
+      size = 0;
+      buf = buf.subarray(newline + 1);
+    }
+    if (buf.length > 0) {
+      parts.push(buf);
+      size += buf.length;
+      if (size > batchBytes + MAX_LINE_BYTES) throw new InputError(`a line is longer than ${MAX_LINE_BYTES >> 20} MiB.`);
+    }
+  }
+  if (size > 0) yield Buffer.concat(parts);
+}
+
+const isSpace = (byte: number | undefined): boolean => byte === 0x20 || byte === 0x09 || byte === 0x0d;
+
+/**
+ * Counts a batch's lines and its blank ones (spaces, tabs and carriage returns only, as sql/load.sql
+ * says), and tells whether every other line starts with `{` and ends with `}`.
+ */
+export function surveyLines(lines: Buffer): { lines: number; blank: number; shaped: boolean } {
+  let count = 0;
+  let blank = 0;
+  let shaped = true;
+  let start = 0;
+  while (start < lines.length) {
+    let end = lines.indexOf(NEWLINE, start);
+    if (end === -1) end = lines.length;
+    count += 1;
+    let first = start;
+    while (first < end && isSpace(lines[first])) first += 1;
+    if (first === end) {
+      blank += 1;
+    } else if (shaped) {
+      let last = end - 1;
+      while (isSpace(lines[last])) last -= 1;
+      shaped = lines[first] === 0x7b && lines[last] === 0x7d;
+    }
+    start = end + 1;
+  }
+  return { lines: count, blank, shaped };
+}
+
+/**
+ * Loads newline-delimited JSON events into a table. The input is cut into batches of whole lines that
+ * go to the engine as they are: the engine parses and checks them (sql/load.sql) on all cores while
+ * the next batch is read, and never more than those two batches are held. Each batch carries a
+ * deduplication token derived from its bytes, so loading the same input again (say, after an
  * interrupted load) stores every row once.
  */
 export async function loadEvents(
   warehouse: Warehouse,
   table: TableName,
-  lines: AsyncIterable<string> | Iterable<string>,
+  input: AsyncIterable<Buffer | string> | Iterable<Buffer | string>,
   options: LoadOptions = {},
 ): Promise<LoadReport> {
-  const batchRows = options.batchRows ?? DEFAULT_BATCH_ROWS;
-  const report: LoadReport = { loaded: 0, rejected: 0, lines: 0 };
-  let batch: string[] = [];
-  // The token hashes the input lines, not the rows made of them: generated ids differ on every run.
-  let digest = createHash('sha256').update(table);
-  let storing: Promise<void> | undefined;
+  const report: LoadReport = { loaded: 0, rejected: 0, lines: 0, rechecked: 0 };
+  let bytes = 0;
+  // Batches in the engine, oldest first; each settles once its outcome is counted, in input order.
+  const inFlight: Promise<void>[] = [];
+  let counted: Promise<void> = Promise.resolve();
 
-  const flush = async (): Promise<void> => {
-    await storing;
-    storing = undefined;
-    if (batch.length === 0) return;
-    const body = batch.join('\n');
-    const rows = batch.length;
-    batch = [];
-    const token = `savedq-${digest.digest('hex')}`;
-    digest = createHash('sha256').update(table);
-    storing = warehouse
-      .insert(table, body, { insert_deduplication_token: token, input_format_json_read_objects_as_strings: 1 })
-      .then(() => {
-        report.loaded += rows;
-        options.onProgress?.(report);
-      });
-    // Reported when awaited (the next flush, or the end); keep Node from calling it unhandled meanwhile.
-    storing.catch(() => undefined);
+  const store = (lines: Buffer): Promise<void> => {
+    const firstLine = report.lines;
+    const survey = surveyLines(lines);
+    report.lines += survey.lines;
+    const token = `savedq-${createHash('sha256').update(table).update('\0').update(lines).digest('hex')}`;
+    const events = survey.lines - survey.blank;
+    const outcome = warehouse.loadLines(table, { lines, token, events, shaped: survey.shaped });
+    counted = Promise.all([counted, outcome]).then(([, { rejected, rechecked }]) => {
+      for (const { line, reason } of rejected) options.onReject?.(firstLine + line, reason);
+      report.rejected += rejected.length;
+      report.loaded += events - rejected.length;
+      if (rechecked) report.rechecked += 1;
+      bytes += lines.length;
+      options.onProgress?.(report, bytes);
+    });
+    return counted;
   };
 
   try {
-    for await (const line of lines) {
+    for await (const batch of lineBatches(input, options.batchBytes ?? DEFAULT_BATCH_BYTES)) {
+      if (inFlight.length >= IN_FLIGHT) await inFlight.shift();
       if (options.signal?.aborted) throw options.signal.reason;
-      report.lines += 1;
-      if (line.trim() === '') continue;
-      let row: string;
-      try {
-        row = toTableLine(table, JSON.parse(line));
-      } catch (err) {
-        report.rejected += 1;
-        const reason = err instanceof RejectedEvent ? err.message : 'not valid JSON';
-        options.onReject?.(report.lines, reason);
-        continue;
-      }
-      batch.push(row);
-      digest.update(line).update('\n');
-      if (batch.length >= batchRows) await flush();
+      const stored = store(batch);
+      // Reported when awaited (above, or at the end); keep Node from calling it unhandled meanwhile.
+      stored.catch(() => undefined);
+      inFlight.push(stored);
     }
-    await flush();
+    for (const stored of inFlight) await stored;
   } finally {
     // Never leave the engine in the middle of an insert, whatever happened here.
-    await storing?.catch(() => undefined);
+    await Promise.allSettled(inFlight);
   }
-  await storing;
   return report;
 }
