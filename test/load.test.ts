@@ -243,7 +243,7 @@ describe('the load rules, read fast or line by line', () => {
     expect(await rowsOf("SELECT count() AS n FROM edge_logs WHERE project = 'numbered'")).toEqual([{ n: 2998 }]);
   });
 
-  it('take strict JSON only: what the fast reader would tolerate is refused, by number', async () => {
+  it('read line by line, refuse what is not strict JSON, by number', async () => {
     const ok = '"timestamp":"2026-03-10T12:00:00Z","project":"lenient"';
     const r = await loadAll([
       `{${ok},"event_message":"a\\x"}`, // an escape JSON does not have
