@@ -228,4 +228,29 @@ describe('savedq serve faults', () => {
     expect(await exited).toBe(0);
     expect(stderr).toContain('SIGTERM: finishing requests in flight');
   });
+
+  it('on SIGTERM after it has opened the engine and locked the data directory, still stops cleanly with 0', async () => {
+    // The lock library (proper-lockfile, through signal-exit) re-raised a signal nobody else listened
+    // to: once the server had stopped listening for it, a SIGTERM killed it mid-drain (exit 143).
+    const child = spawn(process.execPath, [binPath, 'serve', '--port', '0'], {
+      env: { PATH: process.env.PATH ?? '', SAVEDQ_API_KEYS: 'k', SAVEDQ_DATA_DIR: join(dir, 'd4'), SAVEDQ_CACHE_FILE: join(dir, 'd4.sqlite') },
+    });
+    let stderr = '';
+    const url = await new Promise<string>((resolve) => {
+      child.stderr.setEncoding('utf8').on('data', (d: string) => {
+        stderr += d;
+        const m = /listening on (http:\S+)/.exec(stderr);
+        if (m) resolve(m[1] as string);
+      });
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const path = '/api/endpoints/query/usage.api-counts?project=x&interval=daily';
+    // A connection of its own for each request: closing an idle keep-alive connection is part of stopping.
+    expect((await fetch(`${url}${path}`, { headers: { 'X-API-KEY': 'k', Connection: 'close' } })).status).toBe(200);
+    const inFlight = fetch(`${url}${path}`, { headers: { 'X-API-KEY': 'k', 'Cache-Control': 'no-cache', Connection: 'close' } });
+    await new Promise((r) => setTimeout(r, 20));
+    child.kill('SIGTERM');
+    expect((await inFlight).status).toBe(200);
+    expect(await exited).toBe(0);
+  });
 });

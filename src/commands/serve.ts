@@ -50,15 +50,21 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
   // Said even with --quiet: it is where the server is (with --port 0, the only way to know).
   io.stderr.write(`savedq serve listening on ${server.url} (${lib.config.url === undefined ? 'embedded engine' : 'ClickHouse server'})\n`);
   await new Promise<void>((resolve) => {
-    const stop = (signal: string) => {
+    let stopping = false;
+    const onSignal = (signal: NodeJS.Signals) => {
+      // A second signal insists.
+      if (stopping) process.exit(130);
+      stopping = true;
       log(`${signal}: finishing requests in flight, then stopping`);
-      process.off('SIGTERM', onTerm);
-      process.off('SIGINT', onInt);
-      void server.close().then(resolve);
+      void server.close().then(() => {
+        process.off('SIGTERM', onSignal);
+        process.off('SIGINT', onSignal);
+        resolve();
+      });
     };
-    const onTerm = () => stop('SIGTERM');
-    const onInt = () => stop('SIGINT');
-    process.on('SIGTERM', onTerm);
-    process.on('SIGINT', onInt);
+    // Stay subscribed while draining: the lock library's signal-exit re-raises a signal that no one
+    // else listens to, which would kill the server mid-drain.
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
   });
 }
