@@ -330,11 +330,17 @@ function prepareDataDir(dataDir: string): void {
 async function openEmbedded(config: Config, signal: AbortSignal | undefined): Promise<Warehouse> {
   const { dataDir } = config;
   prepareDataDir(dataDir);
-  const [{ createClient, ClickHouseLogLevel }, { createChdbConnection }] = await Promise.all([
-    import('@clickhouse/client'),
-    import('chdb/connection'),
+  // Take the lock while the client and the engine load: each costs milliseconds on every run.
+  const [loaded, locked] = await Promise.allSettled([
+    Promise.all([import('@clickhouse/client'), import('chdb/connection')]),
+    lockDataDir(config, signal),
   ]);
-  const release = await lockDataDir(config, signal);
+  if (loaded.status === 'rejected') {
+    if (locked.status === 'fulfilled') await locked.value();
+    throw loaded.reason;
+  }
+  if (locked.status === 'rejected') throw locked.reason;
+  const [[{ createClient, ClickHouseLogLevel }, { createChdbConnection }], release] = [loaded.value, locked.value];
   const location = `the embedded engine at ${dataDir}`;
   try {
     const connection = inDirectory(dataDir, () => createChdbConnection({ path: dataDir }));
