@@ -206,10 +206,12 @@ describe('savedq serve faults', () => {
     expect(r.stderr).toBe('savedq: serve needs at least one API key: set SAVEDQ_API_KEYS or give --api-key-file.\n');
   });
 
-  it('on SIGTERM finishes the request in flight, then exits 0', async () => {
+  /** `savedq serve` as a child process on a data directory of its own, once it listens. */
+  async function serveProcess(name: string) {
     const child = spawn(process.execPath, [binPath, 'serve', '--port', '0'], {
-      env: { PATH: process.env.PATH ?? '', SAVEDQ_API_KEYS: 'k', SAVEDQ_DATA_DIR: join(dir, 'd3'), SAVEDQ_CACHE_FILE: join(dir, 'd3.sqlite') },
+      env: { PATH: process.env.PATH ?? '', SAVEDQ_API_KEYS: 'k', SAVEDQ_DATA_DIR: join(dir, name), SAVEDQ_CACHE_FILE: join(dir, `${name}.sqlite`) },
     });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     let stderr = '';
     const url = await new Promise<string>((resolve) => {
       child.stderr.setEncoding('utf8').on('data', (d: string) => {
@@ -218,39 +220,32 @@ describe('savedq serve faults', () => {
         if (m) resolve(m[1] as string);
       });
     });
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    const inFlight = fetch(`${url}/api/endpoints/query/usage.api-counts?project=x&interval=daily`, { headers: { 'X-API-KEY': 'k' } });
+    return { child, url, exited, stderr: () => stderr };
+  }
+  const countsPath = '/api/endpoints/query/usage.api-counts?project=x&interval=daily';
+
+  it('on SIGTERM finishes the request in flight, then exits 0', async () => {
+    const server = await serveProcess('d3');
+    const inFlight = fetch(`${server.url}${countsPath}`, { headers: { 'X-API-KEY': 'k' } });
     await new Promise((r) => setTimeout(r, 50));
-    child.kill('SIGTERM');
+    server.child.kill('SIGTERM');
     const res = await inFlight;
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ result: [] });
-    expect(await exited).toBe(0);
-    expect(stderr).toContain('SIGTERM: finishing requests in flight');
+    expect(await server.exited).toBe(0);
+    expect(server.stderr()).toContain('SIGTERM: finishing requests in flight');
   });
 
   it('on SIGTERM after it has opened the engine and locked the data directory, still stops cleanly with 0', async () => {
     // The lock library (proper-lockfile, through signal-exit) re-raised a signal nobody else listened
     // to: once the server had stopped listening for it, a SIGTERM killed it mid-drain (exit 143).
-    const child = spawn(process.execPath, [binPath, 'serve', '--port', '0'], {
-      env: { PATH: process.env.PATH ?? '', SAVEDQ_API_KEYS: 'k', SAVEDQ_DATA_DIR: join(dir, 'd4'), SAVEDQ_CACHE_FILE: join(dir, 'd4.sqlite') },
-    });
-    let stderr = '';
-    const url = await new Promise<string>((resolve) => {
-      child.stderr.setEncoding('utf8').on('data', (d: string) => {
-        stderr += d;
-        const m = /listening on (http:\S+)/.exec(stderr);
-        if (m) resolve(m[1] as string);
-      });
-    });
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    const path = '/api/endpoints/query/usage.api-counts?project=x&interval=daily';
+    const server = await serveProcess('d4');
     // A connection of its own for each request: closing an idle keep-alive connection is part of stopping.
-    expect((await fetch(`${url}${path}`, { headers: { 'X-API-KEY': 'k', Connection: 'close' } })).status).toBe(200);
-    const inFlight = fetch(`${url}${path}`, { headers: { 'X-API-KEY': 'k', 'Cache-Control': 'no-cache', Connection: 'close' } });
+    expect((await fetch(`${server.url}${countsPath}`, { headers: { 'X-API-KEY': 'k', Connection: 'close' } })).status).toBe(200);
+    const inFlight = fetch(`${server.url}${countsPath}`, { headers: { 'X-API-KEY': 'k', 'Cache-Control': 'no-cache', Connection: 'close' } });
     await new Promise((r) => setTimeout(r, 20));
-    child.kill('SIGTERM');
+    server.child.kill('SIGTERM');
     expect((await inFlight).status).toBe(200);
-    expect(await exited).toBe(0);
+    expect(await server.exited).toBe(0);
   });
 });
