@@ -39,26 +39,17 @@ FROM
         ifNull(dynamicElement(in_timestamp, 'String'), '') AS text_timestamp,
 
         -- An ISO 8601 timestamp: a date, optionally a time with up to nine fractional digits (kept to
-        -- the microsecond), and Z, an offset, or no zone (= UTC).
-        extractGroups(text_timestamp,
-            '^([0-9]{4})-([0-9]{2})-([0-9]{2})(?:[Tt ]([0-9]{2}):([0-9]{2})(?::([0-9]{2})(?:[.,]([0-9]{1,9}))?)?)?(Z|z|[+-][0-9]{2}(?::?[0-9]{2})?)?$'
-        ) AS iso,
-        toInt32OrZero(iso[1]) AS year,
-        toInt32OrZero(iso[2]) AS month,
-        toInt32OrZero(iso[3]) AS day,
-        toInt32OrZero(iso[4]) AS hour,
-        toInt32OrZero(iso[5]) AS minute,
-        toInt32OrZero(iso[6]) AS second,
-        toInt64OrZero(substring(rightPad(iso[7], 6, '0'), 1, 6)) AS fraction,
-        replaceOne(iso[8], ':', '') AS zone,
-        toInt32OrZero(substring(zone, 2, 2)) AS zone_hours,
-        toInt32OrZero(substring(zone, 4, 2)) AS zone_minutes,
-        length(iso) = 8
-            AND year BETWEEN 1900 AND 2299 AND month BETWEEN 1 AND 12 AND day >= 1
-            AND day <= multiIf(month = 2, if((year % 4 = 0 AND year % 100 != 0) OR year % 400 = 0, 29, 28), month IN (4, 6, 9, 11), 30, 31)
-            AND hour <= 23 AND minute <= 59 AND second <= 59 AND zone_hours <= 23 AND zone_minutes <= 59 AS iso_ok,
-        (toInt64(toInt32(makeDate32(year, greatest(month, 1), greatest(day, 1)))) * 86400 + hour * 3600 + minute * 60 + second
-            - if(startsWith(zone, '-'), -1, 1) * (zone_hours * 3600 + zone_minutes * 60)) * 1000000 + fraction AS iso_micros,
+        -- the microsecond), and Z, an offset, or no zone (= UTC). The shape (and every field's range
+        -- but the day's) is checked by one regular expression; the engine's own parser reads the value.
+        match(text_timestamp,
+            '^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])([Tt ]([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9]([.,][0-9]{1,9})?)?)?(Z|z|[+-]([01][0-9]|2[0-3])(:?[0-5][0-9])?)?$'
+        ) AS iso_shape,
+        toUInt16OrZero(substring(text_timestamp, 1, 4)) AS year,
+        toUInt8OrZero(substring(text_timestamp, 6, 2)) AS month,
+        toUInt8OrZero(substring(text_timestamp, 9, 2)) AS day,
+        iso_shape AND year BETWEEN 1900 AND 2299
+            AND day <= multiIf(month = 2, if((year % 4 = 0 AND year % 100 != 0) OR year % 400 = 0, 29, 28), month IN (4, 6, 9, 11), 30, 31) AS iso_ok,
+        toUnixTimestamp64Micro(parseDateTime64BestEffortOrZero(replaceOne(upper(text_timestamp), ',', '.'), 6, 'UTC')) AS iso_micros,
 
         -- Or an integer of microseconds since the epoch: a number that is exact, or a string of digits.
         multiIf(

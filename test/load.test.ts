@@ -162,7 +162,13 @@ describe('the load rules, read fast or line by line', () => {
   };
 
   it('read every timestamp as --at reads it, to the microsecond, on both paths', async () => {
-    const texts = [...fc.sample(isoLike, { numRuns: 400, seed: 20261122 }), ...fc.sample(fc.string(), { numRuns: 50, seed: 1 })];
+    const edges = [
+      '1900-01-01T00:00:00Z', '1900-01-01T00:00:00+01:00', '1900-01-01T00:00:00-01:00', '2299-12-31T23:59:59.999999Z',
+      '2299-12-31T23:59:59-01:00', '2299-12-31T23:59:59+01:00', '2026-03-10T12:34:56.9999999Z', '2026-03-10T12:34:56.123456789+05:30',
+      '2024-02-29', '2023-02-29', '2100-02-29', '2000-02-29T12:00Z', '2026-03-10T24:00:00Z', '2026-03-10 12:34', '2026-03-10t12:34:56,5z',
+      '2026-03-10-05:00', '2026-03-10+0530', '2026-03-10T12:34:56+05', '1969-12-31T23:59:59.999999Z', '2026-04-31', '2026-03-10T12:34:60Z',
+    ];
+    const texts = [...edges, ...fc.sample(isoLike, { numRuns: 400, seed: 20261122 }), ...fc.sample(fc.string(), { numRuns: 50, seed: 1 })];
     const line = (prefix: string, text: string, i: number) => JSON.stringify({ timestamp: text, project: `${prefix}-${i}` });
     // All of them: some are bad, so this batch is read line by line.
     const mixed = await loadAll(texts.map((t, i) => line('iso-strict', t, i)));
