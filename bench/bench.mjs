@@ -211,6 +211,9 @@ async function httpFigure(env) {
 
 async function loadFigure() {
   console.log(`\nload: ${LOAD_ROWS.toLocaleString('en-US')} NDJSON lines`);
+  // The gigabytes the scale part just wrote are still being flushed to disk; let that finish first, or
+  // it slows whichever side writes more.
+  spawnSync('sync');
   const file = join(work, 'events.ndjson');
   const out = createWriteStream(file);
   for (let i = 0; i < LOAD_ROWS; i++) {
