@@ -183,7 +183,8 @@ export function settingsClause(settings: ClickHouseSettings | undefined): string
   return `\nSETTINGS ${values.join(', ')}`;
 }
 
-function wrapClient(client: ClickHouseClient, location: string): Warehouse {
+/** What the embedded engine and a server share; each adds its own way of loading. */
+function wrapClient(client: ClickHouseClient, location: string): Omit<Warehouse, 'loadLines'> {
   return {
     location,
     async query(sql, params, settings, signal) {
@@ -198,9 +199,6 @@ function wrapClient(client: ClickHouseClient, location: string): Warehouse {
       } catch (err) {
         throw toWarehouseError(err, location);
       }
-    },
-    async loadLines() {
-      throw new Error('loadLines depends on the engine');
     },
     async command(sql) {
       try {
