@@ -211,9 +211,6 @@ async function httpFigure(env) {
 
 async function loadFigure() {
   console.log(`\nload: ${LOAD_ROWS.toLocaleString('en-US')} NDJSON lines`);
-  // The gigabytes the scale part just wrote are still being flushed to disk; let that finish first, or
-  // it slows whichever side writes more.
-  spawnSync('sync');
   const file = join(work, 'events.ndjson');
   const out = createWriteStream(file);
   for (let i = 0; i < LOAD_ROWS; i++) {
@@ -223,6 +220,9 @@ async function loadFigure() {
     if (!out.write(line)) await new Promise((r) => out.once('drain', r));
   }
   await new Promise((r) => out.end(r));
+  // What the scale part and this file wrote is still being flushed to disk; let that finish first, or
+  // it slows whichever side writes more.
+  spawnSync('sync');
   const mb = statSync(file).size / 1e6;
   let n = 0;
   const fresh = () => join(work, `load-${n++}`);

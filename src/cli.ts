@@ -246,12 +246,16 @@ async function main(argv: string[]): Promise<number> {
  * Ctrl-C (or a SIGTERM from a supervisor) during run, load or warm stops the work at the next safe point
  * (between batches of a load, between refreshes of a warm, after the query of a run), releases the
  * engine and the data directory, and exits 130. Exiting while the engine is in the middle of an insert
- * would crash it, hence no process.exit here; a second signal insists. `serve` handles its own.
+ * would crash it, hence no process.exit here; a second signal insists. `serve` drains on its own
+ * listener; this one stays too, for the second signal, and so that the lock library's signal-exit
+ * never finds a signal unheard and re-raises it.
  */
 function interruptible(argv: string[]): void {
-  if (argv.includes('serve')) return;
+  const serving = argv.includes('serve');
+  let signals = 0;
   const onSignal = (signal: NodeJS.Signals) => {
-    if (interrupt.signal.aborted) process.exit(130);
+    if (signals++ > 0) process.exit(130);
+    if (serving) return; // serve drains its requests in flight on its own listener
     io.stderr.write(`\nsavedq: interrupted (${signal}); stopping.\n`);
     interrupt.abort(new InterruptedError(`interrupted (${signal}).`));
   };

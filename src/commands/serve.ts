@@ -52,8 +52,8 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
   await new Promise<void>((resolve) => {
     let stopping = false;
     const onSignal = (signal: NodeJS.Signals) => {
-      // A second signal insists.
-      if (stopping) process.exit(130);
+      // A second signal is the CLI's to act on (it exits at once).
+      if (stopping) return;
       stopping = true;
       log(`${signal}: finishing requests in flight, then stopping`);
       void server.close().then(() => {

@@ -38,7 +38,7 @@ export interface LoadOptions {
   readonly signal?: AbortSignal | undefined;
 }
 
-/** 32 MiB: large enough that per-insert costs vanish, small enough that a load stays far under 1 GB. */
+/** 32 MiB: large enough that per-insert costs fade, small enough that a load peaks near 700–800 MB. */
 export const DEFAULT_BATCH_BYTES = 32 << 20;
 /**
  * Batches the engine works on at once: while one is written out (sorted, compressed: one core), the
@@ -84,18 +84,15 @@ const EAGER: ClickHouseSettings = { ...JSON_READING, short_circuit_function_eval
 /** Settings that make the strict path read lines in order on one thread, so line numbers are exact. */
 const IN_ORDER: ClickHouseSettings = { ...EAGER, max_threads: 1, input_format_parallel_parsing: 0 };
 
-/** Where a batch's lines come from, as a table function call (`file(…)`, `input(…)`, `format(…)`). */
-export interface LinesSource {
-  /** The lines read in a given format with a given structure. */
-  (format: 'JSONEachRow' | 'LineAsString', structure: string): string;
-}
+/** A batch's lines read in a format with a structure, as a table function call (`file(…)`, `input(…)`, `format(…)`). */
+export type LinesSource = (format: 'JSONEachRow' | 'LineAsString', structure: string) => string;
 
 /**
  * The events of a batch for sql/load.sql, read two ways. Fast: the engine's JSON reader, in parallel,
  * one row per object. Strict: one row per line, each checked as strict JSON and numbered; used to
  * explain a batch the fast path refused, and to store its good lines.
  */
-function events(read: LinesSource, strict: boolean): string {
+function eventSource(read: LinesSource, strict: boolean): string {
   if (!strict) {
     return `(SELECT 0 AS line_number, 0 AS blank, 0 AS not_json, 0 AS not_object, rowNumberInAllBlocks() AS row_index,
       ${AMBIGUOUS('id')} OR ${AMBIGUOUS('project')} OR ${AMBIGUOUS('event_message')} AS suspect,
@@ -114,8 +111,12 @@ function events(read: LinesSource, strict: boolean): string {
       FROM ${read('LineAsString', 'line String')}))`;
 }
 
+let rulesSql: string | undefined;
+
+/** sql/load.sql over a batch's events (read once per process, not per statement). */
 function rules(read: LinesSource, strict: boolean): string {
-  return readSqlFile('load.sql').replace('FROM $events', () => `FROM ${events(read, strict)}`);
+  rulesSql ??= readSqlFile('load.sql');
+  return rulesSql.replace('FROM $events', () => `FROM ${eventSource(read, strict)}`);
 }
 
 function insertInto(table: TableName, rows: string, where: string): string {
@@ -267,8 +268,8 @@ export function surveyLines(lines: Buffer): { lines: number; blank: number; shap
 
 /**
  * Loads newline-delimited JSON events into a table. The input is cut into batches of whole lines that
- * go to the engine as they are: the engine parses and checks them (sql/load.sql) on all cores while
- * the next batch is read, and never more than those two batches are held. Each batch carries a
+ * go to the engine as they are: the engine parses and checks them (sql/load.sql), two batches at a
+ * time, while the next is read; at most those three are held. Each batch carries a
  * deduplication token derived from its bytes, so loading the same input again (say, after an
  * interrupted load) stores every row once.
  */
