@@ -14,4 +14,6 @@ export default tseslint.config(
     },
   },
   { files: ['bin/**', 'bench/**'], rules: { 'no-console': 'off' } },
+  // bin/ is CommonJS (bin/package.json): it loads the CommonJS launcher, see esbuild.config.mjs.
+  { files: ['bin/**'], languageOptions: { sourceType: 'commonjs' }, rules: { '@typescript-eslint/no-require-imports': 'off' } },
 );

@@ -1,2 +1,3 @@
 #!/usr/bin/env node
-import '../dist/cli.js';
+// CommonJS (bin/package.json), like the launcher and the bundle it starts: see esbuild.config.mjs.
+require('../dist/launch.cjs').launch();

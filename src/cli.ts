@@ -3,11 +3,12 @@ import { Command, CommanderError, Option } from 'commander';
 import { resolveConfig, type ConfigFlags } from './config.js';
 import { InterruptedError, SavedqError } from './errors.js';
 import { Savedq } from './library.js';
+import { packageRoot } from './package.js';
 import { FORMATS } from './output/index.js';
 import type { CommonOptions, Io } from './commands/io.js';
 
 const io: Io = { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: process.env };
-const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string })
+const version = (JSON.parse(readFileSync(new URL('package.json', packageRoot), 'utf8')) as { version: string })
   .version;
 
 type GlobalFlags = ConfigFlags & CommonOptions & { debug?: boolean };
@@ -264,4 +265,6 @@ function interruptible(argv: string[]): void {
 }
 
 interruptible(process.argv.slice(2));
-process.exitCode = await main(process.argv);
+void main(process.argv).then((code) => {
+  process.exitCode = code;
+});

@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { packageRoot } from './package.js';
 
 type Levenshtein = typeof import('fastest-levenshtein');
 
@@ -8,7 +9,7 @@ let levenshtein: Levenshtein | undefined;
 /** The candidate closest to `input`, when it is close enough to be a likely typo of it. */
 export function closest(input: string, candidates: readonly string[]): string | undefined {
   if (candidates.length === 0) return undefined;
-  levenshtein ??= createRequire(import.meta.url)('fastest-levenshtein') as Levenshtein;
+  levenshtein ??= createRequire(packageRoot)('fastest-levenshtein') as Levenshtein;
   const best = levenshtein.closest(input.toLowerCase(), candidates.map((c) => c.toLowerCase()));
   const d = levenshtein.distance(input.toLowerCase(), best);
   const original = candidates.find((c) => c.toLowerCase() === best);

@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
+import { packageRoot } from '../package.js';
 import type { EndpointDefinition, ParamDefinition } from './types.js';
 
-/** The folder of SQL files: `sql/` at the package root, two levels above this module in src/ or dist/. */
-export const sqlDir = new URL('../../sql/', import.meta.url);
+/** The folder of SQL files: `sql/` at the package root. */
+export const sqlDir = new URL('sql/', packageRoot);
 
 /** The ClickHouse type each kind of parameter is bound as. */
 const typeOfKind: Record<ParamDefinition['kind'], string> = {
