@@ -7,7 +7,15 @@ import { packageRoot } from './package.js';
 import { FORMATS } from './output/index.js';
 import type { CommonOptions, Io } from './commands/io.js';
 
-const io: Io = { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: process.env };
+// Standard input is opened only by the commands that read it: opening it costs a cache hit 2 ms.
+const io: Io = {
+  get stdin() {
+    return process.stdin;
+  },
+  stdout: process.stdout,
+  stderr: process.stderr,
+  env: process.env,
+};
 const version = (JSON.parse(readFileSync(new URL('package.json', packageRoot), 'utf8')) as { version: string })
   .version;
 
