@@ -22,11 +22,8 @@ type CommonJsWrapper = (exports: unknown, require: NodeJS.Require, module: Modul
  */
 export function launch(): void {
   const bundle = fileURLToPath(new URL('dist/savedq.cjs', packageRoot));
-  const cacheFile = `${bundle}.v8cache`;
-  const script = new Script(Module.wrap(readFileSync(bundle, 'utf8')), {
-    filename: bundle,
-    cachedData: freshCodeCache(bundle, cacheFile),
-  });
+  const cacheFile = codeCacheFile(bundle);
+  const script = compileBundle(bundle);
   if (process.env[WRITE_CODE_CACHE_ENV] === '1') {
     process.once('exit', () => {
       // After the run, so the functions it called are in the cache too; written whole, then renamed.
@@ -38,6 +35,19 @@ export function launch(): void {
   module.filename = bundle;
   const run = script.runInThisContext() as CommonJsWrapper;
   run.call(module.exports, module.exports, createRequire(bundle), module, bundle, dirname(bundle));
+}
+
+/** Where the build leaves V8's code cache of a bundle. */
+export function codeCacheFile(bundle: string): string {
+  return `${bundle}.v8cache`;
+}
+
+/** The bundle compiled as a CommonJS module, from its code cache when that is fresh. */
+export function compileBundle(bundle: string): Script {
+  return new Script(Module.wrap(readFileSync(bundle, 'utf8')), {
+    filename: bundle,
+    cachedData: freshCodeCache(bundle, codeCacheFile(bundle)),
+  });
 }
 
 /** The code cache, when there is one made after the bundle was (an older one may be of other code). */

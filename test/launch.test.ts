@@ -1,0 +1,54 @@
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, cpSync, mkdirSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { tempDir } from './helpers.js';
+
+// The built CLI starts from dist/savedq.cjs and, when it is fresh, V8's code cache of it (src/launch.ts).
+const root = fileURLToPath(new URL('../', import.meta.url));
+
+/** What V8 made of the code cache of a package's bundle: true = refused, undefined = not offered. */
+function cacheRejected(packageDir: string): string {
+  const script = `const l = require('./dist/launch.cjs');
+    process.stdout.write(String(l.compileBundle(require('node:path').resolve('dist/savedq.cjs')).cachedDataRejected));`;
+  return execFileSync(process.execPath, ['-e', script], { cwd: packageDir, encoding: 'utf8' });
+}
+
+/** A copy of the built package, sharing node_modules, whose code cache a test may spoil. */
+function packageCopy(): string {
+  const dir = join(tempDir(), 'savedq');
+  mkdirSync(join(dir, 'dist'), { recursive: true });
+  for (const f of ['launch.cjs', 'savedq.cjs', 'savedq.cjs.v8cache']) copyFileSync(join(root, 'dist', f), join(dir, 'dist', f));
+  for (const d of ['bin', 'sql']) cpSync(join(root, d), join(dir, d), { recursive: true });
+  copyFileSync(join(root, 'package.json'), join(dir, 'package.json'));
+  symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'));
+  return dir;
+}
+
+const list = (packageDir: string) =>
+  execFileSync(process.execPath, [join(packageDir, 'bin/savedq.js'), 'list', '-f', 'json'], { encoding: 'utf8' });
+
+describe('start-up from the code cache', () => {
+  it('the build leaves a code cache V8 accepts', () => {
+    expect(cacheRejected(root)).toBe('false');
+  });
+
+  it('a damaged code cache is refused by V8, and the CLI still answers', () => {
+    const dir = packageCopy();
+    const expected = list(root);
+    writeFileSync(join(dir, 'dist/savedq.cjs.v8cache'), Buffer.alloc(150_000, 7));
+    expect(cacheRejected(dir)).toBe('true');
+    expect(list(dir)).toBe(expected);
+  });
+
+  it('a code cache older than the bundle is not used, and the CLI still answers', () => {
+    const dir = packageCopy();
+    const expected = list(root);
+    const bundle = statSync(join(dir, 'dist/savedq.cjs'));
+    const before = new Date(bundle.mtimeMs - 60_000);
+    utimesSync(join(dir, 'dist/savedq.cjs.v8cache'), before, before);
+    expect(cacheRejected(dir)).toBe('undefined');
+    expect(list(dir)).toBe(expected);
+  });
+});
