@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { closeSync, openSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -7,7 +7,7 @@ import { loadCommand } from '../src/commands/load.js';
 import { InputError } from '../src/errors.js';
 import { parseIsoTimestamp } from '../src/time.js';
 import { bytesLiteral } from '../src/warehouse/index.js';
-import { lineBatches, loadEvents, surveyLines } from '../src/warehouse/load.js';
+import { fileBatches, lineBatches, loadEvents, surveyLines } from '../src/warehouse/load.js';
 import { captureIo, tempDir, testLibrary } from './helpers.js';
 
 const lib = testLibrary();
@@ -277,6 +277,46 @@ describe('the load rules, read fast or line by line', () => {
         expect(whole.join('')).toBe(text);
         for (const batch of whole.slice(0, -1)) expect(batch.endsWith('\n') && batch.length >= size).toBe(true);
       }),
+    );
+  });
+
+  it('cut a file read into reused buffers exactly as a stream, and never overwrite a batch still held', async () => {
+    const file = join(dir, 'batches.ndjson');
+    await fc.assert(
+      fc.asyncProperty(
+        fc.string({ unit: fc.constantFrom('a', 'b', '\n'), maxLength: 300 }),
+        fc.integer({ min: 1, max: 40 }),
+        fc.integer({ min: 1, max: 50 }),
+        fc.integer({ min: 2, max: 4 }),
+        async (text, size, readBytes, slots) => {
+          writeFileSync(file, text);
+          const expected: string[] = [];
+          for await (const batch of lineBatches([text], size)) expected.push(batch.toString());
+          // As loadEvents does: a buffer is free once the batch read into it is released, and the
+          // caller holds up to slots - 1 batches while the next is read.
+          const held: { lines: Buffer; text: string; release: () => void }[] = [];
+          const released: Promise<void>[] = [];
+          const got: string[] = [];
+          const fd = openSync(file, 'r');
+          try {
+            for await (const { lines, slot } of fileBatches(fd, size, slots, (s) => released[s] ?? Promise.resolve(), readBytes)) {
+              if (held.length === slots - 1) {
+                const oldest = held.shift();
+                expect(oldest?.lines.toString()).toBe(oldest?.text); // untouched while held
+                got.push(oldest?.text ?? '');
+                oldest?.release();
+              }
+              let release = (): void => undefined;
+              released[slot] = new Promise((resolve) => (release = resolve));
+              held.push({ lines, text: lines.toString(), release });
+            }
+          } finally {
+            closeSync(fd);
+          }
+          got.push(...held.map((h) => h.lines.toString()));
+          expect(got).toEqual(expected);
+        },
+      ),
     );
   });
 

@@ -1,9 +1,8 @@
 import { closeSync, createReadStream, fstatSync, openSync } from 'node:fs';
-import type { Readable } from 'node:stream';
 import { InputError } from '../errors.js';
 import type { Savedq } from '../library.js';
 import { TABLES, type TableName } from '../warehouse/index.js';
-import { DEFAULT_BATCH_BYTES, loadEvents, type LoadReport } from '../warehouse/load.js';
+import { DEFAULT_BATCH_BYTES, loadEvents, type LoadInput, type LoadReport } from '../warehouse/load.js';
 import { sampleLines, sampleSize } from '../warehouse/sample.js';
 import { report, type CommonOptions, type Io } from './io.js';
 import { loadProgressText, progress } from './progress.js';
@@ -32,8 +31,9 @@ function checkTable(table: string | undefined): TableName {
 
 /** Where events are read from; for a file, also its size. */
 interface Input {
-  readonly stream: Readable;
+  readonly source: LoadInput;
   readonly size?: number;
+  close(): void;
 }
 
 function batchBytes(text: string | undefined): number {
@@ -56,7 +56,7 @@ function openInput(file: string | undefined, io: Io): Input {
     if (file === undefined && io.stdin.isTTY) {
       throw new InputError('no input: give a file, - to read standard input, or --sample.');
     }
-    return { stream: io.stdin };
+    return { source: io.stdin, close: () => io.stdin.destroy() };
   }
   try {
     const fd = openSync(file, 'r');
@@ -65,7 +65,10 @@ function openInput(file: string | undefined, io: Io): Input {
       closeSync(fd);
       throw Object.assign(new Error('EISDIR'), { code: 'EISDIR' });
     }
-    return { stream: createReadStream('', { fd, highWaterMark: 1 << 20 }), size: stat.size };
+    if (stat.isFile()) return { source: { kind: 'file', fd }, size: stat.size, close: () => closeSync(fd) };
+    // A named pipe, say: read as a stream, which waits for data rather than taking none as the end.
+    const stream = createReadStream('', { fd, highWaterMark: 1 << 20 });
+    return { source: stream, close: () => stream.destroy() };
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? '';
     throw new InputError(`cannot read ${file}: ${READ_ERRORS[code] ?? (code || String(err))}.`);
@@ -96,25 +99,27 @@ export async function loadCommand(lib: Savedq, options: LoadOptions, io: Io): Pr
   }
 
   const table = checkTable(options.table);
-  const { stream, size } = openInput(options.file, io);
-  const warehouse = await lib.warehouse();
-  const shown = progress(io, options);
-  const started = Date.now();
-  let named = 0;
-  const r = await loadEvents(warehouse, table, stream, {
-    batchBytes: bytesPerBatch,
-    signal: options.signal,
-    onReject: (line, reason) => {
-      if (named++ < NAMED_REJECTS) {
-        shown.done();
-        report(io, options, `line ${line}: ${reason}`);
-      }
-    },
-    onProgress: (p, bytes) => shown.update(loadProgressText(table, p.loaded, bytes, started, size ? bytes / size : undefined)),
-  }).finally(() => {
-    shown.done();
-    stream.destroy();
-  });
+  const input = openInput(options.file, io);
+  let r: LoadReport;
+  try {
+    const warehouse = await lib.warehouse();
+    const shown = progress(io, options);
+    const started = Date.now();
+    let named = 0;
+    r = await loadEvents(warehouse, table, input.source, {
+      batchBytes: bytesPerBatch,
+      signal: options.signal,
+      onReject: (line, reason) => {
+        if (named++ < NAMED_REJECTS) {
+          shown.done();
+          report(io, options, `line ${line}: ${reason}`);
+        }
+      },
+      onProgress: (p, bytes) => shown.update(loadProgressText(table, p.loaded, bytes, started, input.size ? bytes / input.size : undefined)),
+    }).finally(() => shown.done());
+  } finally {
+    input.close();
+  }
   report(io, options, `loaded ${r.loaded} rows into ${table}, rejected ${r.rejected} lines`);
   if (r.rejected > 0) {
     throw new InputError(

@@ -1,4 +1,6 @@
 import { createHash } from 'node:crypto';
+import { read } from 'node:fs';
+import { promisify } from 'node:util';
 import type { ClickHouseSettings } from '@clickhouse/client';
 import { readSqlFile } from '../endpoints/sql.js';
 import { InputError } from '../errors.js';
@@ -47,6 +49,8 @@ export const DEFAULT_BATCH_BYTES = 32 << 20;
 const IN_FLIGHT = 2;
 /** A line longer than this (no newline in sight) is refused rather than held in memory. */
 const MAX_LINE_BYTES = 64 << 20;
+/** Bytes read from a file at a time. */
+const READ_BYTES = 4 << 20;
 const NEWLINE = 0x0a;
 
 /**
@@ -237,6 +241,70 @@ export async function* lineBatches(
   if (size > 0) yield Buffer.concat(parts);
 }
 
+/** An open regular file to load: read straight into reused buffers rather than through a stream. */
+export interface FileInput {
+  readonly kind: 'file';
+  readonly fd: number;
+}
+
+/** What `loadEvents` reads: pieces of the input as they come (a stream, say), or an open file. */
+export type LoadInput = AsyncIterable<Buffer | string> | Iterable<Buffer | string> | FileInput;
+
+const readAt = promisify(read);
+
+/**
+ * Cuts an open file into exactly the batches `lineBatches` makes of the same bytes, reading straight
+ * into `slots` buffers used in turn: allocating a batch afresh and copying it together cost a 278 MB
+ * load 200 ms (page faults, mostly). `free(slot)` settles once the batch last read into that buffer
+ * is done with.
+ */
+export async function* fileBatches(
+  fd: number,
+  batchBytes: number,
+  slots: number,
+  free: (slot: number) => Promise<unknown>,
+  readBytes = READ_BYTES,
+): AsyncGenerator<{ lines: Buffer; slot: number }> {
+  const buffers: Buffer[] = [];
+  let carry: Buffer = Buffer.alloc(0); // read past the last cut: the start of the next batch
+  let position = 0;
+  let eof = false;
+  for (let n = 0; !eof || carry.length > 0; n++) {
+    const slot = n % slots;
+    await free(slot);
+    let buffer = buffers[slot];
+    if (buffer === undefined || buffer.length < carry.length + readBytes) {
+      buffer = buffers[slot] = Buffer.allocUnsafeSlow(Math.max(batchBytes, carry.length) + readBytes);
+    }
+    let length = carry.copy(buffer);
+    let searched = 0;
+    let cut = -1;
+    for (;;) {
+      if (length >= batchBytes) {
+        cut = buffer.subarray(0, length).indexOf(NEWLINE, Math.max(searched, batchBytes - 1));
+        searched = length;
+        if (cut !== -1 || eof) break;
+      } else if (eof) {
+        break;
+      }
+      if (length === buffer.length) {
+        if (length > batchBytes + MAX_LINE_BYTES) throw new InputError(`a line is longer than ${MAX_LINE_BYTES >> 20} MiB.`);
+        const larger = Buffer.allocUnsafeSlow(Math.min(2 * length, batchBytes + MAX_LINE_BYTES + readBytes));
+        buffer.copy(larger, 0, 0, length);
+        buffer = buffers[slot] = larger;
+      }
+      const { bytesRead } = await readAt(fd, buffer, length, Math.min(readBytes, buffer.length - length), position);
+      position += bytesRead;
+      length += bytesRead;
+      eof = bytesRead === 0;
+    }
+    const end = cut === -1 ? length : cut + 1;
+    // The buffer is not read into again until its slot comes round: the carry can stay a view of it.
+    carry = buffer.subarray(end, length);
+    if (end > 0) yield { lines: buffer.subarray(0, end), slot };
+  }
+}
+
 const isSpace = (byte: number | undefined): boolean => byte === 0x20 || byte === 0x09 || byte === 0x0d;
 
 /**
@@ -276,16 +344,24 @@ export function surveyLines(lines: Buffer): { lines: number; blank: number; shap
 export async function loadEvents(
   warehouse: Warehouse,
   table: TableName,
-  input: AsyncIterable<Buffer | string> | Iterable<Buffer | string>,
+  input: LoadInput,
   options: LoadOptions = {},
 ): Promise<LoadReport> {
   const report: LoadReport = { loaded: 0, rejected: 0, lines: 0, rechecked: 0 };
+  const batchBytes = options.batchBytes ?? DEFAULT_BATCH_BYTES;
   let bytes = 0;
-  // Batches in the engine, oldest first; each settles once its outcome is counted, in input order.
-  const inFlight: Promise<void>[] = [];
+  // Batches in the engine, oldest first: when the engine is done with each, and when its outcome is
+  // counted (in input order).
+  const inFlight: { done: Promise<unknown>; counted: Promise<void> }[] = [];
   let counted: Promise<void> = Promise.resolve();
+  // For a file: when the batch last read into each buffer is done with.
+  const slots: Promise<unknown>[] = [];
+  const batches =
+    'kind' in input
+      ? fileBatches(input.fd, batchBytes, IN_FLIGHT + 1, (slot) => slots[slot] ?? Promise.resolve())
+      : withoutSlots(lineBatches(input, batchBytes));
 
-  const store = (lines: Buffer): Promise<void> => {
+  const store = (lines: Buffer): { done: Promise<unknown>; counted: Promise<void> } => {
     const firstLine = report.lines;
     const survey = surveyLines(lines);
     report.lines += survey.lines;
@@ -300,22 +376,31 @@ export async function loadEvents(
       bytes += lines.length;
       options.onProgress?.(report, bytes);
     });
-    return counted;
+    // Reported when awaited (below); keep Node from calling it unhandled meanwhile.
+    counted.catch(() => undefined);
+    return { done: outcome.catch(() => undefined), counted };
   };
 
   try {
-    for await (const batch of lineBatches(input, options.batchBytes ?? DEFAULT_BATCH_BYTES)) {
-      if (inFlight.length >= IN_FLIGHT) await inFlight.shift();
+    for await (const { lines, slot } of batches) {
+      if (inFlight.length >= IN_FLIGHT) {
+        await inFlight[0]?.counted;
+        inFlight.shift();
+      }
       if (options.signal?.aborted) throw options.signal.reason;
-      const stored = store(batch);
-      // Reported when awaited (above, or at the end); keep Node from calling it unhandled meanwhile.
-      stored.catch(() => undefined);
+      const stored = store(lines);
+      if (slot >= 0) slots[slot] = stored.done;
       inFlight.push(stored);
     }
-    for (const stored of inFlight) await stored;
+    for (const stored of inFlight) await stored.counted;
   } finally {
     // Never leave the engine in the middle of an insert, whatever happened here.
-    await Promise.allSettled(inFlight);
+    await Promise.all(inFlight.map((stored) => stored.done));
   }
   return report;
+}
+
+/** Batches that own their memory: no buffer slot to wait for. */
+async function* withoutSlots(batches: AsyncIterable<Buffer>): AsyncGenerator<{ lines: Buffer; slot: number }> {
+  for await (const lines of batches) yield { lines, slot: -1 };
 }
