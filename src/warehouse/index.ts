@@ -8,7 +8,7 @@ import type { Config } from '../config.js';
 import { BusyError, WarehouseError } from '../errors.js';
 import { readSqlFile } from '../endpoints/sql.js';
 import { toWarehouseError } from './errors.js';
-import { loadBatch, type Batch, type BatchOutcome } from './load.js';
+import { loadBatch, type Batch, type BatchOutcome, type ComputedColumn } from './load.js';
 
 /** One row as ClickHouse returns it in JSONEachRow. */
 export type WarehouseRow = Record<string, unknown>;
@@ -122,6 +122,8 @@ async function openServer(url: string, timeoutSeconds: number): Promise<Warehous
         forInsert: (_format, structure) => `input(${quoteText(structure)})`,
         forQuery: (format) => `format(${format}, ${bytesLiteral(batch.lines)})`,
         params: {},
+        // A server's table may be Distributed over replicas: its own MATERIALIZED columns are its business.
+        computed: [],
         async insert(statement, format, params, settings) {
           try {
             const r = await client.exec({
@@ -351,6 +353,22 @@ async function openEmbedded(config: Config, signal: AbortSignal | undefined): Pr
     });
     const warehouse = wrapClient(client, location);
     const batchDir = join(dataDir, LOAD_DIR);
+    const computed = new Map<TableName, readonly ComputedColumn[]>();
+    const computedColumns = async (table: TableName): Promise<readonly ComputedColumn[]> => {
+      const known = computed.get(table);
+      if (known) return known;
+      const columns = await warehouse.query(
+        'SELECT name, default_kind, default_expression FROM system.columns WHERE database = currentDatabase() AND table = {table:String} ORDER BY position',
+        { table },
+      );
+      const materialized = columns
+        .filter((c) => c.default_kind === 'MATERIALIZED')
+        .map((c) => ({ name: String(c.name), expression: String(c.default_expression) }));
+      // A name that needs quoting (none of ours does): leave the columns to the table.
+      const usable = materialized.every((c) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(c.name)) ? materialized : [];
+      if (columns.length > 0) computed.set(table, usable); // no columns at all: the table is yet to be made
+      return usable;
+    };
     return {
       ...warehouse,
       // The engine reads each batch from a file of its own (its parallel file reader is the fastest way in).
@@ -364,6 +382,7 @@ async function openEmbedded(config: Config, signal: AbortSignal | undefined): Pr
             forInsert: read,
             forQuery: read,
             params: { lines_file: file },
+            computed: await computedColumns(table),
             async insert(statement, _format, params, settings) {
               await client.command({ query: `${statement}${settingsClause(settings)}`, query_params: params });
             },

