@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { closeSync, openSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -7,7 +7,7 @@ import { loadCommand } from '../src/commands/load.js';
 import { InputError } from '../src/errors.js';
 import { parseIsoTimestamp } from '../src/time.js';
 import { bytesLiteral } from '../src/warehouse/index.js';
-import { fileBatches, lineBatches, loadEvents, surveyLines } from '../src/warehouse/load.js';
+import { batchIdentity, fileBatches, lineBatches, loadEvents, surveyLines } from '../src/warehouse/load.js';
 import { captureIo, tempDir, testLibrary } from './helpers.js';
 
 const lib = testLibrary();
@@ -276,6 +276,41 @@ describe('the load rules, read fast or line by line', () => {
       expect(Number(counts?.rows)).toBeGreaterThan(100);
       for (const [i, c] of columns.entries()) expect([c.name, Number(counts?.[`c${i}`])]).toEqual([c.name, 0]);
     }
+  });
+
+  it('finishes a batch a killed load left half stored, without losing or repeating a row', async () => {
+    // 60 events over 9 weeks: one batch, nine partitions (weekly), each stored as one part.
+    const events = Array.from({ length: 60 }, (_, i) => ({
+      id: randomUUID(),
+      timestamp: new Date(Date.UTC(2026, 0, 5) + i * 25 * 3_600_000).toISOString(),
+      project: 'unfinished',
+      event_message: `e${i}`,
+      metadata: { request: { path: `/p/${i}` } },
+    }));
+    const lines = Buffer.from(`${events.map((e) => JSON.stringify(e)).join('\n')}\n`);
+    const { token, mark } = batchIdentity('edge_logs', lines);
+    const warehouse = await lib.warehouse();
+    // What a killed load can leave: the first weeks' parts committed under the batch's token, the
+    // later weeks' never written, and one committed week's part lost after the engine recorded its
+    // token (as a process killed between the two leaves it).
+    const firstWeeks = events.filter((e) => e.timestamp < '2026-02-02');
+    const early = Buffer.from(`${firstWeeks.map((e) => JSON.stringify(e)).join('\n')}\n`);
+    await warehouse.loadLines('edge_logs', { lines: early, token, mark, events: firstWeeks.length, shaped: true });
+    await warehouse.command("DELETE FROM edge_logs WHERE project = 'unfinished' AND toMonday(timestamp) = '2026-01-12'");
+    const note = join(lib.config.dataDir, 'savedq-unfinished', `edge_logs.${token}`);
+    mkdirSync(join(lib.config.dataDir, 'savedq-unfinished'), { recursive: true });
+    writeFileSync(note, '');
+    const stored = async () =>
+      (await rowsOf("SELECT event_message, count() AS n FROM edge_logs WHERE project = 'unfinished' GROUP BY event_message")).map((r) => [r.event_message, Number(r.n)]);
+    expect((await stored()).length).toBeLessThan(events.length - 10);
+
+    await loadEvents(warehouse, 'edge_logs', [lines]);
+    const all = events.map((e) => [e.event_message, 1]);
+    expect((await stored()).sort()).toEqual(all.sort());
+    expect(existsSync(note)).toBe(false);
+    // Loading it again is a no-op, as for any stored batch.
+    await loadEvents(warehouse, 'edge_logs', [lines]);
+    expect((await stored()).sort()).toEqual(all.sort());
   });
 
   it('cut any input into the same batches, however it arrives in pieces', async () => {

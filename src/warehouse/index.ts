@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { accessSync, constants, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { Readable } from 'node:stream';
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
 import type { Config } from '../config.js';
 import { BusyError, WarehouseError } from '../errors.js';
 import { readSqlFile } from '../endpoints/sql.js';
 import { toWarehouseError } from './errors.js';
-import { loadBatch, type Batch, type BatchOutcome, type ComputedColumn } from './load.js';
+import { loadBatch, MARK_COLUMN, type Batch, type BatchOutcome, type ComputedColumn } from './load.js';
 
 /** One row as ClickHouse returns it in JSONEachRow. */
 export type WarehouseRow = Record<string, unknown>;
@@ -222,6 +222,18 @@ const LOCK_FILE = '.savedq.lock';
 /** Where `load` puts the batch the engine is reading. */
 const LOAD_DIR = 'savedq-load';
 const OWNER_FILE = '.savedq.owner';
+/**
+ * Where `load` notes each batch while it stores it (see loadLines): a note left behind names a batch a
+ * killed load was storing. Unlike LOAD_DIR, it outlives the process: the note stays until the batch is
+ * loaded again.
+ */
+const UNFINISHED_DIR = 'savedq-unfinished';
+
+/** What a load needs to know of a table on the embedded engine. */
+interface TableShape {
+  readonly computed: readonly ComputedColumn[];
+  readonly partitionKey: string;
+}
 
 /** The live process named in an owner file (ours, or the engine's own status file). */
 function holderOf(dataDir: string): { pid: number; since: string } | undefined {
@@ -353,44 +365,78 @@ async function openEmbedded(config: Config, signal: AbortSignal | undefined): Pr
     });
     const warehouse = wrapClient(client, location);
     const batchDir = join(dataDir, LOAD_DIR);
-    const computed = new Map<TableName, readonly ComputedColumn[]>();
-    const computedColumns = async (table: TableName): Promise<readonly ComputedColumn[]> => {
-      const known = computed.get(table);
+    const shapes = new Map<TableName, TableShape>();
+    /** What a load needs to know of a table: asked once it exists; the mark column added if missing. */
+    const tableShape = async (table: TableName): Promise<TableShape | undefined> => {
+      const known = shapes.get(table);
       if (known) return known;
-      const columns = await warehouse.query(
-        'SELECT name, default_kind, default_expression FROM system.columns WHERE database = currentDatabase() AND table = {table:String} ORDER BY position',
-        { table },
-      );
+      const [columns, tables] = await Promise.all([
+        warehouse.query(
+          'SELECT name, default_kind, default_expression FROM system.columns WHERE database = currentDatabase() AND table = {table:String} ORDER BY position',
+          { table },
+        ),
+        warehouse.query('SELECT partition_key FROM system.tables WHERE database = currentDatabase() AND name = {table:String}', { table }),
+      ]);
+      if (columns.length === 0) return undefined; // the table is yet to be made
+      // Tables made before loads marked their rows get the column now (a change of metadata only).
+      if (!columns.some((c) => c.name === MARK_COLUMN)) await warehouse.command(`ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${MARK_COLUMN} UInt64`);
       const materialized = columns
         .filter((c) => c.default_kind === 'MATERIALIZED')
         .map((c) => ({ name: String(c.name), expression: String(c.default_expression) }));
-      // A name that needs quoting (none of ours does): leave the columns to the table.
-      const usable = materialized.every((c) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(c.name)) ? materialized : [];
-      if (columns.length > 0) computed.set(table, usable); // no columns at all: the table is yet to be made
-      return usable;
+      const shape = {
+        // A name that needs quoting (none of ours does): leave the columns to the table.
+        computed: materialized.every((c) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(c.name)) ? materialized : [],
+        partitionKey: String(tables[0]?.partition_key ?? '') || 'tuple()',
+      };
+      shapes.set(table, shape);
+      return shape;
     };
+    // Batches this process is storing, by note file: a note there is no entry for was left by a load
+    // that died (this process holds the data directory), and its batch may be half stored.
+    const storing = new Map<string, number>();
     return {
       ...warehouse,
       // The engine reads each batch from a file of its own (its parallel file reader is the fastest way in).
       async loadLines(table, batch) {
         const file = join(batchDir, `${process.pid}-${randomUUID()}.ndjson`);
+        const note = join(dataDir, UNFINISHED_DIR, `${table}.${batch.token}`);
         const read = (format: string, structure: string): string => `file({lines_file:String}, '${format}', ${quoteText(structure)})`;
+        let noted = false;
         try {
+          // No table yet: the insert fails before storing anything, and is tried again once it exists.
+          const shape = await tableShape(table);
+          const unfinished = shape !== undefined && !storing.has(note) && existsSync(note);
+          if (shape) {
+            storing.set(note, (storing.get(note) ?? 0) + 1);
+            noted = true;
+            mkdirSync(dirname(note), { recursive: true });
+            writeFileSync(note, '');
+          }
           mkdirSync(batchDir, { recursive: true });
           await writeFile(file, batch.lines);
-          return await loadBatch(table, batch, {
+          const outcome = await loadBatch(table, batch, {
             forInsert: read,
             forQuery: read,
             params: { lines_file: file },
-            computed: await computedColumns(table),
+            computed: shape?.computed ?? [],
+            marking: shape && { partitionKey: shape.partitionKey, unfinished },
             async insert(statement, _format, params, settings) {
               await client.command({ query: `${statement}${settingsClause(settings)}`, query_params: params });
             },
             query: (statement, params, settings) => warehouse.query(statement, params, settings),
           });
+          // Stored: the note goes (unless the same batch is in flight twice). A failed batch keeps it: the
+          // engine may have stored part of it, and the next load of it finishes it.
+          if (noted && storing.get(note) === 1) rmSync(note, { force: true });
+          return outcome;
         } catch (err) {
           throw toWarehouseError(err, location);
         } finally {
+          if (noted) {
+            const left = (storing.get(note) ?? 1) - 1;
+            if (left > 0) storing.set(note, left);
+            else storing.delete(note);
+          }
           await rm(file, { force: true });
         }
       },

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { read } from 'node:fs';
 import { promisify } from 'node:util';
 import type { ClickHouseSettings } from '@clickhouse/client';
@@ -132,11 +132,31 @@ export interface ComputedColumn {
 /**
  * The insert of a batch's rows. With computed columns, the insert computes them itself, in the
  * parallel part of the statement; otherwise the table does, in its single-threaded write of the batch.
+ * With marking, each row carries the batch's mark.
  */
-function insertInto(table: TableName, rows: string, where: string, computed: readonly ComputedColumn[]): string {
-  const names = ['id', 'timestamp', 'project', 'event_message', 'metadata', ...computed.map((c) => c.name)];
-  const values = ['id', 'timestamp', 'project', 'event_message', 'metadata', ...computed.map((c) => c.expression)];
+function insertInto(table: TableName, rows: string, where: string, source: BatchSource): string {
+  const names = ['id', 'timestamp', 'project', 'event_message', 'metadata', ...source.computed.map((c) => c.name)];
+  const values = ['id', 'timestamp', 'project', 'event_message', 'metadata', ...source.computed.map((c) => c.expression)];
+  if (source.marking) {
+    names.push(MARK_COLUMN);
+    values.push('{load_batch:UInt64}');
+  }
   return `INSERT INTO ${table} (${names.join(', ')})\nSELECT ${values.join(', ')} FROM (${rows}) WHERE ${where}`;
+}
+
+/** The column of the embedded engine's log tables that holds the mark of the load batch a row came in. */
+export const MARK_COLUMN = 'load_batch';
+
+/**
+ * How the embedded engine finishes a batch that a killed load was storing. Each row carries its
+ * batch's mark (MARK_COLUMN), and the engine stores each of a batch's partitions as one part, whole or
+ * not at all.
+ */
+export interface BatchMarking {
+  /** The table's partition key expression. */
+  readonly partitionKey: string;
+  /** Whether a load that died was storing this batch: some of its partitions may be stored, some not. */
+  readonly unfinished: boolean;
 }
 
 /**
@@ -165,6 +185,8 @@ export interface BatchSource {
    * faster on the embedded engine), or none to leave them to the table.
    */
   readonly computed: readonly ComputedColumn[];
+  /** Marks on the rows, and whether the batch is unfinished (embedded engine); none on a server. */
+  readonly marking?: BatchMarking | undefined;
   insert(statement: string, format: 'JSONEachRow' | 'LineAsString', params: Record<string, unknown>, settings: ClickHouseSettings): Promise<void>;
   query(statement: string, params: Record<string, unknown>, settings: ClickHouseSettings): Promise<WarehouseRow[]>;
 }
@@ -173,6 +195,8 @@ export interface BatchSource {
 export interface Batch {
   readonly lines: Buffer;
   readonly token: string;
+  /** The batch's mark on its rows (a UInt64, as text): the first 64 bits of the token's digest. */
+  readonly mark: string;
   /** Lines that are not blank: the rows the batch makes when every line is good. */
   readonly events: number;
   /** Whether every non-blank line looks like one object (starts with `{`, ends with `}`). */
@@ -182,19 +206,38 @@ export interface Batch {
 /**
  * Stores one batch. Usually one fast insert that refuses the whole batch if any line is bad; then the
  * strict path lists the refused lines, in order, and stores the good ones under the same token.
+ *
+ * A batch a killed load was storing is finished instead. Its partitions already stored are whole and
+ * stay; the others are stored now: first under the batch's token, which stores those the engine never
+ * recorded, then under a token of their own, which stores any the engine did record but lost. (The
+ * engine records a part's token just before it commits the part; a process killed in between leaves
+ * the record without the part, and the batch's token would skip it for good.)
  */
 export async function loadBatch(table: TableName, batch: Batch, source: BatchSource): Promise<BatchOutcome> {
-  const params = { ...source.params, project_from_metadata: table === 'function_edge_logs', events: batch.events };
+  if (!source.marking?.unfinished) return storeBatch(table, batch, source, batch.token, '1');
+  const key = source.marking.partitionKey;
+  const missing = `(${key}) NOT IN (SELECT DISTINCT ${key} FROM ${table} WHERE ${MARK_COLUMN} = {load_batch:UInt64})`;
+  const outcome = await storeBatch(table, batch, source, batch.token, missing);
+  await storeBatch(table, batch, source, `${batch.token}-${randomUUID()}`, missing);
+  return outcome;
+}
+
+/** Stores the rows of a batch that `also` admits, under a deduplication token. */
+async function storeBatch(table: TableName, batch: Batch, source: BatchSource, token: string, also: string): Promise<BatchOutcome> {
+  const params = {
+    ...source.params,
+    project_from_metadata: table === 'function_edge_logs',
+    events: batch.events,
+    load_batch: batch.mark,
+  };
+  const settings = { ...EAGER, ...insertSettings(token, source.computed) };
   if (batch.shaped) {
     try {
       const rows = rules(source.forInsert, false);
       // Anything unclear (a NULL included) stops the insert rather than dropping a row unseen.
       const check = "coalesce(reason != '' OR suspect OR row_index >= {events:UInt64}, 1)";
-      const where = `throwIf(${check}, 'savedq: a line needs a closer look') = 0`;
-      await source.insert(insertInto(table, rows, where, source.computed), 'JSONEachRow', params, {
-        ...EAGER,
-        ...insertSettings(batch.token, source.computed),
-      });
+      const where = `throwIf(${check}, 'savedq: a line needs a closer look') = 0 AND ${also}`;
+      await source.insert(insertInto(table, rows, where, source), 'JSONEachRow', params, settings);
       return { rejected: [], rechecked: false };
     } catch (err) {
       // A refused line, or one the JSON reader could not take: the strict path explains. Anything else
@@ -209,10 +252,7 @@ export async function loadBatch(table: TableName, batch: Batch, source: BatchSou
   );
   if (rejects.length < batch.events) {
     const rows = rules(source.forInsert, true);
-    await source.insert(insertInto(table, rows, "NOT blank AND reason = ''", source.computed), 'LineAsString', params, {
-      ...EAGER,
-      ...insertSettings(batch.token, source.computed),
-    });
+    await source.insert(insertInto(table, rows, `NOT blank AND reason = '' AND ${also}`, source), 'LineAsString', params, settings);
   }
   return { rejected: rejects.map((r) => ({ line: Number(r.line_number), reason: String(r.reason) })), rechecked: true };
 }
@@ -354,6 +394,15 @@ export function surveyLines(lines: Buffer): { lines: number; blank: number; shap
 }
 
 /**
+ * A batch's deduplication token and the mark its rows carry, both from a digest of its bytes (and of
+ * the table's name), so the same lines always get the same ones.
+ */
+export function batchIdentity(table: TableName, lines: Buffer): { token: string; mark: string } {
+  const digest = createHash('sha256').update(table).update('\0').update(lines).digest('hex');
+  return { token: `savedq-${digest}`, mark: BigInt(`0x${digest.slice(0, 16)}`).toString() };
+}
+
+/**
  * Loads newline-delimited JSON events into a table. The input is cut into batches of whole lines that
  * go to the engine as they are: the engine parses and checks them (sql/load.sql), two batches at a
  * time, while the next is read; at most those three are held. Each batch carries a
@@ -384,9 +433,9 @@ export async function loadEvents(
     const firstLine = report.lines;
     const survey = surveyLines(lines);
     report.lines += survey.lines;
-    const token = `savedq-${createHash('sha256').update(table).update('\0').update(lines).digest('hex')}`;
+    const { token, mark } = batchIdentity(table, lines);
     const events = survey.lines - survey.blank;
-    const outcome = warehouse.loadLines(table, { lines, token, events, shaped: survey.shaped });
+    const outcome = warehouse.loadLines(table, { lines, token, mark, events, shaped: survey.shaped });
     counted = Promise.all([counted, outcome]).then(([, { rejected, rechecked }]) => {
       for (const { line, reason } of rejected) options.onReject?.(firstLine + line, reason);
       report.rejected += rejected.length;
