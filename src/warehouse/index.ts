@@ -365,31 +365,44 @@ async function openEmbedded(config: Config, signal: AbortSignal | undefined): Pr
     });
     const warehouse = wrapClient(client, location);
     const batchDir = join(dataDir, LOAD_DIR);
-    const shapes = new Map<TableName, TableShape>();
-    /** What a load needs to know of a table: asked once it exists; the mark column added if missing. */
-    const tableShape = async (table: TableName): Promise<TableShape | undefined> => {
-      const known = shapes.get(table);
-      if (known) return known;
-      const [columns, tables] = await Promise.all([
-        warehouse.query(
-          'SELECT name, default_kind, default_expression FROM system.columns WHERE database = currentDatabase() AND table = {table:String} ORDER BY position',
-          { table },
-        ),
-        warehouse.query('SELECT partition_key FROM system.tables WHERE database = currentDatabase() AND name = {table:String}', { table }),
-      ]);
-      if (columns.length === 0) return undefined; // the table is yet to be made
-      // Tables made before loads marked their rows get the column now (a change of metadata only).
+    const shapes = new Map<TableName, Promise<TableShape>>();
+    /**
+     * What a load needs to know of a table, asked once (the batches in flight share the answer). A
+     * missing table is made first, so no batch is sent only to be refused; a table made before loads
+     * marked their rows gets the mark column (a change of metadata only).
+     */
+    const tableShape = (table: TableName): Promise<TableShape> => {
+      let shape = shapes.get(table);
+      if (!shape) {
+        shape = askTableShape(table);
+        shapes.set(table, shape);
+        shape.catch(() => shapes.delete(table));
+      }
+      return shape;
+    };
+    const askTableShape = async (table: TableName): Promise<TableShape> => {
+      const ask = () =>
+        Promise.all([
+          warehouse.query(
+            'SELECT name, default_kind, default_expression FROM system.columns WHERE database = currentDatabase() AND table = {table:String} ORDER BY position',
+            { table },
+          ),
+          warehouse.query('SELECT partition_key FROM system.tables WHERE database = currentDatabase() AND name = {table:String}', { table }),
+        ]);
+      let [columns, tables] = await ask();
+      if (columns.length === 0) {
+        for (const statement of schemaStatements()) await warehouse.command(statement);
+        [columns, tables] = await ask();
+      }
       if (!columns.some((c) => c.name === MARK_COLUMN)) await warehouse.command(`ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${MARK_COLUMN} UInt64`);
       const materialized = columns
         .filter((c) => c.default_kind === 'MATERIALIZED')
         .map((c) => ({ name: String(c.name), expression: String(c.default_expression) }));
-      const shape = {
+      return {
         // A name that needs quoting (none of ours does): leave the columns to the table.
         computed: materialized.every((c) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(c.name)) ? materialized : [],
         partitionKey: String(tables[0]?.partition_key ?? '') || 'tuple()',
       };
-      shapes.set(table, shape);
-      return shape;
     };
     // Batches this process is storing, by note file: a note there is no entry for was left by a load
     // that died (this process holds the data directory), and its batch may be half stored.
@@ -403,23 +416,20 @@ async function openEmbedded(config: Config, signal: AbortSignal | undefined): Pr
         const read = (format: string, structure: string): string => `file({lines_file:String}, '${format}', ${quoteText(structure)})`;
         let noted = false;
         try {
-          // No table yet: the insert fails before storing anything, and is tried again once it exists.
           const shape = await tableShape(table);
-          const unfinished = shape !== undefined && !storing.has(note) && existsSync(note);
-          if (shape) {
-            storing.set(note, (storing.get(note) ?? 0) + 1);
-            noted = true;
-            mkdirSync(dirname(note), { recursive: true });
-            writeFileSync(note, '');
-          }
+          const unfinished = !storing.has(note) && existsSync(note);
+          storing.set(note, (storing.get(note) ?? 0) + 1);
+          noted = true;
+          mkdirSync(dirname(note), { recursive: true });
+          writeFileSync(note, '');
           mkdirSync(batchDir, { recursive: true });
           await writeFile(file, batch.lines);
           const outcome = await loadBatch(table, batch, {
             forInsert: read,
             forQuery: read,
             params: { lines_file: file },
-            computed: shape?.computed ?? [],
-            marking: shape && { partitionKey: shape.partitionKey, unfinished },
+            computed: shape.computed,
+            marking: { partitionKey: shape.partitionKey, unfinished },
             async insert(statement, _format, params, settings) {
               await client.command({ query: `${statement}${settingsClause(settings)}`, query_params: params });
             },
@@ -427,7 +437,7 @@ async function openEmbedded(config: Config, signal: AbortSignal | undefined): Pr
           });
           // Stored: the note goes (unless the same batch is in flight twice). A failed batch keeps it: the
           // engine may have stored part of it, and the next load of it finishes it.
-          if (noted && storing.get(note) === 1) rmSync(note, { force: true });
+          if (storing.get(note) === 1) rmSync(note, { force: true });
           return outcome;
         } catch (err) {
           throw toWarehouseError(err, location);
