@@ -102,7 +102,8 @@ export async function loadCommand(lib: Savedq, options: LoadOptions, io: Io): Pr
   const input = openInput(options.file, io);
   let r: LoadReport;
   try {
-    const warehouse = await lib.warehouse();
+    // The engine opens (100-200 ms) while the first batch is read.
+    const warehouse = lib.warehouse();
     const shown = progress(io, options);
     const started = Date.now();
     let named = 0;

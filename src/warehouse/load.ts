@@ -43,8 +43,8 @@ export interface LoadOptions {
 /** 32 MiB: large enough that per-insert costs fade, small enough that a load peaks near 700–800 MB. */
 export const DEFAULT_BATCH_BYTES = 32 << 20;
 /**
- * Batches the engine works on at once: while one is written out (sorted, compressed: one core), the
- * next is parsed and checked (the other core).
+ * Batches handed to the engine at once. The engine runs one statement at a time, so the second only
+ * waits its turn, and meanwhile the one after is read and hashed. (One or three were no faster.)
  */
 const IN_FLIGHT = 2;
 /** A line longer than this (no newline in sight) is refused rather than held in memory. */
@@ -404,18 +404,22 @@ export function batchIdentity(table: TableName, lines: Buffer): { token: string;
 
 /**
  * Loads newline-delimited JSON events into a table. The input is cut into batches of whole lines that
- * go to the engine as they are: the engine parses and checks them (sql/load.sql), two batches at a
- * time, while the next is read; at most those three are held. Each batch carries a
- * deduplication token derived from its bytes, so loading the same input again (say, after an
- * interrupted load) stores every row once.
+ * go to the engine as they are: the engine parses and checks them (sql/load.sql), one statement at a
+ * time, with up to two batches handed to it while the next is read; at most those three are held. Each
+ * batch carries a deduplication token derived from its bytes, so loading the same input again (say,
+ * after an interrupted load) stores every row once. The warehouse may still be opening: the first
+ * batch is read meanwhile.
  */
 export async function loadEvents(
-  warehouse: Warehouse,
+  warehouse: Warehouse | PromiseLike<Warehouse>,
   table: TableName,
   input: LoadInput,
   options: LoadOptions = {},
 ): Promise<LoadReport> {
   const report: LoadReport = { loaded: 0, rejected: 0, lines: 0, rechecked: 0 };
+  // A warehouse that fails to open fails the load, when the first batch needs it or at the end.
+  const opened = Promise.resolve(warehouse);
+  opened.catch(() => undefined);
   const batchBytes = options.batchBytes ?? DEFAULT_BATCH_BYTES;
   let bytes = 0;
   // Batches in the engine, oldest first: when the engine is done with each, and when its outcome is
@@ -435,7 +439,7 @@ export async function loadEvents(
     report.lines += survey.lines;
     const { token, mark } = batchIdentity(table, lines);
     const events = survey.lines - survey.blank;
-    const outcome = warehouse.loadLines(table, { lines, token, mark, events, shaped: survey.shaped });
+    const outcome = opened.then((w) => w.loadLines(table, { lines, token, mark, events, shaped: survey.shaped }));
     counted = Promise.all([counted, outcome]).then(([, { rejected, rechecked }]) => {
       for (const { line, reason } of rejected) options.onReject?.(firstLine + line, reason);
       report.rejected += rejected.length;
@@ -461,6 +465,7 @@ export async function loadEvents(
       inFlight.push(stored);
     }
     for (const stored of inFlight) await stored.counted;
+    await opened;
   } finally {
     // Never leave the engine in the middle of an insert, whatever happened here.
     await Promise.all(inFlight.map((stored) => stored.done));
