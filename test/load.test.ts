@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { loadCommand } from '../src/commands/load.js';
 import { InputError } from '../src/errors.js';
 import { parseIsoTimestamp } from '../src/time.js';
-import { bytesLiteral } from '../src/warehouse/index.js';
+import { bytesLiteral, splitLines } from '../src/warehouse/index.js';
 import { batchIdentity, fileBatches, lineBatches, loadEvents, surveyLines } from '../src/warehouse/load.js';
 import { captureIo, tempDir, testLibrary } from './helpers.js';
 
@@ -369,6 +369,19 @@ describe('the load rules, read fast or line by line', () => {
         },
       ),
     );
+  });
+
+  it('split a batch at line ends into the parts its inserts read', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: fc.constantFrom('a', '\n'), minLength: 1, maxLength: 200 }), fc.integer({ min: 1, max: 8 }), (text, count) => {
+        const parts = splitLines(Buffer.from(text), count).map((p) => p.toString());
+        expect(parts.join('')).toBe(text);
+        expect(parts.length).toBeLessThanOrEqual(count);
+        expect(parts.every((p) => p.length > 0)).toBe(true);
+        for (const part of parts.slice(0, -1)) expect(part.endsWith('\n')).toBe(true);
+      }),
+    );
+    expect(splitLines(Buffer.from('aa\nbb\ncc\ndd\n'), 2).map(String)).toEqual(['aa\nbb\n', 'cc\ndd\n']);
   });
 
   it('carry a batch to a server as a literal that gives back every byte', async () => {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { accessSync, constants, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Readable } from 'node:stream';
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
@@ -229,6 +230,28 @@ const OWNER_FILE = '.savedq.owner';
  */
 const UNFINISHED_DIR = 'savedq-unfinished';
 
+/** Parts a batch is read in by its inserts on the embedded engine: a stream each (at most 8). */
+const INSERT_STREAMS = Math.min(8, Math.max(2, availableParallelism()));
+
+/** Whether a path can be part of a `file()` glob: it holds none of the glob's own characters. */
+function globSafe(path: string): boolean {
+  return !/[*?{}[\]]/.test(path);
+}
+
+/** A batch cut at line ends into about `count` parts of about equal size (fewer if it has fewer lines). */
+export function splitLines(lines: Buffer, count: number): Buffer[] {
+  const parts: Buffer[] = [];
+  let start = 0;
+  for (let k = 1; k < count && start < lines.length; k++) {
+    const end = lines.indexOf(0x0a, Math.max(start, Math.floor((k * lines.length) / count) - 1));
+    if (end === -1 || end + 1 >= lines.length) break;
+    parts.push(lines.subarray(start, end + 1));
+    start = end + 1;
+  }
+  parts.push(lines.subarray(start));
+  return parts;
+}
+
 /** What a load needs to know of a table on the embedded engine. */
 interface TableShape {
   readonly computed: readonly ComputedColumn[];
@@ -411,9 +434,17 @@ async function openEmbedded(config: Config, signal: AbortSignal | undefined): Pr
       ...warehouse,
       // The engine reads each batch from a file of its own (its parallel file reader is the fastest way in).
       async loadLines(table, batch) {
-        const file = join(batchDir, `${process.pid}-${randomUUID()}.ndjson`);
+        const name = join(batchDir, `${process.pid}-${randomUUID()}`);
+        // The inserts read the batch in parts, one stream each: from one file the engine checks the rows
+        // in a single stream. The query naming refused lines reads it whole, in order.
+        const parts = globSafe(name) ? splitLines(batch.lines, INSERT_STREAMS) : [batch.lines];
+        const partFiles = parts.map((_, i) => `${name}.${i}.ndjson`);
+        const partsGlob = parts.length > 1 ? `${name}.{${parts.map((_, i) => i).join(',')}}.ndjson` : partFiles[0];
+        const wholeFile = `${name}.ndjson`;
+        let whole: Promise<void> | undefined;
         const note = join(dataDir, UNFINISHED_DIR, `${table}.${batch.token}`);
-        const read = (format: string, structure: string): string => `file({lines_file:String}, '${format}', ${quoteText(structure)})`;
+        const read = (param: string) => (format: string, structure: string): string =>
+          `file({${param}:String}, '${format}', ${quoteText(structure)})`;
         let noted = false;
         try {
           const shape = await tableShape(table);
@@ -423,17 +454,21 @@ async function openEmbedded(config: Config, signal: AbortSignal | undefined): Pr
           mkdirSync(dirname(note), { recursive: true });
           writeFileSync(note, '');
           mkdirSync(batchDir, { recursive: true });
-          await writeFile(file, batch.lines);
+          await Promise.all(parts.map((part, i) => writeFile(partFiles[i] as string, part)));
           const outcome = await loadBatch(table, batch, {
-            forInsert: read,
-            forQuery: read,
-            params: { lines_file: file },
+            forInsert: read('lines_parts'),
+            forQuery: read('lines_file'),
+            params: { lines_parts: partsGlob, lines_file: wholeFile },
             computed: shape.computed,
             marking: { partitionKey: shape.partitionKey, unfinished },
             async insert(statement, _format, params, settings) {
               await client.command({ query: `${statement}${settingsClause(settings)}`, query_params: params });
             },
-            query: (statement, params, settings) => warehouse.query(statement, params, settings),
+            async query(statement, params, settings) {
+              whole ??= writeFile(wholeFile, batch.lines);
+              await whole;
+              return warehouse.query(statement, params, settings);
+            },
           });
           // Stored: the note goes (unless the same batch is in flight twice). A failed batch keeps it: the
           // engine may have stored part of it, and the next load of it finishes it.
@@ -447,7 +482,7 @@ async function openEmbedded(config: Config, signal: AbortSignal | undefined): Pr
             if (left > 0) storing.set(note, left);
             else storing.delete(note);
           }
-          await rm(file, { force: true });
+          await Promise.all([...partFiles, wholeFile].map((f) => rm(f, { force: true })));
         }
       },
       async close() {
