@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { accessSync, constants, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
 import type { Config } from '../config.js';
@@ -61,7 +61,7 @@ export async function openWarehouse(
       return await op();
     } catch (err) {
       if (!isUnknownTable(err)) throw err;
-      for (const statement of schemaStatements()) await warehouse.command(statement);
+      await makeTables(warehouse);
       return op();
     }
   };
@@ -76,6 +76,11 @@ export async function openWarehouse(
 function isUnknownTable(err: unknown): boolean {
   const cause = (err as { cause?: { type?: unknown; code?: unknown } } | undefined)?.cause;
   return cause?.type === 'UNKNOWN_TABLE' || cause?.code === '60';
+}
+
+/** Makes the log tables, as far as they are missing: the statements of `sql/schema.sql`, in order. */
+async function makeTables(warehouse: Pick<Warehouse, 'command'>): Promise<void> {
+  for (const statement of schemaStatements()) await warehouse.command(statement);
 }
 
 /** The CREATE TABLE statements of `sql/schema.sql`. */
@@ -252,6 +257,82 @@ export function splitLines(lines: Buffer, count: number): Buffer[] {
   return parts;
 }
 
+/** A batch written out for the engine (see writeBatchFiles). */
+interface BatchFiles {
+  /** A `file()` glob of the parts, for the inserts. */
+  readonly partsGlob: string;
+  /** The batch in one file, written on first use, for the query that names refused lines. */
+  wholeFile(): Promise<string>;
+  remove(): Promise<unknown>;
+}
+
+/**
+ * Writes a batch out for the engine: in parts cut at line ends, one per core, which the inserts read
+ * with a glob, a stream a part (from one file the engine checks the rows in a single stream); and,
+ * only if asked, whole, for the query that names refused lines, which reads them in order.
+ */
+async function writeBatchFiles(dir: string, lines: Buffer): Promise<BatchFiles> {
+  const name = join(dir, `${process.pid}-${randomUUID()}`);
+  const parts = globSafe(name) ? splitLines(lines, INSERT_STREAMS) : [lines];
+  const partFiles = parts.map((_, i) => `${name}.${i}.ndjson`);
+  const wholeFile = `${name}.ndjson`;
+  let whole: Promise<void> | undefined;
+  const remove = () => Promise.all([...partFiles, wholeFile].map((f) => rm(f, { force: true })));
+  try {
+    mkdirSync(dir, { recursive: true });
+    await Promise.all(parts.map((part, i) => writeFile(partFiles[i] as string, part)));
+  } catch (err) {
+    await remove();
+    throw err;
+  }
+  return {
+    partsGlob: parts.length > 1 ? `${name}.{${parts.map((_, i) => i).join(',')}}.ndjson` : (partFiles[0] as string),
+    async wholeFile() {
+      await (whole ??= writeFile(wholeFile, lines));
+      return wholeFile;
+    },
+    remove,
+  };
+}
+
+/**
+ * The notes of the batches a process is storing, one file each under UNFINISHED_DIR. A note there that
+ * this process did not write was left by a load that died (this process holds the data directory):
+ * its batch may be half stored. A batch stored keeps no note; a batch that failed keeps it, since the
+ * engine may have stored part of it, and the next load of it finishes it.
+ */
+class BatchNotes {
+  readonly #dir: string;
+  /** Notes of batches in flight here, with how many (the same batch may be in flight twice). */
+  readonly #mine = new Map<string, number>();
+
+  constructor(dataDir: string) {
+    this.#dir = join(dataDir, UNFINISHED_DIR);
+  }
+
+  /** Notes a batch as being stored; says whether a load that died left it unfinished. */
+  begin(table: TableName, token: string): { note: string; unfinished: boolean } {
+    const note = join(this.#dir, `${table}.${token}`);
+    const unfinished = !this.#mine.has(note) && existsSync(note);
+    this.#mine.set(note, (this.#mine.get(note) ?? 0) + 1);
+    mkdirSync(this.#dir, { recursive: true });
+    writeFileSync(note, '');
+    return { note, unfinished };
+  }
+
+  /** The batch is stored: its note goes, unless the same batch is still in flight. */
+  stored(note: string): void {
+    if (this.#mine.get(note) === 1) rmSync(note, { force: true });
+  }
+
+  /** The batch is no longer in flight here, stored or not. */
+  end(note: string): void {
+    const left = (this.#mine.get(note) ?? 1) - 1;
+    if (left > 0) this.#mine.set(note, left);
+    else this.#mine.delete(note);
+  }
+}
+
 /** What a load needs to know of a table on the embedded engine. */
 interface TableShape {
   readonly computed: readonly ComputedColumn[];
@@ -361,6 +442,36 @@ function prepareDataDir(dataDir: string): void {
   }
 }
 
+/**
+ * What a load needs to know of a table on the embedded engine. A missing table is made first, so no
+ * batch is sent only to be refused; a table made before loads marked their rows gets the mark column
+ * (a change of metadata only).
+ */
+async function readTableShape(warehouse: Pick<Warehouse, 'query' | 'command'>, table: TableName): Promise<TableShape> {
+  const ask = () =>
+    Promise.all([
+      warehouse.query(
+        'SELECT name, default_kind, default_expression FROM system.columns WHERE database = currentDatabase() AND table = {table:String} ORDER BY position',
+        { table },
+      ),
+      warehouse.query('SELECT partition_key FROM system.tables WHERE database = currentDatabase() AND name = {table:String}', { table }),
+    ]);
+  let [columns, tables] = await ask();
+  if (columns.length === 0) {
+    await makeTables(warehouse);
+    [columns, tables] = await ask();
+  }
+  if (!columns.some((c) => c.name === MARK_COLUMN)) await warehouse.command(`ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${MARK_COLUMN} UInt64`);
+  const materialized = columns
+    .filter((c) => c.default_kind === 'MATERIALIZED')
+    .map((c) => ({ name: String(c.name), expression: String(c.default_expression) }));
+  return {
+    // A name that needs quoting (none of ours does): leave the columns to the table.
+    computed: materialized.every((c) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(c.name)) ? materialized : [],
+    partitionKey: String(tables[0]?.partition_key ?? '') || 'tuple()',
+  };
+}
+
 /** The embedded engine on the configured data directory, once this process holds it. */
 async function openEmbedded(config: Config, signal: AbortSignal | undefined): Promise<Warehouse> {
   const { dataDir } = config;
@@ -389,100 +500,51 @@ async function openEmbedded(config: Config, signal: AbortSignal | undefined): Pr
     const warehouse = wrapClient(client, location);
     const batchDir = join(dataDir, LOAD_DIR);
     const shapes = new Map<TableName, Promise<TableShape>>();
-    /**
-     * What a load needs to know of a table, asked once (the batches in flight share the answer). A
-     * missing table is made first, so no batch is sent only to be refused; a table made before loads
-     * marked their rows gets the mark column (a change of metadata only).
-     */
+    // Asked once a table (the batches in flight share the answer).
     const tableShape = (table: TableName): Promise<TableShape> => {
       let shape = shapes.get(table);
       if (!shape) {
-        shape = askTableShape(table);
+        shape = readTableShape(warehouse, table);
         shapes.set(table, shape);
         shape.catch(() => shapes.delete(table));
       }
       return shape;
     };
-    const askTableShape = async (table: TableName): Promise<TableShape> => {
-      const ask = () =>
-        Promise.all([
-          warehouse.query(
-            'SELECT name, default_kind, default_expression FROM system.columns WHERE database = currentDatabase() AND table = {table:String} ORDER BY position',
-            { table },
-          ),
-          warehouse.query('SELECT partition_key FROM system.tables WHERE database = currentDatabase() AND name = {table:String}', { table }),
-        ]);
-      let [columns, tables] = await ask();
-      if (columns.length === 0) {
-        for (const statement of schemaStatements()) await warehouse.command(statement);
-        [columns, tables] = await ask();
-      }
-      if (!columns.some((c) => c.name === MARK_COLUMN)) await warehouse.command(`ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${MARK_COLUMN} UInt64`);
-      const materialized = columns
-        .filter((c) => c.default_kind === 'MATERIALIZED')
-        .map((c) => ({ name: String(c.name), expression: String(c.default_expression) }));
-      return {
-        // A name that needs quoting (none of ours does): leave the columns to the table.
-        computed: materialized.every((c) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(c.name)) ? materialized : [],
-        partitionKey: String(tables[0]?.partition_key ?? '') || 'tuple()',
-      };
-    };
-    // Batches this process is storing, by note file: a note there is no entry for was left by a load
-    // that died (this process holds the data directory), and its batch may be half stored.
-    const storing = new Map<string, number>();
+    const notes = new BatchNotes(dataDir);
     return {
       ...warehouse,
-      // The engine reads each batch from a file of its own (its parallel file reader is the fastest way in).
+      // The engine reads each batch from files of its own (its file reader is the fastest way in).
       async loadLines(table, batch) {
-        const name = join(batchDir, `${process.pid}-${randomUUID()}`);
-        // The inserts read the batch in parts, one stream each: from one file the engine checks the rows
-        // in a single stream. The query naming refused lines reads it whole, in order.
-        const parts = globSafe(name) ? splitLines(batch.lines, INSERT_STREAMS) : [batch.lines];
-        const partFiles = parts.map((_, i) => `${name}.${i}.ndjson`);
-        const partsGlob = parts.length > 1 ? `${name}.{${parts.map((_, i) => i).join(',')}}.ndjson` : partFiles[0];
-        const wholeFile = `${name}.ndjson`;
-        let whole: Promise<void> | undefined;
-        const note = join(dataDir, UNFINISHED_DIR, `${table}.${batch.token}`);
         const read = (param: string) => (format: string, structure: string): string =>
           `file({${param}:String}, '${format}', ${quoteText(structure)})`;
-        let noted = false;
+        let noted: string | undefined;
+        let files: BatchFiles | undefined;
         try {
           const shape = await tableShape(table);
-          const unfinished = !storing.has(note) && existsSync(note);
-          storing.set(note, (storing.get(note) ?? 0) + 1);
-          noted = true;
-          mkdirSync(dirname(note), { recursive: true });
-          writeFileSync(note, '');
-          mkdirSync(batchDir, { recursive: true });
-          await Promise.all(parts.map((part, i) => writeFile(partFiles[i] as string, part)));
+          const { note, unfinished } = notes.begin(table, batch.token);
+          noted = note;
+          files = await writeBatchFiles(batchDir, batch.lines);
+          const { partsGlob, wholeFile } = files;
           const outcome = await loadBatch(table, batch, {
             forInsert: read('lines_parts'),
             forQuery: read('lines_file'),
-            params: { lines_parts: partsGlob, lines_file: wholeFile },
+            params: { lines_parts: partsGlob },
             computed: shape.computed,
             marking: { partitionKey: shape.partitionKey, unfinished },
             async insert(statement, _format, params, settings) {
               await client.command({ query: `${statement}${settingsClause(settings)}`, query_params: params });
             },
             async query(statement, params, settings) {
-              whole ??= writeFile(wholeFile, batch.lines);
-              await whole;
-              return warehouse.query(statement, params, settings);
+              return warehouse.query(statement, { ...params, lines_file: await wholeFile() }, settings);
             },
           });
-          // Stored: the note goes (unless the same batch is in flight twice). A failed batch keeps it: the
-          // engine may have stored part of it, and the next load of it finishes it.
-          if (storing.get(note) === 1) rmSync(note, { force: true });
+          notes.stored(note);
           return outcome;
         } catch (err) {
           throw toWarehouseError(err, location);
         } finally {
-          if (noted) {
-            const left = (storing.get(note) ?? 1) - 1;
-            if (left > 0) storing.set(note, left);
-            else storing.delete(note);
-          }
-          await Promise.all([...partFiles, wholeFile].map((f) => rm(f, { force: true })));
+          if (noted) notes.end(noted);
+          await files?.remove();
         }
       },
       async close() {
