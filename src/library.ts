@@ -153,22 +153,43 @@ export class Savedq {
     if (mode === 'use') {
       const now = this.clock();
       const recent = this.#recent.get(key);
-      const hit = recent && now - recent.seenAt < RECENT_MS ? recent.result : await this.cache.get(key);
-      if (hit && hit.computedAt <= now && now - hit.computedAt < call.endpoint.cacheSeconds * 1000) {
-        await this.#served(key, cached, hit, now);
-        return {
-          endpoint: call.endpoint,
-          params: call.params,
-          rows: hit.rows,
-          cache: 'hit',
-          computedAt: hit.computedAt,
-          warnings: this.takeWarnings(),
-        };
+      if (recent && now - recent.seenAt < RECENT_MS && this.#fresh(call, recent.result, now)) {
+        return this.#answer(key, cached, call, recent.result, now);
       }
     }
-    const result = await this.#refresh(key, call, request.signal);
+    // In 'use' mode the cache lookup is shared too: a request that read the cache before an identical
+    // run stored its result would otherwise start that run again after it had finished.
+    const result =
+      mode === 'use'
+        ? await this.#shared(`lookup:${key}`, async () => {
+            const now = this.clock();
+            const hit = await this.cache.get(key);
+            if (!hit || !this.#fresh(call, hit, now)) return this.#refresh(key, call, request.signal);
+            const { endpoint, params } = call;
+            return { endpoint, params, rows: hit.rows, cache: 'hit' as const, computedAt: hit.computedAt, warnings: [] };
+          })
+        : await this.#refresh(key, call, request.signal);
+    if (result.cache === 'hit') return this.#answer(key, cached, call, result, this.clock());
     await this.#served(key, cached, result, this.clock(), true);
     return { ...result, warnings: this.takeWarnings() };
+  }
+
+  /** Whether a stored result is young enough to serve for this call. */
+  #fresh(call: PreparedCall, result: CachedResult, now: number): boolean {
+    return result.computedAt <= now && now - result.computedAt < call.endpoint.cacheSeconds * 1000;
+  }
+
+  /** Serves a result from the cache. */
+  async #answer(key: string, cached: CachedCall, call: PreparedCall, hit: CachedResult, now: number): Promise<RunResult> {
+    await this.#served(key, cached, hit, now);
+    return {
+      endpoint: call.endpoint,
+      params: call.params,
+      rows: hit.rows,
+      cache: 'hit',
+      computedAt: hit.computedAt,
+      warnings: this.takeWarnings(),
+    };
   }
 
   /** Runs a call and stores its result; identical calls already running share that run. */

@@ -1,6 +1,6 @@
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { resolveConfig } from '../src/config.js';
 import { Savedq } from '../src/library.js';
 import { AT, load, tempDir, testLibrary } from './helpers.js';
@@ -72,6 +72,28 @@ describe('results cache', () => {
     expect(fresh.cache).toBe('miss');
     expect(fresh.rows).toHaveLength(1);
     expect((await counts('modes')).rows).toEqual(fresh.rows);
+  });
+
+  it('runs a call once when an identical call read the cache just before the first stored its result', async () => {
+    const execute = vi.spyOn(lib, 'execute');
+    const get = lib.cache.get.bind(lib.cache);
+    let first: Promise<unknown> | undefined;
+    // The second lookup reads the cache at once but answers only when the first call is done.
+    const lookup = vi.spyOn(lib.cache, 'get').mockImplementation(async (key) => {
+      const second = lookup.mock.calls.length === 2;
+      const found = await get(key);
+      if (second) await first;
+      return found;
+    });
+    try {
+      first = counts('racing');
+      const results = await Promise.all([first, counts('racing')]);
+      expect(execute).toHaveBeenCalledTimes(1);
+      expect(results.map((r) => (r as { rows: unknown }).rows)).toEqual([[], []]);
+    } finally {
+      lookup.mockRestore();
+      execute.mockRestore();
+    }
   });
 
   it('expires a result 900 seconds after it was computed', async () => {
