@@ -10,6 +10,7 @@
 import { spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { build } from 'esbuild';
+import { codeCacheFile, WRITE_CODE_CACHE_ENV } from './dist/launch.js';
 
 const bundle = 'dist/savedq.cjs';
 
@@ -36,9 +37,9 @@ await build({
 
 // The code cache: one run of the CLI that builds its commands, parses a command line and prints
 // (`list`, which needs no data), writing the cache as it exits.
-rmSync(`${bundle}.v8cache`, { force: true });
+rmSync(codeCacheFile(bundle), { force: true });
 const trained = spawnSync(process.execPath, ['bin/savedq.js', 'list', '-f', 'json'], {
-  env: { ...process.env, SAVEDQ_WRITE_CODE_CACHE: '1' },
+  env: { ...process.env, [WRITE_CODE_CACHE_ENV]: '1' },
   stdio: ['ignore', 'ignore', 'inherit'],
 });
 if (trained.status !== 0) throw new Error(`writing the code cache failed (exit ${trained.status ?? trained.signal})`);

@@ -3,6 +3,7 @@ import { copyFileSync, cpSync, mkdirSync, statSync, symlinkSync, utimesSync, wri
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { codeCacheFile } from '../src/launch.js';
 import { tempDir } from './helpers.js';
 
 // The built CLI starts from dist/savedq.cjs and, when it is fresh, V8's code cache of it (src/launch.ts).
@@ -19,7 +20,7 @@ function cacheRejected(packageDir: string): string {
 function packageCopy(): string {
   const dir = join(tempDir(), 'savedq');
   mkdirSync(join(dir, 'dist'), { recursive: true });
-  for (const f of ['launch.cjs', 'savedq.cjs', 'savedq.cjs.v8cache']) copyFileSync(join(root, 'dist', f), join(dir, 'dist', f));
+  for (const f of ['launch.cjs', 'savedq.cjs', codeCacheFile('savedq.cjs')]) copyFileSync(join(root, 'dist', f), join(dir, 'dist', f));
   for (const d of ['bin', 'sql']) cpSync(join(root, d), join(dir, d), { recursive: true });
   copyFileSync(join(root, 'package.json'), join(dir, 'package.json'));
   symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'));
@@ -37,7 +38,7 @@ describe('start-up from the code cache', () => {
   it('a damaged code cache is refused by V8, and the CLI still answers', () => {
     const dir = packageCopy();
     const expected = list(root);
-    writeFileSync(join(dir, 'dist/savedq.cjs.v8cache'), Buffer.alloc(150_000, 7));
+    writeFileSync(codeCacheFile(join(dir, 'dist/savedq.cjs')), Buffer.alloc(150_000, 7));
     expect(cacheRejected(dir)).toBe('true');
     expect(list(dir)).toBe(expected);
   });
@@ -47,7 +48,7 @@ describe('start-up from the code cache', () => {
     const expected = list(root);
     const bundle = statSync(join(dir, 'dist/savedq.cjs'));
     const before = new Date(bundle.mtimeMs - 60_000);
-    utimesSync(join(dir, 'dist/savedq.cjs.v8cache'), before, before);
+    utimesSync(codeCacheFile(join(dir, 'dist/savedq.cjs')), before, before);
     expect(cacheRejected(dir)).toBe('undefined');
     expect(list(dir)).toBe(expected);
   });
