@@ -73,6 +73,11 @@ export function atText(at: Micros | undefined): string {
   return at === undefined ? '' : toIsoMicros(at);
 }
 
+/** A call's answer from a stored result. */
+function hitResult(call: PreparedCall, hit: CachedResult): RunResult {
+  return { endpoint: call.endpoint, params: call.params, rows: hit.rows, cache: 'hit', computedAt: hit.computedAt, warnings: [] };
+}
+
 /**
  * The endpoint library: every surface (CLI commands, HTTP) goes through it. It opens the warehouse only
  * when a query must actually run (a cache hit never loads the engine), and closes it on `close()`.
@@ -164,9 +169,7 @@ export class Savedq {
         ? await this.#shared(`lookup:${key}`, async () => {
             const now = this.clock();
             const hit = await this.cache.get(key);
-            if (!hit || !this.#fresh(call, hit, now)) return this.#refresh(key, call, request.signal);
-            const { endpoint, params } = call;
-            return { endpoint, params, rows: hit.rows, cache: 'hit' as const, computedAt: hit.computedAt, warnings: [] };
+            return hit && this.#fresh(call, hit, now) ? hitResult(call, hit) : this.#refresh(key, call, request.signal);
           })
         : await this.#refresh(key, call, request.signal);
     if (result.cache === 'hit') return this.#answer(key, cached, call, result, this.clock());
@@ -182,14 +185,7 @@ export class Savedq {
   /** Serves a result from the cache. */
   async #answer(key: string, cached: CachedCall, call: PreparedCall, hit: CachedResult, now: number): Promise<RunResult> {
     await this.#served(key, cached, hit, now);
-    return {
-      endpoint: call.endpoint,
-      params: call.params,
-      rows: hit.rows,
-      cache: 'hit',
-      computedAt: hit.computedAt,
-      warnings: this.takeWarnings(),
-    };
+    return { ...hitResult(call, hit), warnings: this.takeWarnings() };
   }
 
   /** Runs a call and stores its result; identical calls already running share that run. */

@@ -461,7 +461,7 @@ export async function loadEvents(
       }
       if (options.signal?.aborted) throw options.signal.reason;
       const stored = store(lines);
-      if (slot >= 0) slots[slot] = stored.done;
+      if (slot !== undefined) slots[slot] = stored.done;
       inFlight.push(stored);
     }
     for (const stored of inFlight) await stored.counted;
@@ -474,6 +474,6 @@ export async function loadEvents(
 }
 
 /** Batches that own their memory: no buffer slot to wait for. */
-async function* withoutSlots(batches: AsyncIterable<Buffer>): AsyncGenerator<{ lines: Buffer; slot: number }> {
-  for await (const lines of batches) yield { lines, slot: -1 };
+async function* withoutSlots(batches: AsyncIterable<Buffer>): AsyncGenerator<{ lines: Buffer; slot?: number }> {
+  for await (const lines of batches) yield { lines };
 }
