@@ -50,6 +50,7 @@ const program = new Command('savedq')
   .option('--url <url>', 'ClickHouse server URL (default: the embedded engine; env SAVEDQ_CLICKHOUSE_URL)')
   .option('--data-dir <dir>', 'embedded engine data directory (env SAVEDQ_DATA_DIR)')
   .option('--cache-file <file>', 'results cache file (env SAVEDQ_CACHE_FILE)')
+  .option('--queries <dir>', 'a folder of your saved queries, *.sql (repeatable; env SAVEDQ_QUERIES, colon-separated; default ~/.config/savedq/queries)', collect, [])
   .option('--lock-wait <seconds>', 'how long to wait for another process using the data directory (default 30)')
   .option('--timeout <seconds>', 'per-query time limit (default 30)')
   .option('--no-color', 'no colour, whatever the terminal')
@@ -112,8 +113,9 @@ program
   .addOption(formatOption())
   .addHelpText('after', examples('savedq list', "savedq list -f json | jq '.[].name'"))
   .action(async (opts: { format?: string }, cmd: Command) => {
+    const flags = cmd.optsWithGlobals<GlobalFlags>();
     const { listCommand } = await import('./commands/list.js');
-    await listCommand({ ...cmd.optsWithGlobals<GlobalFlags>(), format: opts.format }, io);
+    await listCommand(lib(flags), { ...flags, format: opts.format }, io);
   });
 
 program
@@ -191,8 +193,31 @@ program
   .argument('<endpoint>', 'endpoint name or id')
   .addHelpText('after', examples('savedq describe usage.api-counts'))
   .action(async (endpoint: string, _opts: unknown, cmd: Command) => {
+    const flags = cmd.optsWithGlobals<GlobalFlags>();
     const { describeCommand } = await import('./commands/describe.js');
-    describeCommand(endpoint, cmd.optsWithGlobals<GlobalFlags>(), io);
+    await describeCommand(lib(flags), endpoint, flags, io);
+  });
+
+program
+  .command('check')
+  .description('check every saved query definition, and have the engine parse each query; exit 2 if any is broken')
+  .option('-f, --format <format>', 'text or json', 'text')
+  .addHelpText('after', examples('savedq check', 'savedq --queries ./queries check -f json'))
+  .action(async (opts: { format: string }, cmd: Command) => {
+    const flags = cmd.optsWithGlobals<GlobalFlags>();
+    const { checkCommand } = await import('./commands/check.js');
+    await checkCommand(lib(flags), { ...flags, format: opts.format, signal: interrupt.signal }, io);
+  });
+
+program
+  .command('new')
+  .description('write a starter saved query <name>.sql, with a fresh id, into your first queries folder')
+  .argument('<name>', 'the query\'s name: lowercase letters, digits, ".", "_" and "-"')
+  .addHelpText('after', examples('savedq new errors.by-path', 'savedq --queries ./queries new slow.functions'))
+  .action(async (name: string, _opts: unknown, cmd: Command) => {
+    const flags = cmd.optsWithGlobals<GlobalFlags>();
+    const { newCommand } = await import('./commands/new.js');
+    await newCommand(lib(flags), { ...flags, name }, io);
   });
 
 program
@@ -221,9 +246,10 @@ program
   .description('print a shell completion script')
   .argument('<shell>', 'bash, zsh or fish')
   .addHelpText('after', examples('eval "$(savedq completion bash)"', 'savedq completion fish | source'))
-  .action(async (shell: string) => {
-    const { completionScript } = await import('./commands/completion.js');
-    io.stdout.write(completionScript(shell));
+  .action(async (shell: string, _opts: unknown, cmd: Command) => {
+    const flags = cmd.optsWithGlobals<GlobalFlags>();
+    const { completionCommand } = await import('./commands/completion.js');
+    await completionCommand(lib(flags), shell, flags, io);
   });
 
 /** The one place errors become messages and exit codes. */
@@ -238,6 +264,10 @@ async function main(argv: string[]): Promise<number> {
     }
     const debug = program.opts<GlobalFlags>().debug === true;
     if (err instanceof InterruptedError) return err.exitCode;
+    // Broken definitions read on the way to the error: they may be why.
+    if (library && program.opts<GlobalFlags>().quiet !== true) {
+      for (const warning of library.takeWarnings()) io.stderr.write(`warning: ${warning}\n`);
+    }
     if (err instanceof SavedqError) {
       io.stderr.write(`savedq: ${err.message}\n`);
       if (debug && err.cause instanceof Error) io.stderr.write(`${err.cause.stack ?? err.cause.message}\n`);

@@ -57,3 +57,10 @@ export class InterruptedError extends SavedqError {
   override readonly httpStatus = 503;
   override readonly code = 'interrupted';
 }
+
+/** A saved query's definition is broken (bad header, undeclared parameter, a clash): fix the file. */
+export class DefinitionError extends SavedqError {
+  override readonly exitCode = 2;
+  override readonly httpStatus = 500;
+  override readonly code = 'bad_definition';
+}

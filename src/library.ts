@@ -1,9 +1,10 @@
 import { cacheKey, ResultsCache, type CacheEntry, type CachedCall, type CachedResult } from './cache/index.js';
 import type { Config } from './config.js';
 import { InputError } from './errors.js';
-import { normaliseParams, quoteValue, type RawParams } from './endpoints/params.js';
-import { endpointById, findEndpoint } from './endpoints/registry.js';
-import type { EndpointDefinition, NormalisedParams, Row } from './endpoints/types.js';
+import { builtinQueriesDir } from './package.js';
+import { brokenText, QueryCatalog, type DefinitionMemo } from './queries/catalog.js';
+import { checkPatterns, normaliseParams, quoteValue, type RawParams } from './queries/params.js';
+import type { NormalisedParams, Row, SavedQuery } from './queries/types.js';
 import { microsFromDate, parseIsoTimestamp, toIsoMicros, type Micros } from './time.js';
 import type { Warehouse } from './warehouse/index.js';
 
@@ -24,9 +25,9 @@ export interface RunRequest {
   readonly signal?: AbortSignal | undefined;
 }
 
-/** A validated call: the endpoint, its normalised parameters, and the instant it runs as of. */
+/** A validated call: the saved query, its normalised parameters, and the instant it runs as of. */
 export interface PreparedCall {
-  readonly endpoint: EndpointDefinition;
+  readonly endpoint: SavedQuery;
   readonly params: NormalisedParams;
   /** The instant given with --at, or undefined for "the time the query runs". */
   readonly at: Micros | undefined;
@@ -34,7 +35,7 @@ export interface PreparedCall {
 
 /** The answer to a run. */
 export interface RunResult {
-  readonly endpoint: EndpointDefinition;
+  readonly endpoint: SavedQuery;
   readonly params: NormalisedParams;
   readonly rows: Row[];
   /** `hit`: served from the cache; `miss`: computed (and stored); `off`: not cacheable or bypassed. */
@@ -54,9 +55,16 @@ export interface WarmOutcome {
   readonly error?: Error;
 }
 
-/** Validates a request without running anything; bad input throws an InputError or NotFoundError. */
-export function prepareCall(request: Pick<RunRequest, 'endpoint' | 'params' | 'at'>): PreparedCall {
-  const endpoint = findEndpoint(request.endpoint);
+/**
+ * Validates a request against the saved queries without running anything; bad input throws an
+ * InputError or a NotFoundError, a broken definition a DefinitionError.
+ */
+export async function prepareCall(
+  queries: QueryCatalog,
+  request: Pick<RunRequest, 'endpoint' | 'params' | 'at'>,
+  memo?: DefinitionMemo,
+): Promise<PreparedCall> {
+  const endpoint = await queries.find(request.endpoint, memo);
   const params = normaliseParams(endpoint, request.params);
   let at: Micros | undefined;
   if (request.at !== undefined) {
@@ -86,6 +94,9 @@ export class Savedq {
   readonly config: Config;
   readonly clock: Clock;
   readonly cache: ResultsCache;
+  #queries: QueryCatalog;
+  /** The catalog whose broken definitions were last reported, so each is reported once. */
+  #reported: QueryCatalog | undefined;
   #warehouse: Promise<Warehouse> | undefined;
   /** Identical calls in flight share one query. */
   readonly #inFlight = new Map<string, Promise<RunResult>>();
@@ -104,10 +115,12 @@ export class Savedq {
    * @param options.idleCloseMs close the warehouse after this long without a query, so that a long-lived
    *   process (`serve`) lets others take the embedded data directory in between; reopened on demand.
    * @param options.signal when aborted, waiting for the data directory ends with the abort reason.
+   * @param options.queries the saved queries; default: the built-ins and the configured folders.
    */
-  constructor(config: Config, options: { clock?: Clock; idleCloseMs?: number; signal?: AbortSignal } = {}) {
+  constructor(config: Config, options: { clock?: Clock; idleCloseMs?: number; signal?: AbortSignal; queries?: QueryCatalog } = {}) {
     this.config = config;
     this.clock = options.clock ?? Date.now;
+    this.#queries = options.queries ?? new QueryCatalog({ builtin: builtinQueriesDir, user: config.queryFolders });
     this.cache = new ResultsCache(config.cacheFile);
     this.#idleCloseMs = options.idleCloseMs;
     this.#signal = options.signal;
@@ -145,10 +158,39 @@ export class Savedq {
     return this.#warehouse;
   }
 
+  /** The saved queries this library answers. */
+  get queries(): QueryCatalog {
+    return this.#queries;
+  }
+
+  /**
+   * Answers from another set of saved queries from now on (`serve` on SIGHUP). Calls already under way
+   * finish with the definition they started with; cache keys carry each definition's digest, so no
+   * result of an old text is served for a new one.
+   */
+  useQueries(queries: QueryCatalog): void {
+    this.#queries = queries;
+    this.#recent.clear();
+  }
+
+  /**
+   * Validates a request against the current saved queries, without running anything. Unless told to
+   * keep off the results cache, definitions read before are taken from it rather than parsed again.
+   */
+  prepare(request: Pick<RunRequest, 'endpoint' | 'params' | 'at'>, options: { cache?: boolean } = {}): Promise<PreparedCall> {
+    return prepareCall(this.#queries, request, options.cache === false ? undefined : this.#definitions);
+  }
+
+  /** The results cache as a memo of definitions read before. */
+  readonly #definitions: DefinitionMemo = {
+    get: (key) => this.cache.getDefinition(key),
+    set: (key, value) => this.cache.setDefinition(key, value),
+  };
+
   /** Runs a saved query, through the results cache when the endpoint is cached. */
   async run(request: RunRequest): Promise<RunResult> {
-    const call = prepareCall(request);
     const mode = request.cache ?? 'use';
+    const call = await this.prepare(request, { cache: mode !== 'bypass' });
     const cached = cachedCall(call);
     const key = cacheKey(cached);
     if (call.endpoint.cacheSeconds === 0 || mode === 'bypass') {
@@ -226,11 +268,12 @@ export class Savedq {
 
   /** Runs a prepared call on the warehouse, bypassing the cache. */
   async execute(call: PreparedCall, signal?: AbortSignal): Promise<RunResult> {
+    checkPatterns(call.endpoint, call.params);
     const startedAt = this.clock();
-    // The runner (and the SQL files it reads) is only needed when a query really runs: not on a cache hit.
-    const { executeEndpoint } = await import('./endpoints/runner.js');
+    // The runner (and the warehouse client's types) is only needed when a query really runs: not on a hit.
+    const { executeQuery } = await import('./queries/run.js');
     const rows = await this.#withWarehouse((warehouse) =>
-      executeEndpoint(warehouse, call.endpoint, call.params, {
+      executeQuery(warehouse, call.endpoint, call.params, {
         now: call.at ?? microsFromDate(startedAt),
         timeoutSeconds: this.config.queryTimeoutSeconds,
         signal,
@@ -240,14 +283,24 @@ export class Savedq {
   }
 
   /**
+   * Has the engine parse and plan a saved query with its parameters bound, without running it: its
+   * objection, at a line of the query's file, or undefined.
+   */
+  async explain(query: SavedQuery): Promise<{ line: number; message: string } | undefined> {
+    const { explainQuery } = await import('./queries/run.js');
+    return this.#withWarehouse((warehouse) => explainQuery(warehouse, query, microsFromDate(this.clock())));
+  }
+
+  /**
    * The warm set: cached calls served within their endpoint's cache time whose result is at least its
-   * warming age old (or gone).
+   * warming age old (or gone). Calls of a definition changed or removed since are left to expire.
    */
   async dueForWarming(): Promise<CacheEntry[]> {
     const now = this.clock();
+    const { byId } = await this.#queries.scan();
     return (await this.cache.entries()).filter((entry) => {
-      const endpoint = endpointById(entry.call.endpoint);
-      if (!endpoint || endpoint.cacheSeconds === 0) return false;
+      const endpoint = byId.get(entry.call.endpoint);
+      if (!endpoint || endpoint.cacheSeconds === 0 || endpoint.warmSeconds === 0 || endpoint.digest !== entry.call.digest) return false;
       const servedRecently = now - entry.servedAt <= endpoint.cacheSeconds * 1000;
       const old = entry.computedAt === undefined || now - entry.computedAt >= endpoint.warmSeconds * 1000;
       return servedRecently && old;
@@ -264,18 +317,20 @@ export class Savedq {
     onOutcome?: (outcome: WarmOutcome, index: number, total: number) => void,
   ): Promise<WarmOutcome[]> {
     const todo = calls ?? (await this.dueForWarming()).map((e) => e.call);
+    const { byId } = await this.#queries.scan();
     const outcomes: WarmOutcome[] = [];
     for (const [index, call] of todo.entries()) {
       if (signal?.aborted) throw signal.reason;
       let outcome: WarmOutcome;
-      const name = endpointById(call.endpoint)?.name ?? call.endpoint;
+      const name = byId.get(call.endpoint)?.name ?? call.endpoint;
       try {
-        const prepared = prepareCall({
+        // Normalised again today: the key refreshed is the one a call of today reads.
+        const prepared = await this.prepare({
           endpoint: call.endpoint,
           params: Object.entries(call.params),
           at: call.at === '' ? undefined : call.at,
         });
-        const result = await this.#refresh(cacheKey(call), prepared);
+        const result = await this.#refresh(cacheKey(cachedCall(prepared)), prepared);
         outcome = { call, name, rows: result.rows.length };
       } catch (err) {
         outcome = { call, name, error: err instanceof Error ? err : new Error(String(err)) };
@@ -287,15 +342,25 @@ export class Savedq {
   }
 
   /** The cache entry of a request, validated, for `warm <name> -p …`. */
-  cachedCallOf(request: Pick<RunRequest, 'endpoint' | 'params' | 'at'>): CachedCall {
-    const call = prepareCall(request);
+  async cachedCallOf(request: Pick<RunRequest, 'endpoint' | 'params' | 'at'>): Promise<CachedCall> {
+    const call = await this.prepare(request);
     if (call.endpoint.cacheSeconds === 0) throw new InputError(`${call.endpoint.name} is not cached, so it cannot be warmed.`);
+    checkPatterns(call.endpoint, call.params);
     return cachedCall(call);
   }
 
-  /** Warnings for the user (a cache that could not be used, say) not yet taken. */
+  /**
+   * Warnings for the user not yet taken: each broken definition of the saved queries read so far (one
+   * line a file), and a cache that could not be used.
+   */
   takeWarnings(): string[] {
-    return this.cache.warnings.splice(0);
+    const warnings: string[] = [];
+    const scanned = this.#queries.scanned();
+    if (scanned && this.#reported !== this.#queries) {
+      this.#reported = this.#queries;
+      warnings.push(...scanned.broken.map((b) => `skipped ${brokenText(b)}`));
+    }
+    return [...warnings, ...this.cache.warnings.splice(0)];
   }
 
   /** Releases the warehouse (and with it the embedded data directory) and the cache file. */
@@ -316,5 +381,5 @@ const RECENT_ENTRIES = 1_000;
 const SERVED_EVERY_MS = 30_000;
 
 function cachedCall(call: PreparedCall): CachedCall {
-  return { endpoint: call.endpoint.id, params: call.params, at: atText(call.at) };
+  return { endpoint: call.endpoint.id, digest: call.endpoint.digest, params: call.params, at: atText(call.at) };
 }

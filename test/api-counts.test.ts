@@ -1,7 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { InputError } from '../src/errors.js';
-import { findEndpoint } from '../src/endpoints/registry.js';
-import { AT, atOffset, DAY, load, MINUTE, testLibrary } from './helpers.js';
+import { AT, atOffset, DAY, findEndpoint, load, MINUTE, testLibrary } from './helpers.js';
 
 const lib = testLibrary();
 

@@ -8,9 +8,23 @@ import { afterAll } from 'vitest';
 import type { Io } from '../src/commands/io.js';
 import { resolveConfig } from '../src/config.js';
 import { Savedq, type Clock } from '../src/library.js';
+import { builtinQueriesDir } from '../src/package.js';
+import { QueryCatalog } from '../src/queries/catalog.js';
+import type { SavedQuery } from '../src/queries/types.js';
 import { parseIsoTimestamp, toIsoMicros } from '../src/time.js';
 import type { TableName } from '../src/warehouse/index.js';
 import { loadEvents } from '../src/warehouse/load.js';
+
+/** The built-in saved queries alone, as the library knows them. */
+export const builtins = new QueryCatalog({ builtin: builtinQueriesDir, user: [] });
+/** The built-in saved queries, in file-name order. */
+export const endpoints = (await builtins.scan()).queries;
+/** A built-in saved query by its name. */
+export function findEndpoint(name: string): SavedQuery {
+  const found = endpoints.find((e) => e.name === name);
+  if (!found) throw new Error(`no built-in query ${name}`);
+  return found;
+}
 
 /** The fixed instant the engine tests run "as of". */
 export const AT = '2026-03-10T12:34:56.789012Z';

@@ -3,12 +3,11 @@ import { connect } from 'node:net';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InputError, NotFoundError } from '../src/errors.js';
-import { normaliseParams, parsePairs } from '../src/endpoints/params.js';
-import { endpoints, findEndpoint } from '../src/endpoints/registry.js';
-import { querySettings } from '../src/endpoints/runner.js';
+import { normaliseParams, parsePairs } from '../src/queries/params.js';
+import { querySettings } from '../src/queries/run.js';
 import { parseQueryString, startServer, type RunningServer } from '../src/http/server.js';
 import { parseIsoTimestamp, toIsoMicros } from '../src/time.js';
-import { load, testLibrary } from './helpers.js';
+import { builtins, endpoints, findEndpoint, load, testLibrary } from './helpers.js';
 
 const lib = testLibrary();
 const KEY = 'hostile-test-key';
@@ -182,10 +181,10 @@ describe('properties (fast-check)', () => {
     );
   });
 
-  it('an unknown endpoint is always a not-found error', () => {
-    fc.assert(
-      fc.property(fc.string().filter((s) => !endpoints.some((e) => e.name === s.trim() || e.id === s.trim().toLowerCase())), (name) => {
-        expect(() => findEndpoint(name)).toThrow(NotFoundError);
+  it('an unknown endpoint is always a not-found error', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.string().filter((s) => !endpoints.some((e) => e.name === s.trim() || e.id === s.trim().toLowerCase())), async (name) => {
+        await expect(builtins.find(name)).rejects.toThrow(NotFoundError);
       }),
     );
   });

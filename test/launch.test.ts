@@ -20,7 +20,7 @@ function cacheRejected(packageDir: string): string {
 function packageCopy(): string {
   const dir = join(tempDir(), 'savedq');
   mkdirSync(join(dir, 'dist'), { recursive: true });
-  for (const f of ['launch.cjs', 'savedq.cjs', codeCacheFile('savedq.cjs')]) copyFileSync(join(root, 'dist', f), join(dir, 'dist', f));
+  for (const f of ['launch.cjs', 'savedq.cjs', 'yaml.cjs', codeCacheFile('savedq.cjs')]) copyFileSync(join(root, 'dist', f), join(dir, 'dist', f));
   for (const d of ['bin', 'sql']) cpSync(join(root, d), join(dir, d), { recursive: true });
   copyFileSync(join(root, 'package.json'), join(dir, 'package.json'));
   symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'));

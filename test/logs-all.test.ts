@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { findEndpoint } from '../src/endpoints/registry.js';
-import { executeEndpoint } from '../src/endpoints/runner.js';
-import { normaliseParams } from '../src/endpoints/params.js';
-import { AT, AT_MICROS, atOffset, DAY, HOUR, load, MINUTE, testLibrary } from './helpers.js';
+import { executeQuery } from '../src/queries/run.js';
+import { normaliseParams } from '../src/queries/params.js';
+import { AT, AT_MICROS, atOffset, DAY, findEndpoint, HOUR, load, MINUTE, testLibrary } from './helpers.js';
 
 const lib = testLibrary();
 
@@ -128,7 +127,7 @@ describe('logs.all', () => {
 
   it('never returns more than the endpoint maximum, whatever the SQL says', async () => {
     const endpoint = { ...findEndpoint('logs.all'), maxRows: 7 };
-    const rows = await executeEndpoint(await lib.warehouse(), endpoint, normaliseParams(endpoint, [['project', 'many']]), {
+    const rows = await executeQuery(await lib.warehouse(), endpoint, normaliseParams(endpoint, [['project', 'many']]), {
       now: AT_MICROS,
       timeoutSeconds: 30,
     });

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { InputError, NotFoundError } from '../src/errors.js';
-import { normaliseParams, parsePairs } from '../src/endpoints/params.js';
-import { endpoints, findEndpoint } from '../src/endpoints/registry.js';
-import { endpointSql, readSqlFile, toClickHouseParams } from '../src/endpoints/sql.js';
+import { normaliseParams, parsePairs } from '../src/queries/params.js';
+import { toClickHouseParams } from '../src/queries/sql.js';
 import { parseIsoTimestamp, toClickHouseDateTime, toIsoMicros } from '../src/time.js';
+import { builtins, endpoints, findEndpoint } from './helpers.js';
 
 describe('timestamps', () => {
   it('reads Z, offsets and no zone (UTC) to the microsecond', () => {
@@ -70,18 +70,19 @@ describe('parameters', () => {
   });
 });
 
-describe('registry and SQL', () => {
-  it('finds endpoints by name or id and suggests a name for a typo', () => {
-    for (const e of endpoints) expect(findEndpoint(e.id)).toBe(e);
-    expect(() => findEndpoint('logs.al')).toThrow(NotFoundError);
-    expect(() => findEndpoint('logs.al')).toThrow(/Did you mean logs.all\?/);
+describe('built-in queries and SQL', () => {
+  it('finds endpoints by name or id and suggests a name for a typo', async () => {
+    for (const e of endpoints) expect(await builtins.find(e.id)).toBe(e);
+    await expect(builtins.find('logs.al')).rejects.toThrow(NotFoundError);
+    await expect(builtins.find('logs.al')).rejects.toThrow(/Did you mean logs.all\?/);
   });
 
   it('has fixed, distinct UUIDs, 1000 max rows, and caching as the spec sets', () => {
     expect(new Set(endpoints.map((e) => e.id)).size).toBe(3);
+    // In file-name order: the built-ins are files of sql/queries now.
     expect(endpoints.map((e) => [e.name, e.maxRows, e.cacheSeconds, e.warmSeconds])).toEqual([
-      ['logs.all', 1000, 0, 0],
       ['functions.invocation-stats', 1000, 900, 300],
+      ['logs.all', 1000, 0, 0],
       ['usage.api-counts', 1000, 900, 300],
     ]);
   });
@@ -96,9 +97,8 @@ describe('registry and SQL', () => {
 
   it('uses only declared parameters in every saved query, and pastes no values', () => {
     for (const e of endpoints) {
-      const sql = endpointSql(e);
-      expect(sql).not.toMatch(/@[a-z_]/);
-      for (const p of e.params) expect(readSqlFile(`${e.name}.sql`)).toContain(`@${p.name}`);
+      expect(e.boundSql).not.toMatch(/@[a-z_]/);
+      for (const p of e.params) expect(e.sql).toContain(`@${p.name}`);
     }
   });
 });

@@ -4,10 +4,9 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { resolveConfig } from '../src/config.js';
-import { endpoints, findEndpoint } from '../src/endpoints/registry.js';
 import { startServer, type RunningServer } from '../src/http/server.js';
 import { Savedq } from '../src/library.js';
-import { binPath, cli, load, tempDir } from './helpers.js';
+import { binPath, cli, endpoints, findEndpoint, load, tempDir } from './helpers.js';
 
 const dir = tempDir();
 const dataDir = join(dir, 'data');

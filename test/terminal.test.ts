@@ -4,10 +4,9 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadCommand } from '../src/commands/load.js';
 import { completionScript } from '../src/commands/completion.js';
-import { endpoints } from '../src/endpoints/registry.js';
 import { render, useColor } from '../src/output/index.js';
 import { schemaDdl } from '../src/warehouse/ddl.js';
-import { captureIo, cli, tempDir, testLibrary } from './helpers.js';
+import { captureIo, cli, endpoints, findEndpoint, tempDir, testLibrary } from './helpers.js';
 
 const lib = testLibrary();
 const dir = tempDir();
@@ -40,7 +39,7 @@ describe('help that teaches', () => {
 describe('shell completion', () => {
   it('writes bash and zsh scripts that parse, naming commands, endpoints, ids and parameter values', () => {
     for (const shell of ['bash', 'zsh']) {
-      const script = completionScript(shell);
+      const script = completionScript(shell, endpoints);
       const check = spawnSync('bash', ['-n'], { input: script });
       expect(check.status, `${shell}: ${check.stderr.toString()}`).toBe(0);
       for (const e of endpoints) {
@@ -50,13 +49,13 @@ describe('shell completion', () => {
       expect(script).toContain('interval=minutely');
       expect(script).toContain('project_tier=ENTERPRISE');
     }
-    const fish = completionScript('fish');
+    const fish = completionScript('fish', endpoints);
     expect(fish).toContain("__fish_use_subcommand' -a 'run list");
-    expect(() => completionScript('tcsh')).toThrow(/unknown shell "tcsh": one of bash, zsh, fish/);
+    expect(() => completionScript('tcsh', endpoints)).toThrow(/unknown shell "tcsh": one of bash, zsh, fish/);
   });
 
   it('makes bash complete an endpoint and its parameter values', () => {
-    const script = completionScript('bash');
+    const script = completionScript('bash', endpoints);
     const complete = (line: string) =>
       execFileSync('bash', ['-c', `${script}\nCOMP_WORDS=(${line}); COMP_CWORD=$((\${#COMP_WORDS[@]}-1)); _savedq; printf '%s\\n' "\${COMPREPLY[@]}"`])
         .toString()
@@ -103,7 +102,7 @@ describe('progress and colour', () => {
     const rows = [
       { id: 'a', timestamp: '2026-01-01T00:00:00.000001Z', event_message: 'short', metadata: { long: 'x'.repeat(300) } },
     ];
-    const fields = endpoints[0]?.fields ?? [];
+    const fields = findEndpoint('logs.all').fields;
     const text = await render('table', rows, { fields, color: false, width: 80 });
     for (const line of text.split('\n')) expect(line.length).toBeLessThanOrEqual(80);
     expect(text).toContain('2026-01-01 00:00:00.000001');

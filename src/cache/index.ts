@@ -1,7 +1,7 @@
 import { mkdirSync, renameSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type Keyv from 'keyv';
-import type { NormalisedParams, Row } from '../endpoints/types.js';
+import type { NormalisedParams, Row } from '../queries/types.js';
 
 /** A stored result. */
 export interface CachedResult {
@@ -14,6 +14,8 @@ export interface CachedResult {
 export interface CachedCall {
   /** Endpoint id. */
   readonly endpoint: string;
+  /** The digest of the definition the result was computed by (absent in entries of older versions). */
+  readonly digest?: string;
   readonly params: NormalisedParams;
   /** Canonical --at instant, or '' for "now". */
   readonly at: string;
@@ -36,13 +38,15 @@ export interface CacheEntry extends ServedRecord {
 const BUSY_TIMEOUT_MS = 10_000;
 /** Entries are kept in SQLite a little longer than they are served, so a slow warm can still see them. */
 const RETENTION_MS = 3_600_000;
+/** A definition's reading is kept while it is in use (it is looked up by its text, so never stale). */
+const DEFINITION_RETENTION_MS = 7 * 24 * 3_600_000;
 
 /**
- * The cache key of a call: endpoint id, then its normalised parameters and --at as JSON. Kept as text
- * rather than hashed: it is short, exact, and a cache hit then never loads node:crypto (4 ms).
+ * The cache key of a call: endpoint id and the digest of its definition, then its normalised parameters
+ * and --at as JSON. Kept as text rather than hashed: it is short and exact.
  */
 export function cacheKey(call: CachedCall): string {
-  return `${call.endpoint}:${JSON.stringify([Object.entries(call.params), call.at])}`;
+  return `${call.endpoint}:${call.digest ?? ''}:${JSON.stringify([Object.entries(call.params), call.at])}`;
 }
 
 /**
@@ -124,6 +128,18 @@ export class ResultsCache {
   async set(key: string, result: CachedResult): Promise<void> {
     await this.#guard(undefined, async (keyv) => {
       await keyv.set(`result:${key}`, result, RETENTION_MS);
+    });
+  }
+
+  /** A saved query's definition as read before (see QueryCatalog's memo), if the cache has it. */
+  getDefinition(key: string): Promise<unknown> {
+    return this.#guard(undefined, (keyv) => keyv.get(`definition:${key}`));
+  }
+
+  /** Keeps a definition as read, for the next call not to parse its file again. */
+  async setDefinition(key: string, value: unknown): Promise<void> {
+    await this.#guard(undefined, async (keyv) => {
+      await keyv.set(`definition:${key}`, value, DEFINITION_RETENTION_MS);
     });
   }
 

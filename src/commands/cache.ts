@@ -1,5 +1,4 @@
-import { endpointById } from '../endpoints/registry.js';
-import type { Row } from '../endpoints/types.js';
+import type { Row } from '../queries/types.js';
 import type { Savedq } from '../library.js';
 import { outputFormat, report, warn, writeRows, type CommonOptions, type Io } from './io.js';
 
@@ -21,16 +20,19 @@ const FIELDS = [
 export async function cacheListCommand(lib: Savedq, options: CacheListOptions, io: Io): Promise<Row[]> {
   const format = outputFormat(io, options.format);
   const now = lib.clock();
+  const { byId } = await lib.queries.scan();
   const rows: Row[] = (await lib.cache.entries()).map((entry) => {
-    const endpoint = endpointById(entry.call.endpoint);
+    // A result of a definition since changed or removed is never served again: it only waits to expire.
+    const query = byId.get(entry.call.endpoint);
+    const current = query?.digest === entry.call.digest ? query : undefined;
     const age = entry.computedAt === undefined ? null : Math.round((now - entry.computedAt) / 1000);
     return {
-      endpoint: endpoint?.name ?? entry.call.endpoint,
+      endpoint: query?.name ?? entry.call.endpoint,
       params: entry.call.params,
       at: entry.call.at || null,
       age_seconds: age,
       served_seconds_ago: Math.round((now - entry.servedAt) / 1000),
-      expires_in_seconds: age === null || !endpoint ? null : Math.max(0, endpoint.cacheSeconds - age),
+      expires_in_seconds: age === null || !current ? null : Math.max(0, current.cacheSeconds - age),
     };
   });
   rows.sort((a, b) => String(a.endpoint).localeCompare(String(b.endpoint)) || Number(a.age_seconds) - Number(b.age_seconds));

@@ -1,18 +1,20 @@
 import { InputError } from '../errors.js';
-import { endpoints } from '../endpoints/registry.js';
+import type { Savedq } from '../library.js';
+import type { SavedQuery } from '../queries/types.js';
+import { warn, type CommonOptions, type Io } from './io.js';
 
 /** The shells `savedq completion` writes scripts for. */
 export const SHELLS = ['bash', 'zsh', 'fish'] as const;
 
-const COMMANDS = ['run', 'list', 'describe', 'warm', 'load', 'serve', 'cache', 'schema', 'init', 'completion'];
+const COMMANDS = ['run', 'list', 'describe', 'check', 'new', 'warm', 'load', 'serve', 'cache', 'schema', 'init', 'completion'];
 const TABLES = ['edge_logs', 'function_edge_logs'];
 
 /** `name=` for free parameters, `name=value` for each allowed value. */
-function paramWords(endpoint: (typeof endpoints)[number]): string[] {
+function paramWords(endpoint: SavedQuery): string[] {
   return endpoint.params.flatMap((p) => (p.allowed ? p.allowed.map((v) => `${p.name}=${v}`) : [`${p.name}=`]));
 }
 
-function bash(): string {
+function bash(endpoints: readonly SavedQuery[]): string {
   const cases = endpoints
     .map((e) => `        ${e.name}|${e.id}) words="${paramWords(e).join(' ')}" ;;`)
     .join('\n');
@@ -64,14 +66,14 @@ complete -F _savedq savedq
 `;
 }
 
-function zsh(): string {
+function zsh(endpoints: readonly SavedQuery[]): string {
   return `# savedq completion for zsh: eval "$(savedq completion zsh)"
 autoload -U +X compinit && compinit
 autoload -U +X bashcompinit && bashcompinit
-${bash().replace(/^# savedq completion for bash.*\n/, '')}`;
+${bash(endpoints).replace(/^# savedq completion for bash.*\n/, '')}`;
 }
 
-function fish(): string {
+function fish(endpoints: readonly SavedQuery[]): string {
   const lines = [
     '# savedq completion for fish: savedq completion fish | source',
     'complete -c savedq -f',
@@ -88,15 +90,22 @@ function fish(): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** `savedq completion <shell>`: a completion script for the shell. */
-export function completionScript(shell: string): string {
+/** `savedq completion <shell>`: prints the script; a broken definition is a warning line. */
+export async function completionCommand(lib: Savedq, shell: string, options: CommonOptions, io: Io): Promise<void> {
+  const script = completionScript(shell, (await lib.queries.scan()).queries);
+  warn(io, options, lib.takeWarnings());
+  io.stdout.write(script);
+}
+
+/** A completion script for the shell, knowing these saved queries. */
+export function completionScript(shell: string, endpoints: readonly SavedQuery[]): string {
   switch (shell) {
     case 'bash':
-      return bash();
+      return bash(endpoints);
     case 'zsh':
-      return zsh();
+      return zsh(endpoints);
     case 'fish':
-      return fish();
+      return fish(endpoints);
     default:
       throw new InputError(`unknown shell ${JSON.stringify(shell)}: one of ${SHELLS.join(', ')}.`);
   }

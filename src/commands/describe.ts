@@ -1,38 +1,43 @@
 import { Chalk } from 'chalk';
-import { findEndpoint } from '../endpoints/registry.js';
-import { readSqlFile } from '../endpoints/sql.js';
+import type { Savedq } from '../library.js';
+import { displayPath } from '../queries/catalog.js';
+import { boundsText, clickhouseType } from '../queries/param-types.js';
 import { useColor } from '../output/index.js';
-import type { CommonOptions, Io } from './io.js';
+import { warn, type CommonOptions, type Io } from './io.js';
 
-/** `savedq describe <name|id>`: purpose, parameters, cache settings and the SQL of one endpoint. */
-export function describeCommand(nameOrId: string, options: CommonOptions, io: Io): void {
-  const e = findEndpoint(nameOrId);
+/** `savedq describe <name|id>`: where a saved query comes from, its parameters, fields, cache and SQL. */
+export async function describeCommand(lib: Savedq, nameOrId: string, options: CommonOptions, io: Io): Promise<void> {
+  const q = await lib.queries.find(nameOrId);
+  warn(io, options, lib.takeWarnings());
   const c = new Chalk({ level: useColor(options.color, io.stdout.isTTY === true, io.env) ? 1 : 0 });
-  const params = e.params.map((p) => {
+  const params = q.params.map((p) => {
     const facts = [
       p.required ? 'required' : 'optional',
-      p.allowed ? `${p.otherValues === 'reject' ? 'one of' : 'usually'} ${p.allowed.join(', ')}` : '',
+      p.allowed ? `${p.other === 'reject' ? 'one of' : 'usually'} ${p.allowed.join(', ')}` : '',
+      boundsText(p),
       p.default !== undefined ? `default ${p.default}` : '',
     ].filter((f) => f !== '');
-    return `  ${c.bold(p.name)}  (${facts.join('; ')})\n      ${p.description}`;
+    const type = `${p.type}, bound as ${clickhouseType(p)}`;
+    return `  ${c.bold(p.name)}  (${facts.join('; ')})  ${c.dim(type)}${p.description ? `\n      ${p.description}` : ''}`;
   });
-  const fields = e.fields.map((f) => `  ${c.bold(f.name)}  ${f.type}: ${f.description}`);
+  const fields = q.fields.map((f) => `  ${c.bold(f.name)}  ${f.type}${f.description ? `: ${f.description}` : ''}`);
   io.stdout.write(
     [
-      `${c.bold(e.name)}  ${c.dim(e.id)}`,
-      e.description,
+      `${c.bold(q.name)}  ${c.dim(q.id)}`,
+      ...(q.description ? [q.description] : []),
+      `From: ${displayPath(q.file)}${q.builtin ? ' (built-in)' : ''}`,
       '',
       'Parameters:',
-      ...params,
+      ...(params.length > 0 ? params : ['  none']),
       '',
       'Row fields:',
-      ...fields,
+      ...(fields.length > 0 ? fields : ['  not declared']),
       '',
-      `Max rows: ${e.maxRows}`,
-      `Cache: ${e.cacheSeconds > 0 ? `${e.cacheSeconds} s, warmed when ${e.warmSeconds} s old` : 'not cached'}`,
+      `Max rows: ${q.maxRows}`,
+      `Cache: ${q.cacheSeconds > 0 ? `${q.cacheSeconds} s${q.warmSeconds > 0 ? `, warmed when ${q.warmSeconds} s old` : ', not warmed'}` : 'not cached'}`,
       '',
-      `SQL (sql/${e.name}.sql):`,
-      readSqlFile(`${e.name}.sql`).trimEnd(),
+      'SQL:',
+      q.sql,
       '',
     ].join('\n'),
   );

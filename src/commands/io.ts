@@ -1,5 +1,5 @@
 import type { Readable, Writable } from 'node:stream';
-import type { FieldDefinition, Row } from '../endpoints/types.js';
+import type { FieldDefinition, Row } from '../queries/types.js';
 import { chooseFormat, render, useColor, type Format } from '../output/index.js';
 
 /** A writable stream that may be a terminal. */

@@ -1,28 +1,31 @@
-import { endpoints } from '../endpoints/registry.js';
-import type { Row } from '../endpoints/types.js';
-import { outputFormat, writeRows, type CommonOptions, type Io } from './io.js';
+import type { Savedq } from '../library.js';
+import type { Row, SavedQuery } from '../queries/types.js';
+import { outputFormat, warn, writeRows, type CommonOptions, type Io } from './io.js';
 
 /** Options of `savedq list`. */
 export interface ListOptions extends CommonOptions {
   readonly format?: string | undefined;
 }
 
-/** The endpoints as `list -f json` describes them. */
-export function describeEndpoints(): Row[] {
-  return endpoints.map((e) => ({
-    name: e.name,
-    id: e.id,
-    description: e.description,
-    params: e.params.map((p) => ({
+/** The saved queries as `list -f json` describes them (CONTRACT §6, with each parameter's type, §8). */
+export function describeQueries(queries: readonly SavedQuery[]): Row[] {
+  return queries.map((q) => ({
+    name: q.name,
+    id: q.id,
+    description: q.description,
+    params: q.params.map((p) => ({
       name: p.name,
+      type: p.type,
       required: p.required,
       ...(p.allowed ? { allowed: [...p.allowed] } : {}),
       ...(p.default !== undefined ? { default: p.default } : {}),
+      ...(p.min !== undefined ? { min: p.min } : {}),
+      ...(p.max !== undefined ? { max: p.max } : {}),
       description: p.description,
     })),
-    max_rows: e.maxRows,
-    cache_seconds: e.cacheSeconds,
-    warm_seconds: e.warmSeconds,
+    max_rows: q.maxRows,
+    cache_seconds: q.cacheSeconds,
+    warm_seconds: q.warmSeconds,
   }));
 }
 
@@ -34,10 +37,11 @@ const TABLE_FIELDS = [
   { name: 'description', type: 'string' },
 ] as const;
 
-/** `savedq list`: the saved queries. */
-export async function listCommand(options: ListOptions, io: Io): Promise<void> {
+/** `savedq list`: the saved queries, built-in and the user's, by name; a broken definition is a warning line. */
+export async function listCommand(lib: Savedq, options: ListOptions, io: Io): Promise<void> {
   const format = outputFormat(io, options.format);
-  const rows = describeEndpoints();
+  const rows = describeQueries([...(await lib.queries.scan()).queries].sort((a, b) => a.name.localeCompare(b.name)));
+  warn(io, options, lib.takeWarnings());
   const isTable = format === 'table' || format === 'csv';
   const shown = isTable
     ? rows.map((r) => ({

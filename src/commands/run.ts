@@ -1,5 +1,5 @@
 import type { CacheMode, Savedq } from '../library.js';
-import { parsePairs } from '../endpoints/params.js';
+import { parsePairs } from '../queries/params.js';
 import { checkInterrupted, note, outputFormat, warn, writeRows, type CommonOptions, type Io } from './io.js';
 
 /** Options of `savedq run`. */

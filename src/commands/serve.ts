@@ -1,4 +1,5 @@
-import { InputError } from '../errors.js';
+import { DefinitionError, InputError } from '../errors.js';
+import { problemText, QueryCatalog } from '../queries/catalog.js';
 import { loadApiKeys } from '../http/keys.js';
 import { startServer, type RunningServer } from '../http/server.js';
 import type { Savedq } from '../library.js';
@@ -29,6 +30,12 @@ function parsePort(text: string | undefined): number {
 export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io: Io): Promise<void> {
   const apiKeys = loadApiKeys(options.apiKeyFile, io.env);
   const port = parsePort(options.port);
+  // Every definition is read now: a server answers one whole, valid set of saved queries.
+  const { queries, broken } = await lib.queries.scan();
+  if (broken.length > 0) {
+    const lines = broken.flatMap((b) => b.problems.map((p) => `  ${problemText(p)}`));
+    throw new DefinitionError(`serve: ${broken.length} saved query ${broken.length === 1 ? 'definition is' : 'definitions are'} broken; fix ${broken.length === 1 ? 'it' : 'them'} first:\n${lines.join('\n')}`);
+  }
   const log = (line: string) => {
     if (!options.quiet || line.startsWith('warning') || line.includes('failed')) io.stderr.write(`${line}\n`);
   };
@@ -48,7 +55,10 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
     throw new InputError(`cannot listen on ${options.host ?? '127.0.0.1'}:${port}: ${code ?? String(err)}.`);
   }
   // Said even with --quiet: it is where the server is (with --port 0, the only way to know).
-  io.stderr.write(`savedq serve listening on ${server.url} (${lib.config.url === undefined ? 'embedded engine' : 'ClickHouse server'})\n`);
+  io.stderr.write(
+    `savedq serve listening on ${server.url} (${lib.config.url === undefined ? 'embedded engine' : 'ClickHouse server'}, ${queries.length} saved queries)\n`,
+  );
+  const onHangup = () => void reloadQueries(lib, log);
   await new Promise<void>((resolve) => {
     let stopping = false;
     const onSignal = (signal: NodeJS.Signals) => {
@@ -56,6 +66,7 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
       if (stopping) return;
       stopping = true;
       log(`${signal}: finishing requests in flight, then stopping`);
+      process.off('SIGHUP', onHangup);
       void server.close().then(() => {
         process.off('SIGTERM', onSignal);
         process.off('SIGINT', onSignal);
@@ -66,5 +77,23 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
     // else listens to, which would kill the server mid-drain.
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);
+    process.on('SIGHUP', onHangup);
   });
+}
+
+/**
+ * SIGHUP: reads the query folders again and answers from the new set when every definition in it is
+ * valid; otherwise keeps answering from the old set and logs why. Requests under way finish with the
+ * definition they started with.
+ */
+export async function reloadQueries(lib: Savedq, log: (line: string) => void): Promise<boolean> {
+  const next = new QueryCatalog(lib.queries.folders);
+  const { queries, broken } = await next.scan();
+  if (broken.length > 0) {
+    for (const b of broken) for (const p of b.problems) log(`reload failed, still serving the previous queries: ${problemText(p)}`);
+    return false;
+  }
+  lib.useQueries(next);
+  log(`reloaded: ${queries.length} saved queries`);
+  return true;
 }

@@ -1,4 +1,4 @@
-import { parsePairs } from '../endpoints/params.js';
+import { parsePairs } from '../queries/params.js';
 import { SavedqError } from '../errors.js';
 import type { Savedq, WarmOutcome } from '../library.js';
 import { checkInterrupted, report, warn, type CommonOptions, type Io } from './io.js';
@@ -30,7 +30,7 @@ export async function warmCommand(lib: Savedq, options: WarmOptions, io: Io): Pr
   const calls =
     options.endpoint === undefined
       ? undefined
-      : [lib.cachedCallOf({ endpoint: options.endpoint, params: parsePairs(options.params ?? []), at: options.at })];
+      : [await lib.cachedCallOf({ endpoint: options.endpoint, params: parsePairs(options.params ?? []), at: options.at })];
   const outcomes = await lib.warm(calls, options.signal, (outcome, index, total) => {
     const n = `[${index + 1}/${total}]`;
     if (outcome.error) report(io, options, `${n} failed ${describeCall(outcome)}: ${outcome.error.message}`);

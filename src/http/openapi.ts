@@ -1,46 +1,92 @@
-import { endpoints } from '../endpoints/registry.js';
-import type { EndpointDefinition, FieldType } from '../endpoints/types.js';
+import { splitList } from '../queries/param-types.js';
+import type { FieldType, ParamDefinition, SavedQuery } from '../queries/types.js';
 
+/** The JSON Schema of each kind of result field. */
 const schemaOfField: Record<FieldType, object> = {
   string: { type: 'string' },
-  timestamp: { type: 'string', format: 'date-time' },
   integer: { type: 'integer' },
   number: { type: 'number' },
+  boolean: { type: 'boolean' },
+  timestamp: { type: 'string', format: 'date-time' },
+  date: { type: 'string', format: 'date' },
   object: { type: 'object' },
+  array: { type: 'array' },
 };
+
+/** A parameter's value in the schema's own terms: a number for a number, a list for a list. */
+function typedValue(param: ParamDefinition, text: string): unknown {
+  switch (param.type) {
+    case 'integer':
+    case 'number':
+      return Number(text);
+    case 'boolean':
+      return text === 'true';
+    case 'string[]':
+      return splitList(text);
+    default:
+      return text;
+  }
+}
+
+/** The JSON Schema of a parameter's value, as its type, bounds, allowed values and default say. */
+function paramSchema(p: ParamDefinition): object {
+  const enumOf = (values: readonly string[]) =>
+    p.other === 'reject' ? { enum: values.map((v) => typedValue({ ...p, type: p.type === 'string[]' ? 'string' : p.type }, v)) } : { examples: [...values] };
+  const base: Record<string, unknown> = (() => {
+    switch (p.type) {
+      case 'integer':
+        return { type: 'integer', format: 'int64' };
+      case 'number':
+        return { type: 'number', format: 'double' };
+      case 'boolean':
+        return { type: 'boolean' };
+      case 'timestamp':
+        return { type: 'string', format: 'date-time' };
+      case 'date':
+        return { type: 'string', format: 'date' };
+      case 'string[]':
+        return { type: 'array', items: { type: 'string', ...(p.allowed ? enumOf(p.allowed) : {}) } };
+      default:
+        return { type: 'string' };
+    }
+  })();
+  return {
+    ...base,
+    ...(p.allowed && p.type !== 'string[]' ? enumOf(p.allowed) : {}),
+    ...(p.min !== undefined ? { minimum: p.min } : {}),
+    ...(p.max !== undefined ? { maximum: p.max } : {}),
+    ...(p.default !== undefined ? { default: typedValue(p, p.default) } : {}),
+  };
+}
 
 const errorResponse = (description: string) => ({
   description,
   content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
 });
 
-function operation(endpoint: EndpointDefinition, by: 'name' | 'id'): object {
+function operation(query: SavedQuery, by: 'name' | 'id'): object {
   return {
-    operationId: `${endpoint.name.replace(/[^A-Za-z0-9]+(.)/g, (_, c: string) => c.toUpperCase())}${by === 'id' ? 'ById' : ''}`,
-    summary: endpoint.description,
+    operationId: `${query.name.replace(/[^A-Za-z0-9]+(.)/g, (_, c: string) => c.toUpperCase())}${by === 'id' ? 'ById' : ''}`,
+    summary: query.description || query.name,
     description:
-      `${endpoint.description} At most ${endpoint.maxRows} rows. ` +
-      (endpoint.cacheSeconds > 0
-        ? `Cached for ${endpoint.cacheSeconds} s (X-Cache and Age headers; send Cache-Control: no-cache to refresh).`
+      `${query.description ? `${query.description} ` : ''}At most ${query.maxRows} rows. ` +
+      (query.cacheSeconds > 0
+        ? `Cached for ${query.cacheSeconds} s (X-Cache and Age headers; send Cache-Control: no-cache to refresh).`
         : 'Not cached.'),
     security: [{ apiKey: [] }],
-    parameters: endpoint.params.map((p) => ({
+    parameters: query.params.map((p) => ({
       name: p.name,
       in: 'query',
       required: p.required,
-      description: p.description,
-      schema: {
-        type: 'string',
-        ...(p.allowed && p.otherValues === 'reject' ? { enum: [...p.allowed] } : {}),
-        ...(p.allowed && p.otherValues !== 'reject' ? { examples: [...p.allowed] } : {}),
-        ...(p.default !== undefined ? { default: p.default } : {}),
-        ...(p.kind === 'timestamp' ? { format: 'date-time' } : {}),
-      },
+      ...(p.description ? { description: p.description } : {}),
+      // A list is one comma-separated value: ?tags=a,b.
+      ...(p.type === 'string[]' ? { style: 'form', explode: false } : {}),
+      schema: paramSchema(p),
     })),
     responses: {
       '200': {
         description: 'The rows.',
-        headers: endpoint.cacheSeconds > 0
+        headers: query.cacheSeconds > 0
           ? {
               'X-Cache': { schema: { type: 'string', enum: ['HIT', 'MISS'] } },
               Age: { schema: { type: 'integer' }, description: 'Seconds since the result was computed.' },
@@ -54,12 +100,12 @@ function operation(endpoint: EndpointDefinition, by: 'name' | 'id'): object {
               properties: {
                 result: {
                   type: 'array',
-                  maxItems: endpoint.maxRows,
+                  maxItems: query.maxRows,
                   items: {
                     type: 'object',
-                    required: endpoint.fields.map((f) => f.name),
+                    ...(query.fields.length > 0 ? { required: query.fields.map((f) => f.name) } : {}),
                     properties: Object.fromEntries(
-                      endpoint.fields.map((f) => [f.name, { ...schemaOfField[f.type], description: f.description }]),
+                      query.fields.map((f) => [f.name, { ...schemaOfField[f.type], ...(f.description ? { description: f.description } : {}) }]),
                     ),
                   },
                 },
@@ -76,14 +122,14 @@ function operation(endpoint: EndpointDefinition, by: 'name' | 'id'): object {
   };
 }
 
-/** The OpenAPI 3.1 document of the HTTP mode, built from the same registry the library uses. */
-export function openApiDocument(version: string): object {
+/** The OpenAPI 3.1 document of the HTTP mode: every saved query the server answers, by name and by id. */
+export function openApiDocument(version: string, queries: readonly SavedQuery[]): object {
   const paths: Record<string, object> = {
     '/health': { get: { operationId: 'health', summary: 'Liveness; needs no key.', responses: { '200': { description: 'Up.' } } } },
   };
-  for (const endpoint of endpoints) {
-    paths[`/api/endpoints/query/${endpoint.name}`] = { get: operation(endpoint, 'name') };
-    paths[`/api/endpoints/query/${endpoint.id}`] = { get: operation(endpoint, 'id') };
+  for (const query of queries) {
+    paths[`/api/endpoints/query/${query.name}`] = { get: operation(query, 'name') };
+    paths[`/api/endpoints/query/${query.id}`] = { get: operation(query, 'id') };
   }
   return {
     openapi: '3.1.0',

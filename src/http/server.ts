@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { InputError, QueryTimeoutError, SavedqError } from '../errors.js';
-import type { RawParams } from '../endpoints/params.js';
+import type { RawParams } from '../queries/params.js';
 import type { RunResult, Savedq } from '../library.js';
 import { keyChecker } from './keys.js';
 import { openApiDocument } from './openapi.js';
@@ -89,7 +89,15 @@ function withTimeout<T>(promise: Promise<T>, seconds: number): Promise<T> {
 /** Starts `savedq serve`: the thin HTTP mode over the endpoint library. */
 export async function startServer(lib: Savedq, options: ServeOptions): Promise<RunningServer> {
   const isKey = keyChecker(options.apiKeys);
-  const openapi = JSON.stringify(openApiDocument(options.version));
+  // Made again only when the server answers another set of saved queries (after SIGHUP).
+  let openapi = { for: lib.queries, text: '' };
+  const openapiText = async (): Promise<string> => {
+    const queries = lib.queries;
+    if (openapi.for !== queries || openapi.text === '') {
+      openapi = { for: queries, text: JSON.stringify(openApiDocument(options.version, (await queries.scan()).queries)) };
+    }
+    return openapi.text;
+  };
   let inFlight = 0;
   let drained: (() => void) | undefined;
 
@@ -111,7 +119,7 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
       return { what: '/health', cache: '-' };
     }
     if (path === '/openapi.json') {
-      send(res, 200, openapi);
+      send(res, 200, await openapiText());
       return { what: '/openapi.json', cache: '-' };
     }
     const key = req.headers['x-api-key'];

@@ -1,5 +1,5 @@
 import { stringify } from 'csv-stringify/sync';
-import type { Row } from '../endpoints/types.js';
+import type { Row } from '../queries/types.js';
 import type { RenderOptions } from './index.js';
 
 /** RFC 4180: a header row, CRLF line ends, quoting as needed; nested values as JSON text in their cell. */

@@ -1,5 +1,5 @@
 import { InputError } from '../errors.js';
-import type { FieldDefinition, Row } from '../endpoints/types.js';
+import type { FieldDefinition, Row } from '../queries/types.js';
 
 /** The output formats, one renderer each, shared by every command. */
 export const FORMATS = ['table', 'json', 'ndjson', 'csv'] as const;

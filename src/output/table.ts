@@ -1,6 +1,6 @@
 import { Chalk } from 'chalk';
 import Table from 'cli-table3';
-import type { Row } from '../endpoints/types.js';
+import type { Row } from '../queries/types.js';
 import type { RenderOptions } from './index.js';
 
 function cellText(value: unknown, type: string): string {

@@ -7,7 +7,7 @@ import { Readable } from 'node:stream';
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
 import type { Config } from '../config.js';
 import { BusyError, WarehouseError } from '../errors.js';
-import { readSqlFile } from '../endpoints/sql.js';
+import { readSqlFile } from '../package.js';
 import { toWarehouseError } from './errors.js';
 import { loadBatch, MARK_COLUMN, type Batch, type BatchOutcome, type ComputedColumn } from './load.js';
 

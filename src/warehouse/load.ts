@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { read } from 'node:fs';
 import { promisify } from 'node:util';
 import type { ClickHouseSettings } from '@clickhouse/client';
-import { readSqlFile } from '../endpoints/sql.js';
+import { readSqlFile } from '../package.js';
 import { InputError } from '../errors.js';
 import type { TableName, Warehouse, WarehouseRow } from './index.js';
 

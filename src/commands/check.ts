@@ -1,0 +1,59 @@
+import type { Savedq } from '../library.js';
+import { displayPath, problemText } from '../queries/catalog.js';
+import type { DefinitionProblem } from '../queries/definition.js';
+import { DefinitionError, InputError } from '../errors.js';
+import { report, type CommonOptions, type Io } from './io.js';
+
+/** Options of `savedq check`. */
+export interface CheckOptions extends CommonOptions {
+  /** `text` (default) or `json`. */
+  readonly format?: string | undefined;
+}
+
+/** `check` reports as lines of text, or as JSON for tools. */
+export const CHECK_FORMATS = ['text', 'json'];
+
+/** What `check` found of one definition file. */
+export interface CheckedDefinition {
+  readonly file: string;
+  readonly name: string | null;
+  readonly id: string | null;
+  readonly ok: boolean;
+  readonly problems: readonly { line: number; message: string }[];
+}
+
+/**
+ * `savedq check`: reads every definition (built-in and the user's), has the engine parse and plan each
+ * valid query with its parameters bound, and reports each file `ok` or its problems. Throws a
+ * DefinitionError (exit 2) when any is broken; meant for the CI of a team's queries folder.
+ */
+export async function checkCommand(lib: Savedq, options: CheckOptions, io: Io): Promise<CheckedDefinition[]> {
+  if (options.format !== undefined && !CHECK_FORMATS.includes(options.format)) {
+    throw new InputError(`invalid format ${JSON.stringify(options.format)}: one of ${CHECK_FORMATS.join(', ')}.`);
+  }
+  const json = options.format === 'json';
+  const { queries, broken } = await lib.queries.scan();
+  const checked: CheckedDefinition[] = [];
+  for (const query of queries) {
+    options.signal?.throwIfAborted();
+    const objection = await lib.explain(query);
+    const problems: DefinitionProblem[] = objection ? [{ file: query.file, ...objection }] : [];
+    checked.push({ file: query.file, name: query.name, id: query.id, ok: problems.length === 0, problems });
+  }
+  for (const b of broken) checked.push({ file: b.file, name: null, id: null, ok: false, problems: b.problems });
+
+  const bad = checked.filter((c) => !c.ok);
+  if (json) {
+    const rows = checked.map((c) => ({ ...c, file: displayPath(c.file), problems: c.problems.map(({ line, message }) => ({ line, message })) }));
+    io.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
+  } else {
+    for (const c of checked) {
+      if (c.ok) io.stdout.write(`ok     ${c.name}  ${displayPath(c.file)}\n`);
+      else for (const p of c.problems) io.stdout.write(`error  ${problemText({ file: c.file, ...p })}\n`);
+    }
+  }
+  const summary = `${checked.length - bad.length} ok, ${bad.length} broken`;
+  if (bad.length > 0) throw new DefinitionError(`check: ${summary}.`);
+  report(io, options, `check: ${summary}`);
+  return checked;
+}

@@ -1,0 +1,452 @@
+import { createHash } from 'node:crypto';
+import { v5 as uuidV5 } from 'uuid';
+import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node, type Pair, type YAMLMap } from 'yaml';
+import { closest } from '../suggest.js';
+import { clickhouseType, patternError } from './param-types.js';
+import { checkValue } from './params.js';
+import { NOW_PARAM, NOW_TYPE, paramUses, semicolons, toClickHouseParams } from './sql.js';
+import { FIELD_TYPES, NAME_PATTERN, PARAM_TYPES, type FieldDefinition, type FieldType, type ParamDefinition, type ParamType, type SavedQuery } from './types.js';
+
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const PARAM_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
+/** The namespace of derived ids: RFC 4122's URL namespace (CONTRACT §8). */
+const ID_NAMESPACE = '6ba7b811-9dad-11d1-80b4-00c04fd430c8';
+const MAX_ROWS_LIMIT = 1_000_000;
+
+const HEADER_KEYS = ['name', 'id', 'description', 'params', 'fields', 'max_rows', 'cache', 'warm'];
+const PARAM_KEYS = ['type', 'required', 'default', 'allowed', 'other', 'min', 'max', 'description'];
+const FIELD_KEYS = ['type', 'description'];
+
+/** Something wrong with a definition, at a line of its file. */
+export interface DefinitionProblem {
+  readonly file: string;
+  /** 1-based line of the file. */
+  readonly line: number;
+  readonly message: string;
+}
+
+/** A definition read from its file: the query, or what is wrong with it. */
+export type ReadDefinition =
+  | { readonly query: SavedQuery; readonly problems?: undefined; readonly lines: { readonly name: number; readonly id: number } }
+  | { readonly query?: undefined; readonly problems: readonly DefinitionProblem[] };
+
+/** The id a query gets when its header has none: the same on every machine. */
+export function derivedId(name: string): string {
+  return uuidV5(`savedq:${name}`, ID_NAMESPACE);
+}
+
+/** Whether text is a UUID. */
+export function isUuid(text: string): boolean {
+  return UUID_PATTERN.test(text);
+}
+
+/** Thrown inside the reader at the first problem of a part of the header. */
+class Problem extends Error {
+  constructor(
+    readonly line: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Reads a saved query's definition: the YAML header in the file's leading block comment, then the SQL
+ * (CONTRACT §8). Every problem is reported with its line; a definition with any problem yields no query.
+ *
+ * @param defaultName the file's name without `.sql`, the query's name when the header gives none.
+ */
+export function readDefinition(file: string, text: string, defaultName: string, builtin: boolean): ReadDefinition {
+  const lines = new LineIndex(text);
+  const problems: DefinitionProblem[] = [];
+  const problem = (line: number, message: string) => problems.push({ file, line, message });
+
+  // The header: a block comment before anything else but blank space.
+  const start = /^\uFEFF?\s*/.exec(text)?.[0].length ?? 0;
+  let headerText = '';
+  let headerOffset = 0;
+  let sqlOffset = 0;
+  if (text.startsWith('/*', start)) {
+    const end = text.indexOf('*/', start + 2);
+    if (end < 0) return { problems: [{ file, line: lines.lineAt(start), message: 'the header comment never ends: no */ after /*.' }] };
+    headerOffset = start + 2;
+    headerText = text.slice(headerOffset, end);
+    sqlOffset = end + 2;
+  }
+
+  const header = parseHeader(headerText, (offset) => lines.lineAt(headerOffset + offset), problem);
+  const sql = text.slice(sqlOffset);
+  if (!header) return { problems };
+
+  const sqlStart = sqlOffset + (/^\s*/.exec(sql)?.[0].length ?? 0);
+  if (sql.trim() === '') problem(lines.lineAt(sqlOffset), 'no SQL after the header.');
+  const { final, breaks } = semicolons(sql);
+  for (const offset of breaks) {
+    problem(lines.lineAt(sqlOffset + offset), 'a saved query is one statement: nothing may follow its ;.');
+  }
+
+  const name = header.name ?? defaultName;
+  if (header.name === undefined && !NAME_PATTERN.test(name)) {
+    problem(1, `the file name gives the query the name '${name}', which is not a valid name: lowercase letters, digits, '.', '_' and '-', starting with a letter or digit, at most 64; set name: in the header or rename the file.`);
+  }
+
+  // Every @name must be declared, and every declared parameter used.
+  const declared = new Map(header.params.map((p) => [p.definition.name, p]));
+  const used = new Set<string>();
+  for (const use of paramUses(sql)) {
+    used.add(use.name);
+    if (use.name !== NOW_PARAM && !declared.has(use.name)) {
+      const guess = closest(use.name, [...declared.keys()]);
+      problem(
+        lines.lineAt(sqlOffset + use.offset),
+        `@${use.name} is used but not declared under params.${guess ? ` Did you mean @${guess}?` : ''}`,
+      );
+    }
+  }
+  for (const { definition, line } of header.params) {
+    if (!used.has(definition.name)) problem(line, `parameter '${definition.name}' is declared but the SQL never uses @${definition.name}.`);
+  }
+  if (problems.length > 0) return { problems };
+
+  const params = header.params.map((p) => p.definition);
+  const types = new Map(params.map((p) => [p.name, clickhouseType(p)]));
+  types.set(NOW_PARAM, NOW_TYPE);
+  // A final ; goes: the library appends the query's settings after the statement.
+  const body = (final === undefined ? sql : sql.slice(0, final) + sql.slice(final + 1)).trim();
+  return {
+    query: {
+      name,
+      id: header.id ?? derivedId(name),
+      description: header.description,
+      params,
+      fields: header.fields,
+      maxRows: header.maxRows,
+      cacheSeconds: header.cache,
+      warmSeconds: header.warm,
+      file,
+      builtin,
+      sql: body,
+      sqlLine: lines.lineAt(sqlStart),
+      boundSql: toClickHouseParams(body, types),
+      digest: definitionDigest(body, params, header.maxRows),
+    },
+    lines: header.lines,
+  };
+}
+
+/** The digest of what decides a query's result: its SQL, its parameters and its row limit. */
+function definitionDigest(sql: string, params: readonly ParamDefinition[], maxRows: number): string {
+  const shape = params.map(({ description: _description, ...rest }) => rest);
+  return createHash('sha256').update(JSON.stringify([sql, shape, maxRows])).digest('base64url').slice(0, 22);
+}
+
+/** The header's settings, read and checked. */
+interface Header {
+  name: string | undefined;
+  id: string | undefined;
+  /** Lines of the name and the id (1, the file's first, when the header gives none). */
+  lines: { name: number; id: number };
+  description: string;
+  params: { definition: ParamDefinition; line: number }[];
+  fields: FieldDefinition[];
+  maxRows: number;
+  cache: number;
+  warm: number;
+}
+
+/** Reads the YAML header; reports each problem and returns undefined if there was any. */
+function parseHeader(
+  text: string,
+  lineOf: (offset: number) => number,
+  problem: (line: number, message: string) => void,
+): Header | undefined {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false, intAsBigInt: true, uniqueKeys: true });
+  if (doc.errors.length > 0) {
+    for (const err of doc.errors) problem(lineOf(err.pos[0]), `the header is not valid YAML: ${yamlMessage(err.message)}`);
+    return undefined;
+  }
+  const header: Header = { name: undefined, id: undefined, lines: { name: 1, id: 1 }, description: '', params: [], fields: [], maxRows: 1000, cache: 0, warm: 0 };
+  const root = doc.contents;
+  if (root === null || (isScalar(root) && root.value === null)) return header;
+  const at: LineOf = (node) => lineOf(node?.range?.[0] ?? 0);
+  if (!isMap(root)) {
+    problem(at(root), `the header must be YAML keys (${HEADER_KEYS.join(', ')}), not ${describeNode(root)}.`);
+    return undefined;
+  }
+
+  let failed = false;
+  const attempt = (fn: () => void) => {
+    try {
+      fn();
+    } catch (err) {
+      if (!(err instanceof Problem)) throw err;
+      problem(err.line, err.message);
+      failed = true;
+    }
+  };
+  let warmLine = 0;
+  for (const [pair, keyLine] of mapEntries(root, 0, 'the header', at)) {
+    attempt(() => {
+      const key = keyName(pair, keyLine, 'key');
+      const line = pair.value ? at(pair.value) : keyLine;
+      const value = pair.value;
+      switch (key) {
+        case 'name': {
+          const name = text_(value, line, 'name');
+          if (!NAME_PATTERN.test(name)) {
+            throw new Problem(line, `invalid name '${name}': lowercase letters, digits, '.', '_' and '-', starting with a letter or digit, at most 64.`);
+          }
+          header.name = name;
+          header.lines.name = line;
+          break;
+        }
+        case 'id': {
+          const id = text_(value, line, 'id');
+          if (!isUuid(id)) throw new Problem(line, `invalid id '${id}': expected a UUID such as 1b4e28ba-2fa1-41d2-883f-0016d3cca427.`);
+          header.id = id.toLowerCase();
+          header.lines.id = line;
+          break;
+        }
+        case 'description':
+          header.description = text_(value, line, 'description');
+          break;
+        case 'max_rows':
+          header.maxRows = wholeNumber(value, line, 'max_rows', 1, MAX_ROWS_LIMIT);
+          break;
+        case 'cache':
+          header.cache = wholeNumber(value, line, 'cache', 0, 31_536_000);
+          break;
+        case 'warm':
+          header.warm = wholeNumber(value, line, 'warm', 0, 31_536_000);
+          warmLine = line;
+          break;
+        case 'params':
+          for (const [paramPair, paramLine] of mapEntries(value, line, 'params', at)) {
+            attempt(() => header.params.push({ definition: readParam(paramPair, paramLine, at), line: paramLine }));
+          }
+          break;
+        case 'fields':
+          for (const [fieldPair, fieldLine] of mapEntries(value, line, 'fields', at)) {
+            attempt(() => header.fields.push(readField(fieldPair, fieldLine, at)));
+          }
+          break;
+        default:
+          throw unknownKey(key, HEADER_KEYS, 'the header', keyLine);
+      }
+    });
+  }
+  attempt(() => {
+    if (header.warm > 0 && header.cache === 0) throw new Problem(warmLine, 'warm needs cache: a result that is never cached cannot be warmed.');
+    if (header.warm > 0 && header.warm >= header.cache) {
+      throw new Problem(warmLine, `warm (${header.warm} s) must be less than cache (${header.cache} s), or the result expires before it is warmed.`);
+    }
+  });
+  return failed ? undefined : header;
+}
+
+function readParam(pair: Pair<Node, Node | null>, line: number, at: LineOf): ParamDefinition {
+  const name = keyName(pair, line, 'parameter name');
+  if (!PARAM_NAME_PATTERN.test(name)) {
+    throw new Problem(line, `invalid parameter name '${name}': letters, digits and '_', not starting with a digit.`);
+  }
+  if (name === NOW_PARAM) throw new Problem(line, `'${NOW_PARAM}' is reserved: @now is the instant the query runs as of (run --at); do not declare it.`);
+  const settings = new Map<string, { node: Node | null; line: number }>();
+  if (pair.value !== null && !(isScalar(pair.value) && pair.value.value === null)) {
+    for (const [setting, settingLine] of mapEntries(pair.value, line, `parameter '${name}'`, at)) {
+      const key = keyName(setting, settingLine, 'key');
+      if (!PARAM_KEYS.includes(key)) throw unknownKey(key, PARAM_KEYS, `parameter '${name}'`, settingLine);
+      settings.set(key, { node: setting.value, line: setting.value ? at(setting.value) : settingLine });
+    }
+  }
+  const get = (key: string) => settings.get(key);
+  const what = (key: string) => `${key} of parameter '${name}'`;
+
+  const typeSetting = get('type');
+  const type = (typeSetting ? text_(typeSetting.node, typeSetting.line, what('type')) : 'string') as ParamType;
+  if (!PARAM_TYPES.includes(type)) throw unknownKey(type, [...PARAM_TYPES], `parameter '${name}'`, typeSetting?.line ?? line, 'type');
+
+  const required = get('required') ? flag(get('required')?.node ?? null, get('required')?.line ?? line, what('required')) : false;
+  const description = get('description') ? text_(get('description')?.node ?? null, get('description')?.line ?? line, what('description')) : '';
+
+  const numeric = type === 'integer' || type === 'number';
+  const bound = (key: 'min' | 'max'): number | undefined => {
+    const setting = get(key);
+    if (!setting) return undefined;
+    if (!numeric) throw new Problem(setting.line, `${key} applies only to integer and number parameters, not to '${name}' (${type}).`);
+    const value = scalarValue(setting.node);
+    const n = typeof value === 'bigint' ? Number(value) : value;
+    if (typeof n !== 'number' || !Number.isFinite(n) || (type === 'integer' && !Number.isInteger(n))) {
+      throw new Problem(setting.line, `${what(key)} must be ${type === 'integer' ? 'an integer' : 'a number'}.`);
+    }
+    return n;
+  };
+  const min = bound('min');
+  const max = bound('max');
+  if (min !== undefined && max !== undefined && min > max) throw new Problem(get('min')?.line ?? line, `min (${min}) of parameter '${name}' is greater than its max (${max}).`);
+
+  // Checked as values of the parameter's own type, the way a value from the command line is.
+  const shape: ParamDefinition = { name, type, description, required, other: 'reject', ...(min !== undefined ? { min } : {}), ...(max !== undefined ? { max } : {}) };
+  const asValue = (node: Node | null, valueLine: number, key: string, of: ParamDefinition): string => {
+    const raw = valueText(node, valueLine, what(key), type === 'string[]');
+    const checked = checkValue(of, raw);
+    if ('reason' in checked) throw new Problem(valueLine, `${what(key)} ${JSON.stringify(raw)} is not ${checked.reason}.`);
+    const badPattern = type === 'regex' ? patternError(checked.value) : undefined;
+    if (badPattern !== undefined) throw new Problem(valueLine, `${what(key)} ${JSON.stringify(raw)} is not an RE2 regular expression (${badPattern}).`);
+    return checked.value;
+  };
+
+  let allowed: string[] | undefined;
+  const allowedSetting = get('allowed');
+  if (allowedSetting) {
+    const node = allowedSetting.node;
+    if (!isSeq(node) || node.items.length === 0) throw new Problem(allowedSetting.line, `${what('allowed')} must be a non-empty list of values.`);
+    const itemType = { ...shape, type: type === 'string[]' ? ('string' as const) : type };
+    allowed = (node.items as Node[]).map((item) => {
+      const value = asValue(item, at(item), 'allowed', itemType);
+      if (type === 'string[]' && value.includes(',')) throw new Problem(at(item), `${what('allowed')}: an item of a string[] cannot hold a comma.`);
+      return value;
+    });
+  }
+
+  const otherSetting = get('other');
+  const other = otherSetting ? text_(otherSetting.node, otherSetting.line, what('other')) : 'reject';
+  if (other !== 'reject' && other !== 'default') throw new Problem(otherSetting?.line ?? line, `${what('other')} must be reject or default, not '${other}'.`);
+  if (otherSetting && !allowed) throw new Problem(otherSetting.line, `other of parameter '${name}' needs allowed: it says what a value outside allowed does.`);
+
+  let defaultValue: string | undefined;
+  const defaultSetting = get('default');
+  if (defaultSetting && !isNull(defaultSetting.node)) {
+    if (required) throw new Problem(defaultSetting.line, `parameter '${name}' is required, so a default would never be used; drop one of them.`);
+    // A default outside `allowed` is refused even when `other: default` would let a value fall back to it.
+    defaultValue = asValue(defaultSetting.node, defaultSetting.line, 'default', { ...shape, ...(allowed ? { allowed } : {}) });
+    if (defaultValue === '') defaultValue = undefined;
+  }
+  if (other === 'default' && defaultValue === undefined) {
+    throw new Problem(otherSetting?.line ?? line, `other: default of parameter '${name}' needs a default value to fall back to.`);
+  }
+
+  return {
+    ...shape,
+    other: other as 'reject' | 'default',
+    ...(allowed ? { allowed } : {}),
+    ...(defaultValue !== undefined ? { default: defaultValue } : {}),
+  };
+}
+
+function readField(pair: Pair<Node, Node | null>, line: number, at: LineOf): FieldDefinition {
+  const name = keyName(pair, line, 'field name');
+  const field = { name, type: 'string' as FieldType, description: '' };
+  if (isNull(pair.value)) return field;
+  for (const [setting, settingLine] of mapEntries(pair.value, line, `field '${name}'`, at)) {
+    const key = keyName(setting, settingLine, 'key');
+    const valueLine = setting.value ? at(setting.value) : settingLine;
+    if (key === 'type') {
+      const type = text_(setting.value, valueLine, `type of field '${name}'`);
+      if (!(FIELD_TYPES as readonly string[]).includes(type)) throw unknownKey(type, [...FIELD_TYPES], `field '${name}'`, valueLine, 'type');
+      field.type = type as FieldType;
+    } else if (key === 'description') {
+      field.description = text_(setting.value, valueLine, `description of field '${name}'`);
+    } else {
+      throw unknownKey(key, FIELD_KEYS, `field '${name}'`, settingLine);
+    }
+  }
+  return field;
+}
+
+/** Where a node starts: the line of its first character. */
+type LineOf = (node: Node | null | undefined) => number;
+
+/** The entries of a YAML mapping, each with the line of its key. */
+function mapEntries(node: Node | null, line: number, what: string, at: LineOf): [Pair<Node, Node | null>, number][] {
+  if (isNull(node)) return [];
+  if (!isMap(node)) throw new Problem(line, `${what} must be YAML keys, not ${describeNode(node)}.`);
+  return ((node as YAMLMap<Node, Node | null>).items as Pair<Node, Node | null>[]).map((pair) => [pair, at(pair.key)]);
+}
+
+function keyName(pair: Pair<Node, Node | null>, line: number, what: string): string {
+  const key = pair.key;
+  if (!isScalar(key) || (typeof key.value !== 'string' && typeof key.value !== 'number' && typeof key.value !== 'bigint')) {
+    throw new Problem(line, `a ${what} must be plain text.`);
+  }
+  return String(key.value);
+}
+
+function unknownKey(key: string, known: readonly string[], where: string, line: number, what = 'key'): Problem {
+  const guess = closest(key, known);
+  return new Problem(line, `unknown ${what} '${key}' in ${where}.${guess ? ` Did you mean ${guess}?` : ''} Known: ${known.join(', ')}.`);
+}
+
+function isNull(node: Node | null | undefined): boolean {
+  return node === null || node === undefined || (isScalar(node) && node.value === null);
+}
+
+function scalarValue(node: Node | null): unknown {
+  return isScalar(node) ? node.value : undefined;
+}
+
+function describeNode(node: Node | null): string {
+  if (isMap(node)) return 'keys';
+  if (isSeq(node)) return 'a list';
+  const value = scalarValue(node);
+  return value === null || value === undefined ? 'nothing' : `${typeof value === 'string' ? 'text' : typeof value === 'bigint' ? 'a number' : `a ${typeof value}`}`;
+}
+
+/** A text setting. */
+function text_(node: Node | null, line: number, what: string): string {
+  const value = scalarValue(node);
+  if (typeof value !== 'string') throw new Problem(line, `${what} must be text, not ${describeNode(node)}.`);
+  return value;
+}
+
+function flag(node: Node | null, line: number, what: string): boolean {
+  const value = scalarValue(node);
+  if (typeof value !== 'boolean') throw new Problem(line, `${what} must be true or false, not ${describeNode(node)}.`);
+  return value;
+}
+
+function wholeNumber(node: Node | null, line: number, what: string, min: number, max: number): number {
+  const value = scalarValue(node);
+  const n = typeof value === 'bigint' ? Number(value) : value;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max) {
+    throw new Problem(line, `${what} must be a whole number from ${min} to ${max}, not ${describeNode(node) === 'a number' ? String(value) : describeNode(node)}.`);
+  }
+  return n;
+}
+
+/** A scalar as the text a user would have typed for it; a list (for string[]) as comma-separated text. */
+function valueText(node: Node | null, line: number, what: string, list: boolean): string {
+  if (list && isSeq(node)) {
+    return (node.items as Node[]).map((item) => valueText(item, line, what, false)).join(',');
+  }
+  const value = scalarValue(node);
+  if (typeof value === 'string') return value;
+  if (typeof value === 'bigint' || typeof value === 'number' || typeof value === 'boolean') return String(value);
+  throw new Problem(line, `${what} must be a single value, not ${describeNode(node)}.`);
+}
+
+/** The YAML library's message without its position (the line is given separately). */
+function yamlMessage(message: string): string {
+  return (message.split('\n')[0] ?? '').replace(/ at line \d+, column \d+:?$/, '').replace(/\.?$/, '.');
+}
+
+/** Line numbers of offsets in a text. */
+class LineIndex {
+  readonly #starts: number[] = [0];
+
+  constructor(text: string) {
+    for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) this.#starts.push(i + 1);
+  }
+
+  /** The 1-based line of an offset. */
+  lineAt(offset: number): number {
+    let lo = 0;
+    let hi = this.#starts.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if ((this.#starts[mid] as number) <= offset) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo + 1;
+  }
+}

@@ -1,0 +1,98 @@
+import { InputError } from '../errors.js';
+import { closest } from '../suggest.js';
+import { allowedItems, boundsText, patternError, typeRules, withinBounds } from './param-types.js';
+import type { NormalisedParams, ParamDefinition, SavedQuery } from './types.js';
+
+/** Raw parameters as given: name/value pairs, in order, possibly repeated. */
+export type RawParams = ReadonlyArray<readonly [string, string]>;
+
+/** Quotes a user's value for an error message: JSON-escaped, and shortened when long. */
+export function quoteValue(value: string): string {
+  const short = value.length > 60 ? `${value.slice(0, 57)}...` : value;
+  return JSON.stringify(short);
+}
+
+/** What a parameter accepts, for messages. */
+export function accepted(param: ParamDefinition): string {
+  if (param.allowed) {
+    const list = `one of ${param.allowed.join(', ')}`;
+    return param.type === 'string[]' ? `comma-separated items, each ${list}` : list;
+  }
+  const bounds = boundsText(param);
+  if (param.type === 'string') return param.required ? 'a non-empty string' : 'text';
+  return `${typeRules(param.type).accepts}${bounds ? ` ${bounds}` : ''}`;
+}
+
+/** Parses `k=v` command-line pairs. */
+export function parsePairs(pairs: readonly string[]): RawParams {
+  return pairs.map((pair) => {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw new InputError(`invalid parameter ${quoteValue(pair)}: expected name=value.`);
+    return [pair.slice(0, eq), pair.slice(eq + 1)] as const;
+  });
+}
+
+/**
+ * Validates raw parameters against a saved query's declaration and returns every declared parameter
+ * in canonical text with defaults applied, so that equivalent calls normalise to the same object.
+ * Throws an InputError naming the parameter and what it accepts; nothing is run on bad input.
+ */
+export function normaliseParams(query: SavedQuery, raw: RawParams): NormalisedParams {
+  const given = new Map<string, string>();
+  for (const [name, value] of raw) {
+    const param = query.params.find((p) => p.name === name);
+    if (!param) {
+      const names = query.params.map((p) => p.name);
+      const guess = closest(name, names);
+      const known = names.length > 0 ? `Parameters: ${names.join(', ')}.` : 'It takes no parameters.';
+      throw new InputError(`unknown parameter ${quoteValue(name)} for ${query.name}.${guess ? ` Did you mean ${guess}?` : ''} ${known}`);
+    }
+    if (given.has(name)) throw new InputError(`parameter '${name}' is given more than once.`);
+    given.set(name, value);
+  }
+
+  const result: Record<string, string> = {};
+  for (const param of query.params) {
+    const value = given.get(param.name) ?? '';
+    if (value === '' && param.required) {
+      throw new InputError(`missing parameter '${param.name}' for ${query.name}: ${accepted(param)}.`);
+    }
+    const checked = checkValue(param, value);
+    if ('reason' in checked) {
+      throw new InputError(`invalid value ${quoteValue(value)} for parameter '${param.name}': ${checked.reason}.`);
+    }
+    result[param.name] = checked.value;
+  }
+  return result;
+}
+
+/**
+ * Checks the values of a call's `regex` parameters with RE2: an InputError naming the first that does
+ * not compile. Run before a query runs (whatever the data, a bad pattern never reaches the engine).
+ */
+export function checkPatterns(query: SavedQuery, params: NormalisedParams): void {
+  for (const param of query.params) {
+    const value = params[param.name] ?? '';
+    if (param.type !== 'regex' || value === '') continue;
+    const reason = patternError(value);
+    if (reason !== undefined) {
+      throw new InputError(`invalid value ${quoteValue(value)} for parameter '${param.name}': not an RE2 regular expression (${reason}).`);
+    }
+  }
+}
+
+/**
+ * A value's canonical text, or why the parameter refuses it (a pattern is checked by checkPatterns). Empty is absent: the default, or ''. The
+ * same check applies to command-line and HTTP values and to a definition's own default.
+ */
+export function checkValue(param: ParamDefinition, value: string): { value: string } | { reason: string } {
+  if (value === '') return { value: param.default ?? '' };
+  const typed = typeRules(param.type).canonical(value);
+  if ('reason' in typed) return { reason: typed.reason ?? accepted(param) };
+  if (param.allowed && !allowedItems(param, typed.value).every((item) => param.allowed?.includes(item))) {
+    if (param.other === 'default' && param.default !== undefined) return { value: param.default };
+    return { reason: accepted(param) };
+  }
+  if (!withinBounds(param, typed.value)) return { reason: accepted(param) };
+  return typed;
+}

@@ -1,0 +1,148 @@
+import type { ClickHouseSettings } from '@clickhouse/client';
+import { InputError, SavedqError } from '../errors.js';
+import { toClickHouseDateTime, type Micros } from '../time.js';
+import type { Warehouse } from '../warehouse/index.js';
+import { bindValue, type BoundValue } from './param-types.js';
+import { quoteValue } from './params.js';
+import { NOW_PARAM } from './sql.js';
+import type { NormalisedParams, ParamType, Row, SavedQuery } from './types.js';
+
+/** How a saved query is run. */
+export interface ExecuteOptions {
+  /** The instant the query runs "as of". */
+  readonly now: Micros;
+  /** Per-query time limit, enforced by the engine. */
+  readonly timeoutSeconds: number;
+  readonly signal?: AbortSignal | undefined;
+}
+
+/** A saved query can read, never write, and cannot take the whole machine. */
+const MAX_MEMORY_BYTES = 4 * 1024 ** 3;
+
+/** The values bound to the query's `{name:Type}` parameters. */
+export function bindValues(query: SavedQuery, params: NormalisedParams, now: Micros): Record<string, BoundValue> {
+  const values: Record<string, BoundValue> = { [NOW_PARAM]: toClickHouseDateTime(now) };
+  for (const param of query.params) values[param.name] = bindValue(param, params[param.name] ?? '');
+  return values;
+}
+
+/**
+ * The settings every saved query runs under: read-only, a time limit, a memory limit, and the row
+ * limit, all set by the library so no saved query can write or exhaust the machine.
+ */
+export function querySettings(query: SavedQuery, timeoutSeconds: number): ClickHouseSettings {
+  return {
+    readonly: '2',
+    max_execution_time: timeoutSeconds,
+    max_memory_usage: String(MAX_MEMORY_BYTES),
+    limit: String(query.maxRows),
+  };
+}
+
+/** Runs a saved query with validated parameters and returns its rows, shaped as its fields declare. */
+export async function executeQuery(
+  warehouse: Warehouse,
+  query: SavedQuery,
+  params: NormalisedParams,
+  options: ExecuteOptions,
+): Promise<Row[]> {
+  const settings = querySettings(query, options.timeoutSeconds);
+  let rows;
+  try {
+    rows = await warehouse.query(query.boundSql, bindValues(query, params, options.now), settings, options.signal);
+  } catch (err) {
+    throw asInputError(err, query, params) ?? err;
+  }
+  const jsonFields = query.fields.filter((f) => f.type === 'object' || f.type === 'array').map((f) => f.name);
+  const limited = rows.length > query.maxRows ? rows.slice(0, query.maxRows) : rows;
+  if (jsonFields.length > 0) {
+    for (const row of limited) {
+      for (const name of jsonFields) row[name] = parseJsonField(row[name]);
+    }
+  }
+  return limited;
+}
+
+/** An object field the tables keep as JSON text (`metadata`) is returned as the object. */
+function parseJsonField(value: unknown): unknown {
+  if (typeof value !== 'string') return value;
+  try {
+    return JSON.parse(value);
+  } catch {
+    return value;
+  }
+}
+
+/**
+ * A pattern the engine's RE2 cannot compile is the caller's mistake, not the warehouse's. Patterns are
+ * checked before anything runs; this covers the rare one the engine's RE2 refuses and the check let by.
+ */
+function asInputError(err: unknown, query: SavedQuery, params: NormalisedParams): InputError | undefined {
+  const cause = err instanceof SavedqError ? err.cause : err;
+  const type = (cause as { type?: unknown } | undefined)?.type;
+  const message = String((cause as { message?: unknown } | undefined)?.message ?? '');
+  if (type !== 'CANNOT_COMPILE_REGEXP' && !/cannot compile re2/i.test(message)) return undefined;
+  const param = query.params.find((p) => p.type === 'regex' && params[p.name] !== '');
+  if (!param) return undefined;
+  const reason = /cannot compile re2: .*?, error: ([^.]*)/.exec(message)?.[1];
+  return new InputError(
+    `invalid value ${quoteValue(params[param.name] ?? '')} for parameter '${param.name}': not an RE2 regular expression${reason ? ` (${reason})` : ''}.`,
+  );
+}
+
+/** The engine's errors that say nothing about a query: credentials, resources, time. */
+const NOT_THE_QUERY = new Set([
+  'AUTHENTICATION_FAILED',
+  'WRONG_PASSWORD',
+  'UNKNOWN_USER',
+  'REQUIRED_PASSWORD',
+  'UNKNOWN_DATABASE',
+  'TIMEOUT_EXCEEDED',
+  'NOT_ENOUGH_SPACE',
+  'MEMORY_LIMIT_EXCEEDED',
+  'TOO_MANY_SIMULTANEOUS_QUERIES',
+]);
+
+/** A value of each type for asking the engine about a query without running it. */
+const SAMPLE_VALUES: Record<ParamType, string> = {
+  string: 'x',
+  regex: 'x',
+  integer: '1',
+  number: '1',
+  boolean: 'true',
+  timestamp: '2026-01-01T00:00:00Z',
+  date: '2026-01-01',
+  'string[]': 'x',
+};
+
+/**
+ * Has the engine parse and plan a saved query with its parameters bound (to their default, an allowed
+ * value, or a value of their type), without running it. Returns the engine's objection, with the line
+ * of the file it points at when it says; undefined when it has none. A warehouse that cannot be
+ * reached is thrown, as for a run.
+ */
+export async function explainQuery(
+  warehouse: Warehouse,
+  query: SavedQuery,
+  now: Micros,
+): Promise<{ line: number; message: string } | undefined> {
+  const params: Record<string, string> = {};
+  for (const p of query.params) {
+    const sample = p.default ?? p.allowed?.[0] ?? (p.min !== undefined ? String(p.min) : p.max !== undefined ? String(p.max) : SAMPLE_VALUES[p.type]);
+    params[p.name] = sample;
+  }
+  try {
+    await warehouse.query(`EXPLAIN ${query.boundSql}`, bindValues(query, params, now), querySettings(query, 30));
+    return undefined;
+  } catch (err) {
+    const cause = (err instanceof SavedqError ? err.cause : err) as { type?: unknown; message?: unknown } | undefined;
+    // The engine's own errors carry a type; anything else (unreachable, busy), and the engine's errors
+    // about the connection rather than the query, are not the query's fault.
+    if (typeof cause?.type !== 'string' || cause.type === '' || NOT_THE_QUERY.has(cause.type)) throw err;
+    const message = String(cause.message ?? '').split('\n')[0]?.trim() ?? '';
+    const at = /\(line (\d+), col \d+\)/.exec(message);
+    const line = at ? query.sqlLine + Number(at[1]) - 1 : query.sqlLine;
+    const text = message.length > 300 ? `${message.slice(0, 297)}...` : message;
+    return { line, message: `the engine refuses the query: ${text} (${cause.type})` };
+  }
+}

@@ -1,0 +1,76 @@
+/** A saved query's name: what the command line and URLs address it by. */
+export const NAME_PATTERN = /^[a-z0-9][a-z0-9_.-]{0,63}$/;
+
+/** The types a saved query's parameter can have (CONTRACT §8). */
+export const PARAM_TYPES = ['string', 'regex', 'integer', 'number', 'boolean', 'timestamp', 'date', 'string[]'] as const;
+export type ParamType = (typeof PARAM_TYPES)[number];
+
+/** A declared parameter of a saved query. Every value arrives as text and is checked against its type. */
+export interface ParamDefinition {
+  readonly name: string;
+  readonly type: ParamType;
+  readonly description: string;
+  /** Required parameters must be present and non-empty. */
+  readonly required: boolean;
+  /** The values the parameter takes, in their canonical text. */
+  readonly allowed?: readonly string[];
+  /**
+   * What a value outside `allowed` does: `reject` makes it an input error; `default` makes it behave as
+   * the default (the spec's "any other value behaves as …").
+   */
+  readonly other: 'reject' | 'default';
+  /** The value used when the parameter is absent or empty, in its canonical text. */
+  readonly default?: string;
+  /** Bounds of an integer or number parameter, inclusive. */
+  readonly min?: number;
+  readonly max?: number;
+}
+
+/** The JSON types a result field can be documented as, in `list`, `describe` and OpenAPI. */
+export const FIELD_TYPES = ['string', 'integer', 'number', 'boolean', 'timestamp', 'date', 'object', 'array'] as const;
+export type FieldType = (typeof FIELD_TYPES)[number];
+
+/** A field of a result row. */
+export interface FieldDefinition {
+  readonly name: string;
+  readonly type: FieldType;
+  readonly description: string;
+}
+
+/** A saved query: one `.sql` file, its YAML header read into data. */
+export interface SavedQuery {
+  readonly name: string;
+  /** A UUID; never changes between versions and machines. */
+  readonly id: string;
+  readonly description: string;
+  readonly params: readonly ParamDefinition[];
+  /** The documented row fields; may be empty. */
+  readonly fields: readonly FieldDefinition[];
+  /** The library never returns more rows than this. */
+  readonly maxRows: number;
+  /** How long a result may be served from the cache; 0 = never cached. */
+  readonly cacheSeconds: number;
+  /** How old a cached result must be before `warm` refreshes it; 0 = not warmed. */
+  readonly warmSeconds: number;
+  /** The file the query was read from. */
+  readonly file: string;
+  /** Whether it ships with savedq. */
+  readonly builtin: boolean;
+  /** The SQL as written, after the header. */
+  readonly sql: string;
+  /** The line of the file the SQL starts on (1-based). */
+  readonly sqlLine: number;
+  /** The SQL with each `@name` turned into a typed query parameter `{name:Type}`. */
+  readonly boundSql: string;
+  /**
+   * A digest of what decides the result (the SQL, the parameters, the row limit): part of every cache
+   * key, so a result of an edited query's old text is never served.
+   */
+  readonly digest: string;
+}
+
+/** Parameters after validation: every declared one, in canonical text, defaults applied, nothing else. */
+export type NormalisedParams = Readonly<Record<string, string>>;
+
+/** A result row: field name to JSON value. */
+export type Row = Record<string, unknown>;
