@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,6 +26,9 @@ export function findEndpoint(name: string): SavedQuery {
   return found;
 }
 
+/** A configuration folder that does not exist: tests never read the saved queries of whoever runs them. */
+export const NO_CONFIG = join(tmpdir(), 'savedq-tests-have-no-config');
+
 /** The fixed instant the engine tests run "as of". */
 export const AT = '2026-03-10T12:34:56.789012Z';
 export const AT_MICROS = parseIsoTimestamp(AT) as bigint;
@@ -41,11 +44,11 @@ export function tempDir(prefix = 'savedq-test-'): string {
  * A library on a fresh data directory and cache file. The embedded engine binds one data directory per
  * process, so a test file uses one library and keeps its cases apart by project name.
  */
-export function testLibrary(options: { clock?: Clock } = {}): Savedq {
+export function testLibrary(options: { clock?: Clock; queries?: readonly string[] } = {}): Savedq {
   const dir = tempDir();
   const lib = new Savedq(
-    resolveConfig({ dataDir: join(dir, 'data'), cacheFile: join(dir, 'cache.sqlite') }, {}),
-    options,
+    resolveConfig({ dataDir: join(dir, 'data'), cacheFile: join(dir, 'cache.sqlite'), queries: options.queries }, { XDG_CONFIG_HOME: NO_CONFIG }),
+    options.clock ? { clock: options.clock } : {},
   );
   afterAll(() => lib.close());
   return lib;
@@ -83,7 +86,7 @@ export interface CliResult {
 export function cli(args: readonly string[], options: { env?: Record<string, string>; input?: string } = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [binPath, ...args], {
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...options.env },
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', XDG_CONFIG_HOME: NO_CONFIG, ...options.env },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let stdout = '';
@@ -114,4 +117,43 @@ export function captureIo(stdin = ''): Io & { out: () => string; err: () => stri
     out: () => captured.out,
     err: () => captured.err,
   };
+}
+
+/** A `savedq serve` child process, once it listens. */
+export interface ServeProcess {
+  readonly child: ChildProcess;
+  readonly url: string;
+  readonly exited: Promise<number | null>;
+  /** Everything it has written on standard error so far. */
+  stderr(): string;
+  /** Waits until its standard error matches. */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<void>;
+}
+
+/** Starts `savedq serve --port 0` with this environment (and PATH); resolves once it listens. */
+export async function startServe(env: Record<string, string>, args: readonly string[] = []): Promise<ServeProcess> {
+  const child = spawn(process.execPath, [binPath, ...args, 'serve', '--port', '0'], { env: { PATH: process.env.PATH ?? '', XDG_CONFIG_HOME: NO_CONFIG, ...env } });
+  afterAll(() => {
+    child.kill('SIGKILL');
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  let stderr = '';
+  const waiters: { pattern: RegExp; resolve: () => void }[] = [];
+  child.stderr?.setEncoding('utf8').on('data', (d: string) => {
+    stderr += d;
+    for (const w of waiters.filter((w) => w.pattern.test(stderr))) {
+      waiters.splice(waiters.indexOf(w), 1);
+      w.resolve();
+    }
+  });
+  const waitFor = (pattern: RegExp, timeoutMs = 20_000) =>
+    new Promise<void>((resolve, reject) => {
+      if (pattern.test(stderr)) return resolve();
+      const timer = setTimeout(() => reject(new Error(`serve never printed ${pattern}; it printed:\n${stderr}`)), timeoutMs);
+      waiters.push({ pattern, resolve: () => (clearTimeout(timer), resolve()) });
+      void exited.then(() => setTimeout(() => reject(new Error(`serve exited; it printed:\n${stderr}`)), 50));
+    });
+  await waitFor(/listening on http:\S+/);
+  const url = /listening on (http:\S+)/.exec(stderr)?.[1] as string;
+  return { child, url, exited, stderr: () => stderr, waitFor };
 }

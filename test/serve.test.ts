@@ -1,4 +1,4 @@
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { resolveConfig } from '../src/config.js';
 import { startServer, type RunningServer } from '../src/http/server.js';
 import { Savedq } from '../src/library.js';
-import { binPath, cli, endpoints, findEndpoint, load, tempDir } from './helpers.js';
+import { cli, endpoints, findEndpoint, load, startServe, tempDir } from './helpers.js';
 
 const dir = tempDir();
 const dataDir = join(dir, 'data');
@@ -206,21 +206,8 @@ describe('savedq serve faults', () => {
   });
 
   /** `savedq serve` as a child process on a data directory of its own, once it listens. */
-  async function serveProcess(name: string) {
-    const child = spawn(process.execPath, [binPath, 'serve', '--port', '0'], {
-      env: { PATH: process.env.PATH ?? '', SAVEDQ_API_KEYS: 'k', SAVEDQ_DATA_DIR: join(dir, name), SAVEDQ_CACHE_FILE: join(dir, `${name}.sqlite`) },
-    });
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    let stderr = '';
-    const url = await new Promise<string>((resolve) => {
-      child.stderr.setEncoding('utf8').on('data', (d: string) => {
-        stderr += d;
-        const m = /listening on (http:\S+)/.exec(stderr);
-        if (m) resolve(m[1] as string);
-      });
-    });
-    return { child, url, exited, stderr: () => stderr };
-  }
+  const serveProcess = (name: string) =>
+    startServe({ SAVEDQ_API_KEYS: 'k', SAVEDQ_DATA_DIR: join(dir, name), SAVEDQ_CACHE_FILE: join(dir, `${name}.sqlite`) });
   const countsPath = '/api/endpoints/query/usage.api-counts?project=x&interval=daily';
 
   it('on SIGTERM finishes the request in flight, then exits 0', async () => {

@@ -33,6 +33,7 @@ export async function checkCommand(lib: Savedq, options: CheckOptions, io: Io): 
   }
   const json = options.format === 'json';
   const { queries, broken } = await lib.queries.scan();
+  lib.takeWarnings(); // the broken definitions are this command's report, not warnings beside it
   const checked: CheckedDefinition[] = [];
   for (const query of queries) {
     options.signal?.throwIfAborted();
@@ -47,8 +48,9 @@ export async function checkCommand(lib: Savedq, options: CheckOptions, io: Io): 
     const rows = checked.map((c) => ({ ...c, file: displayPath(c.file), problems: c.problems.map(({ line, message }) => ({ line, message })) }));
     io.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
   } else {
+    const width = Math.max(0, ...checked.map((c) => c.name?.length ?? 0));
     for (const c of checked) {
-      if (c.ok) io.stdout.write(`ok     ${c.name}  ${displayPath(c.file)}\n`);
+      if (c.ok) io.stdout.write(`ok     ${(c.name ?? '').padEnd(width)}  ${displayPath(c.file)}\n`);
       else for (const p of c.problems) io.stdout.write(`error  ${problemText({ file: c.file, ...p })}\n`);
     }
   }

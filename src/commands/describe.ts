@@ -7,6 +7,8 @@ import { warn, type CommonOptions, type Io } from './io.js';
 
 /** `savedq describe <name|id>`: where a saved query comes from, its parameters, fields, cache and SQL. */
 export async function describeCommand(lib: Savedq, nameOrId: string, options: CommonOptions, io: Io): Promise<void> {
+  // Every definition is read, so a broken one is reported (describe is not on anyone's hot path).
+  await lib.queries.scan();
   const q = await lib.queries.find(nameOrId);
   warn(io, options, lib.takeWarnings());
   const c = new Chalk({ level: useColor(options.color, io.stdout.isTTY === true, io.env) ? 1 : 0 });

@@ -33,6 +33,7 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
   // Every definition is read now: a server answers one whole, valid set of saved queries.
   const { queries, broken } = await lib.queries.scan();
   if (broken.length > 0) {
+    lib.takeWarnings(); // listed in the error itself
     const lines = broken.flatMap((b) => b.problems.map((p) => `  ${problemText(p)}`));
     throw new DefinitionError(`serve: ${broken.length} saved query ${broken.length === 1 ? 'definition is' : 'definitions are'} broken; fix ${broken.length === 1 ? 'it' : 'them'} first:\n${lines.join('\n')}`);
   }

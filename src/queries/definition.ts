@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { v5 as uuidV5 } from 'uuid';
-import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node, type Pair, type YAMLMap } from 'yaml';
+import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node, type Pair, type YAMLError, type YAMLMap } from 'yaml';
 import { closest } from '../suggest.js';
 import { clickhouseType, patternError } from './param-types.js';
 import { checkValue } from './params.js';
@@ -163,7 +163,13 @@ function parseHeader(
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, prettyErrors: false, intAsBigInt: true, uniqueKeys: true });
   if (doc.errors.length > 0) {
-    for (const err of doc.errors) problem(lineOf(err.pos[0]), `the header is not valid YAML: ${yamlMessage(err.message)}`);
+    // The first error only: the parser's later ones mostly follow from it. One found only at the end of
+    // the header (an unclosed bracket) is shown on the header's last line.
+    const [err] = doc.errors as [YAMLError, ...YAMLError[]];
+    const last = Math.max(0, text.trimEnd().length - 1);
+    // `[` opens a list inside { }: the one type name with brackets needs quotes there.
+    const hint = /\{[^}\n]*\bstring\[\][^}\n]*\}/.test(text) ? " (inside { } write 'string[]' in quotes)" : '';
+    problem(lineOf(Math.min(err.pos[0], last)), `the header is not valid YAML: ${yamlMessage(err.message)}${hint}`);
     return undefined;
   }
   const header: Header = { name: undefined, id: undefined, lines: { name: 1, id: 1 }, description: '', params: [], fields: [], maxRows: 1000, cache: 0, warm: 0 };

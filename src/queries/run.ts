@@ -139,10 +139,19 @@ export async function explainQuery(
     // The engine's own errors carry a type; anything else (unreachable, busy), and the engine's errors
     // about the connection rather than the query, are not the query's fault.
     if (typeof cause?.type !== 'string' || cause.type === '' || NOT_THE_QUERY.has(cause.type)) throw err;
-    const message = String(cause.message ?? '').split('\n')[0]?.trim() ?? '';
-    const at = /\(line (\d+), col \d+\)/.exec(message);
-    const line = at ? query.sqlLine + Number(at[1]) - 1 : query.sqlLine;
+    // The engine quotes the query back ("in scope SELECT …", with the settings savedq adds): the file
+    // is the user's own, so the line is enough.
+    const message = (String(cause.message ?? '').split('\n')[0] ?? '').replace(/ in scope .*?(?=\. Maybe you meant|$)/, '').trim();
     const text = message.length > 300 ? `${message.slice(0, 297)}...` : message;
-    return { line, message: `the engine refuses the query: ${text} (${cause.type})` };
+    return { line: objectionLine(query, message), message: `the engine refuses the query: ${text} (${cause.type})` };
   }
+}
+
+/** The line of the file an objection of the engine points at: its own line number, or the first line naming the identifier it means. */
+function objectionLine(query: SavedQuery, message: string): number {
+  const at = /\(line (\d+), col \d+\)/.exec(message);
+  if (at) return query.sqlLine + Number(at[1]) - 1;
+  const name = /identifier [`'"]([^`'"]+)[`'"]/.exec(message)?.[1];
+  const offset = name === undefined ? -1 : query.sql.search(new RegExp(`(?<![\\w.])${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?![\\w])`));
+  return offset < 0 ? query.sqlLine : query.sqlLine + (query.sql.slice(0, offset).match(/\n/g)?.length ?? 0);
 }

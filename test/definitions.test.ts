@@ -1,0 +1,314 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { DefinitionError, InputError, NotFoundError } from '../src/errors.js';
+import { builtinQueriesDir } from '../src/package.js';
+import { brokenText, QueryCatalog } from '../src/queries/catalog.js';
+import { derivedId, readDefinition } from '../src/queries/definition.js';
+import { bindValue, clickhouseType } from '../src/queries/param-types.js';
+import { checkPatterns, normaliseParams } from '../src/queries/params.js';
+import type { SavedQuery } from '../src/queries/types.js';
+import { tempDir } from './helpers.js';
+
+/** A definition file's text: a header of YAML lines, then SQL. */
+const definition = (header: string, sql: string) => `/*\n${header}\n*/\n${sql}\n`;
+
+function read(text: string, name = 'q'): SavedQuery {
+  const r = readDefinition(`/queries/${name}.sql`, text, name, false);
+  if (!r.query) throw new Error(r.problems.map((p) => `${p.line}: ${p.message}`).join('\n'));
+  return r.query;
+}
+
+function problems(text: string): string[] {
+  const r = readDefinition('/queries/q.sql', text, 'q', false);
+  return r.problems?.map((p) => `${p.line}: ${p.message}`) ?? [];
+}
+
+/** A one-parameter query of a type, for the value tests. */
+function withParam(param: string): SavedQuery {
+  return read(definition(`params:\n  v:\n${param.replace(/^/gm, '    ')}`, 'SELECT @v AS v'));
+}
+
+describe('a definition file', () => {
+  it('reads the header of the contract: name, id, description, typed parameters, fields, rows and cache', () => {
+    const q = read(
+      definition(
+        `name: errors.by-path            # optional
+id: 1B4E28BA-2FA1-41D2-883F-0016D3CCA427
+description: Error responses per request path of one project.
+params:
+  project:
+    type: string
+    required: true
+    description: Project reference.
+  days:
+    type: integer
+    default: 7
+    min: 1
+    max: 90
+  method:
+    type: string
+    allowed: [GET, POST, PUT, PATCH, DELETE]
+    other: reject
+fields:
+  path: { type: string, description: Request path. }
+  errors: { type: integer }
+max_rows: 500
+cache: 900
+warm: 300`,
+        `SELECT request_path AS path, count() AS errors
+FROM edge_logs
+WHERE project = @project AND status_code >= 400
+  AND (@method = '' OR request_method = @method)
+  AND timestamp > @now - toIntervalDay(@days)
+GROUP BY path ORDER BY errors DESC;`,
+      ),
+    );
+    expect(q).toMatchObject({
+      name: 'errors.by-path',
+      id: '1b4e28ba-2fa1-41d2-883f-0016d3cca427',
+      description: 'Error responses per request path of one project.',
+      maxRows: 500,
+      cacheSeconds: 900,
+      warmSeconds: 300,
+      sqlLine: 26,
+      fields: [
+        { name: 'path', type: 'string', description: 'Request path.' },
+        { name: 'errors', type: 'integer', description: '' },
+      ],
+    });
+    expect(q.params.map((p) => [p.name, p.type, p.required, p.default, p.min, p.max, p.allowed?.length])).toEqual([
+      ['project', 'string', true, undefined, undefined, undefined, undefined],
+      ['days', 'integer', false, '7', 1, 90, undefined],
+      ['method', 'string', false, undefined, undefined, undefined, 5],
+    ]);
+    // The final ; goes, and every @name is a typed parameter: required or defaulted ones plain.
+    expect(q.boundSql).toContain('project = {project:String}');
+    expect(q.boundSql).toContain('toIntervalDay({days:Int64})');
+    expect(q.boundSql).toContain('{now:DateTime64(6, \'UTC\')}');
+    expect(q.boundSql).not.toContain(';');
+  });
+
+  it('takes its name from the file, and an id derived from the name (UUID v5 of savedq:<name>, URL namespace)', () => {
+    const q = read(definition('description: x', 'SELECT 1'), 'errors.by-path');
+    expect(q.name).toBe('errors.by-path');
+    // Python: uuid.uuid5(uuid.NAMESPACE_URL, 'savedq:errors.by-path')
+    expect(q.id).toBe('c18dbb39-601e-5c99-8e4b-77bf9db45451');
+    expect(derivedId('errors.by-path')).toBe(q.id);
+    expect(q).toMatchObject({ maxRows: 1000, cacheSeconds: 0, warmSeconds: 0, params: [], fields: [] });
+  });
+
+  it('needs no header at all: plain SQL is a query without parameters', () => {
+    expect(read('-- just SQL\nSELECT 1 AS one\n', 'plain')).toMatchObject({ name: 'plain', description: '', sql: '-- just SQL\nSELECT 1 AS one' });
+  });
+
+  it('names the line of every problem', () => {
+    const cases: [string, string][] = [
+      [definition('description: a\ndescription: b', 'SELECT 1'), '3: the header is not valid YAML: Map keys must be unique'],
+      [definition('params:\n  v: {type: integer', 'SELECT 1'), '3: the header is not valid YAML'],
+      [definition('params:\n  v: { type: string[] }', 'SELECT @v'), "3: the header is not valid YAML: Unexpected flow-seq-start at node end. (inside { } write 'string[]' in quotes)"],
+      [definition('description: x\nparms:\n  v: {}', 'SELECT 1'), "3: unknown key 'parms' in the header. Did you mean params?"],
+      [definition('params:\n  v:\n    type: int', 'SELECT @v'), "4: unknown type 'int' in parameter 'v'. Did you mean integer?"],
+      [definition('params:\n  v:\n    type: integer\n    default: seven', 'SELECT @v'), `5: default of parameter 'v' "seven" is not a base-10 integer`],
+      [definition('params:\n  v:\n    type: integer\n    default: 100\n    max: 90', 'SELECT @v'), `5: default of parameter 'v' "100" is not a base-10 integer at most 90`],
+      [definition('params:\n  v:\n    allowed: [a, b]\n    default: c', 'SELECT @v'), `5: default of parameter 'v' "c" is not one of a, b`],
+      [definition('params:\n  v:\n    allowed: [a, b]\n    other: default', 'SELECT @v'), "5: other: default of parameter 'v' needs a default value"],
+      [definition('params:\n  v:\n    other: default', 'SELECT @v'), "4: other of parameter 'v' needs allowed"],
+      [definition('params:\n  v:\n    type: string\n    min: 1', 'SELECT @v'), "5: min applies only to integer and number parameters"],
+      [definition('params:\n  v:\n    required: true\n    default: x', 'SELECT @v'), "5: parameter 'v' is required, so a default would never be used"],
+      [definition('params:\n  v:\n    required: yes', 'SELECT @v'), "4: required of parameter 'v' must be true or false, not text"],
+      [definition('params:\n  v:\n    type: regex\n    default: "(unclosed"', 'SELECT @v'), `5: default of parameter 'v' "(unclosed" is not an RE2 regular expression (missing closing )`],
+      [definition('name: Errors By Path', 'SELECT 1'), "2: invalid name 'Errors By Path'"],
+      [definition('id: 42', 'SELECT 1'), '2: id must be text, not a number'],
+      [definition('id: not-a-uuid', 'SELECT 1'), "2: invalid id 'not-a-uuid': expected a UUID"],
+      [definition('params:\n  now: {}', 'SELECT @now'), "3: 'now' is reserved"],
+      [definition('params:\n  v: {}', 'SELECT 1\nFROM t\nWHERE x = @w'), '7: @w is used but not declared under params. Did you mean @v?'],
+      [definition('params:\n  v: {}', 'SELECT 1'), "3: parameter 'v' is declared but the SQL never uses @v"],
+      [definition('cache: 60\nwarm: 60', 'SELECT 1'), '3: warm (60 s) must be less than cache (60 s)'],
+      [definition('warm: 60', 'SELECT 1'), '2: warm needs cache'],
+      [definition('max_rows: 0', 'SELECT 1'), '2: max_rows must be a whole number from 1 to 1000000, not 0'],
+      [definition('fields:\n  a: { type: text }', 'SELECT 1'), "3: unknown type 'text' in field 'a'"],
+      [definition('description: x', 'SELECT 1;\nDROP TABLE edge_logs'), '4: a saved query is one statement'],
+      [definition('description: x', '  '), '3: no SQL after the header'],
+      ['\n\n/* description: x\nSELECT 1\n', '3: the header comment never ends'],
+      [definition('- a list', 'SELECT 1'), '2: the header must be YAML keys'],
+    ];
+    for (const [text, expected] of cases) {
+      const found = problems(text);
+      expect(found.some((p) => p.startsWith(expected)), `${expected}\n  got: ${found.join('\n        ')}`).toBe(true);
+    }
+  });
+
+  it('reports every problem of a file, not just the first', () => {
+    const found = problems(definition('parms: {}\nparams:\n  v:\n    type: int\n  w: {}', 'SELECT @w, @x'));
+    // The SQL is checked against the parameters once the header reads cleanly.
+    expect(found.map((p) => p.split(':')[0])).toEqual(['2', '5']);
+  });
+
+  it('gives an edited query a new digest, but not an edited description', () => {
+    const base = read(definition('description: a\nparams:\n  v: { type: integer, default: 1 }', 'SELECT @v'));
+    expect(read(definition('description: b\nparams:\n  v: { type: integer, default: 1, description: d }', 'SELECT @v')).digest).toBe(base.digest);
+    expect(read(definition('description: a\nparams:\n  v: { type: integer, default: 1 }', 'SELECT @v + 1')).digest).not.toBe(base.digest);
+    expect(read(definition('description: a\nparams:\n  v: { type: integer, default: 2 }', 'SELECT @v')).digest).not.toBe(base.digest);
+    expect(read(definition('description: a\nmax_rows: 5\nparams:\n  v: { type: integer, default: 1 }', 'SELECT @v')).digest).not.toBe(base.digest);
+  });
+});
+
+describe('parameter types', () => {
+  // [parameter header, value given, canonical value or the error it gives]
+  const cases: [string, string, string | RegExp][] = [
+    ['type: string', 'any text, even \' and "', 'any text, even \' and "'],
+    ['type: regex', '^https://acme\\.', '^https://acme\\.'],
+    ['type: integer', '+0042', '42'],
+    ['type: integer', '-9223372036854775808', '-9223372036854775808'],
+    ['type: integer', '9223372036854775808', /a base-10 integer within the 64-bit range/],
+    ['type: integer', '4.0', /invalid value "4.0" for parameter 'v': a base-10 integer\./],
+    ['type: integer', '1e3', /a base-10 integer/],
+    ['type: integer\nmin: 1\nmax: 90', '91', /a base-10 integer from 1 to 90/],
+    ['type: integer\nmin: 1\nmax: 90', '0', /from 1 to 90/],
+    ['type: integer\nmin: 1\nmax: 90', '90', '90'],
+    ['type: number', '1.50', '1.5'],
+    ['type: number', '-.5e1', '-5'],
+    ['type: number', 'NaN', /a decimal number/],
+    ['type: number', 'Infinity', /a decimal number/],
+    ['type: number', '0x10', /a decimal number/],
+    ['type: number\nmin: 0.5', '0.25', /a decimal number at least 0.5/],
+    ['type: boolean', '1', 'true'],
+    ['type: boolean', 'false', 'false'],
+    ['type: boolean', 'yes', /true, false, 1 or 0/],
+    ['type: timestamp', '2026-03-10T14:00:00+02:00', '2026-03-10T12:00:00.000000Z'],
+    ['type: timestamp', 'yesterday', /an ISO 8601 timestamp/],
+    ['type: date', '2024-02-29', '2024-02-29'],
+    ['type: date', '2026-02-29', /a date YYYY-MM-DD/],
+    ['type: date', '2026-3-1', /a date YYYY-MM-DD/],
+    ['type: date', '1969-12-31', /from 1970-01-01 to 2149-06-06/],
+    ['type: string[]', ' a, b ,,c ', 'a,b,c'],
+    ['type: string[]\nallowed: [a, b]', 'a,b', 'a,b'],
+    ['type: string[]\nallowed: [a, b]', 'a,z', /comma-separated items, each one of a, b/],
+    ['allowed: [x, y]', 'z', /invalid value "z" for parameter 'v': one of x, y\./],
+    ['allowed: [x, y]\nother: default\ndefault: y', 'z', 'y'],
+    ['allowed: [x, y]\nother: reject\ndefault: y', 'z', /one of x, y/],
+    ['type: integer\nallowed: [1, 5, 15]', '05', '5'],
+  ];
+
+  it('accepts values of each type in canonical form, and refuses the others naming the parameter and what it takes', () => {
+    for (const [param, value, expected] of cases) {
+      const q = withParam(param);
+      const run = () => normaliseParams(q, [['v', value]]).v;
+      if (typeof expected === 'string') expect(run(), `${param} ${value}`).toBe(expected);
+      else expect(run, `${param} ${value}`).toThrow(expected);
+    }
+  });
+
+  it('checks a regular expression with RE2 before anything runs', () => {
+    const q = withParam('type: regex');
+    expect(() => checkPatterns(q, normaliseParams(q, [['v', '(unclosed']]))).toThrow(
+      /invalid value "\(unclosed" for parameter 'v': not an RE2 regular expression \(missing closing \)/,
+    );
+    expect(() => checkPatterns(q, normaliseParams(q, [['v', '(a|b)+$']]))).not.toThrow();
+  });
+
+  it('binds as typed ClickHouse parameters, Nullable only when optional without a default', () => {
+    const types = (param: string) => clickhouseType(withParam(param).params[0] as SavedQuery['params'][number]);
+    expect(types('type: integer')).toBe('Nullable(Int64)');
+    expect(types('type: integer\ndefault: 10')).toBe('Int64');
+    expect(types('type: integer\nrequired: true')).toBe('Int64');
+    expect(types('type: number')).toBe('Nullable(Float64)');
+    expect(types('type: boolean')).toBe('Nullable(Bool)');
+    expect(types('type: timestamp')).toBe("Nullable(DateTime64(6, 'UTC'))");
+    expect(types('type: date')).toBe('Nullable(Date)');
+    // Text and lists are never NULL: absent is '' and [].
+    expect(types('type: string')).toBe('String');
+    expect(types('type: regex')).toBe('String');
+    expect(types('type: string[]')).toBe('Array(String)');
+    const list = withParam('type: string[]').params[0] as SavedQuery['params'][number];
+    expect(bindValue(list, '')).toEqual([]);
+    expect(bindValue(list, 'a,b')).toEqual(['a', 'b']);
+    expect(bindValue(withParam('type: integer').params[0] as SavedQuery['params'][number], '')).toBeNull();
+  });
+});
+
+describe('the catalog of saved queries', () => {
+  function folder(files: Record<string, string>): string {
+    const dir = join(tempDir(), 'q');
+    mkdirSync(dir, { recursive: true });
+    for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+    return dir;
+  }
+  const good = (sql = 'SELECT 1') => definition('description: fine', sql);
+
+  it('holds the built-ins and every *.sql directly in the user folders, in order', async () => {
+    const a = folder({ 'one.sql': good(), 'notes.txt': 'not a query' });
+    mkdirSync(join(a, 'nested'));
+    writeFileSync(join(a, 'nested', 'deep.sql'), good());
+    const b = folder({ 'two.sql': good() });
+    const { queries, broken } = await new QueryCatalog({ builtin: builtinQueriesDir, user: [a, b] }).scan();
+    expect(queries.map((q) => [q.name, q.builtin])).toEqual([
+      ['functions.invocation-stats', true],
+      ['logs.all', true],
+      ['usage.api-counts', true],
+      ['one', false],
+      ['two', false],
+    ]);
+    expect(broken).toEqual([]);
+  });
+
+  it('breaks both files of a name defined twice, naming each other, and a user file that takes a built-in name', async () => {
+    const a = folder({ 'dup.sql': good(), 'logs.all.sql': good() });
+    const b = folder({ 'other.sql': definition('name: dup', 'SELECT 2') });
+    const catalog = new QueryCatalog({ builtin: builtinQueriesDir, user: [a, b] });
+    const { queries, broken } = await catalog.scan();
+    expect(queries.map((q) => q.name)).toEqual(['functions.invocation-stats', 'logs.all', 'usage.api-counts']);
+    expect(queries.find((q) => q.name === 'logs.all')?.builtin).toBe(true);
+    const lines = broken.map(brokenText);
+    expect(lines).toContainEqual(expect.stringMatching(/dup\.sql:1: name 'dup' is also defined by .*other\.sql\.$/));
+    expect(lines).toContainEqual(expect.stringMatching(/other\.sql:2: name 'dup' is also defined by .*dup\.sql\.$/));
+    expect(lines).toContainEqual(expect.stringMatching(/logs\.all\.sql:1: name 'logs\.all' is also defined by the built-in query/));
+    await expect(catalog.find('dup')).rejects.toThrow(DefinitionError);
+    expect((await catalog.find('logs.all')).builtin).toBe(true);
+  });
+
+  it('breaks both files of an id defined twice', async () => {
+    const id = 'id: 1b4e28ba-2fa1-41d2-883f-0016d3cca427';
+    const dir = folder({ 'a.sql': definition(id, 'SELECT 1'), 'b.sql': definition(id, 'SELECT 2') });
+    const { broken } = await new QueryCatalog({ builtin: builtinQueriesDir, user: [dir] }).scan();
+    expect(broken.map(brokenText)).toEqual([
+      expect.stringMatching(/a\.sql:2: id '1b4e28ba-2fa1-41d2-883f-0016d3cca427' is also defined by .*b\.sql\./),
+      expect.stringMatching(/b\.sql:2: id '1b4e28ba-.*' is also defined by .*a\.sql\./),
+    ]);
+  });
+
+  it('finds a query by name from its own file alone, and one named in its header or by id after reading them all', async () => {
+    const dir = folder({ 'mine.sql': good(), 'broken.sql': '/* parms: */ SELECT 1', 'x.sql': definition('name: renamed', 'SELECT 3') });
+    const catalog = new QueryCatalog({ builtin: builtinQueriesDir, user: [dir] });
+    expect((await catalog.find('mine')).name).toBe('mine');
+    expect(catalog.scanned()).toBeUndefined(); // the other files were not read
+    expect((await catalog.find('renamed')).file).toBe(join(dir, 'x.sql'));
+    expect((await catalog.find(derivedId('mine'))).name).toBe('mine');
+    expect(catalog.scanned()?.broken.map((b) => b.file)).toEqual([join(dir, 'broken.sql')]);
+  });
+
+  it('answers a broken query with its file and line (exit 2), an unknown one with a suggestion (exit 2)', async () => {
+    const dir = folder({ 'bad.sql': definition('params:\n  v: { type: int }', 'SELECT @v') });
+    const catalog = new QueryCatalog({ builtin: builtinQueriesDir, user: [dir] });
+    const err = await catalog.find('bad').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DefinitionError);
+    expect((err as DefinitionError).exitCode).toBe(2);
+    expect((err as Error).message).toMatch(/bad\.sql:3: unknown type 'int' in parameter 'v'\. Did you mean integer\?/);
+    await expect(catalog.find('bd')).rejects.toThrow(NotFoundError);
+    await expect(catalog.find('logs.al')).rejects.toThrow(/Did you mean logs\.all\?/);
+  });
+
+  it('reports a queries folder that cannot be read, and goes on with the others', async () => {
+    const missing = join(tempDir(), 'no-such-folder');
+    const { queries, broken } = await new QueryCatalog({ builtin: builtinQueriesDir, user: [missing] }).scan();
+    expect(queries).toHaveLength(3);
+    expect(broken.map(brokenText)).toEqual([`${missing}: cannot read the queries folder: no such directory.`]);
+  });
+
+  it('refuses an unknown parameter of a user query, naming those it takes', async () => {
+    const q = withParam('type: integer');
+    expect(() => normaliseParams(q, [['w', '1']])).toThrow(InputError);
+    expect(() => normaliseParams(q, [['w', '1']])).toThrow(/unknown parameter "w" for q\. Did you mean v\? Parameters: v\./);
+  });
+});

@@ -1,0 +1,162 @@
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { cli, startServe, tempDir } from './helpers.js';
+
+// The built CLI, as a user meets it: an empty folder, `savedq new`, an edit, `check`, `run`, `serve`.
+const dir = tempDir();
+const queries = join(dir, 'queries');
+const env = { SAVEDQ_DATA_DIR: join(dir, 'data'), SAVEDQ_CACHE_FILE: join(dir, 'cache.sqlite'), SAVEDQ_QUERIES: queries };
+const run = (...args: string[]) => cli(args, { env });
+
+/** A saved query of the user's folder. */
+const save = (name: string, text: string) => writeFileSync(join(queries, `${name}.sql`), text);
+
+const BROKEN = `/*
+description: a typo in the header
+params:
+  project:
+    type: string
+    requird: true
+*/
+SELECT count() AS n FROM edge_logs WHERE project = @project
+`;
+
+beforeAll(async () => {
+  const r = await run('load', '--sample');
+  expect(r.code, r.stderr).toBe(0);
+});
+
+describe('from an empty folder to a saved query of your own', () => {
+  it('savedq new writes a starter that passes check and runs, with a fresh id, into the folder it makes', async () => {
+    expect(existsSync(queries)).toBe(false);
+    const made = await run('new', 'status.by-code');
+    expect(made.code, made.stderr).toBe(0);
+    const file = join(queries, 'status.by-code.sql');
+    expect(made.stdout).toBe(`${file}\n`);
+    expect(readFileSync(file, 'utf8')).toMatch(/^id: [0-9a-f-]{36} /m);
+
+    const check = await run('check');
+    expect(check.code, check.stdout + check.stderr).toBe(0);
+    expect(check.stdout).toMatch(/^ok {5}status\.by-code {2,}.*status\.by-code\.sql$/m);
+
+    const rows = await run('run', 'status.by-code', '-p', 'project=acme-shop', '-p', 'days=90');
+    expect(rows.code, rows.stderr).toBe(0);
+    const result = JSON.parse(rows.stdout) as { status_code: number; requests: number }[];
+    expect(result.reduce((sum, r) => sum + r.requests, 0)).toBe(15_000); // every sample request of the project
+    expect(result[0]?.requests).toBeGreaterThan(result[1]?.requests ?? Infinity);
+  });
+
+  it('savedq new never overwrites a file nor takes a name in use (exit 2)', async () => {
+    const file = join(queries, 'status.by-code.sql');
+    const before = readFileSync(file, 'utf8');
+    const again = await run('new', 'status.by-code');
+    expect(again.code).toBe(2);
+    expect(again.stderr).toMatch(/a saved query named status\.by-code already exists/);
+    expect(readFileSync(file, 'utf8')).toBe(before);
+    expect((await run('new', 'logs.all')).stderr).toMatch(/a saved query named logs\.all already exists: .*sql\/queries\/logs\.all\.sql/);
+    expect((await run('new', 'Bad Name')).stderr).toMatch(/invalid name "Bad Name"/);
+  });
+
+  it('list -f json gives each parameter its type and bounds; describe names the file', async () => {
+    const list = JSON.parse((await run('list', '-f', 'json')).stdout) as { name: string; params: object[] }[];
+    expect(list.map((q) => q.name)).toEqual(['functions.invocation-stats', 'logs.all', 'status.by-code', 'usage.api-counts']);
+    expect(list.find((q) => q.name === 'status.by-code')?.params).toEqual([
+      { name: 'project', type: 'string', required: true, description: 'Project reference.' },
+      { name: 'days', type: 'integer', required: false, default: '1', min: 1, max: 90, description: 'How many days back to count.' },
+    ]);
+    const described = await run('describe', 'status.by-code');
+    expect(described.stdout).toMatch(/^From: .*queries\/status\.by-code\.sql$/m);
+    expect(described.stdout).toContain('days  (optional; from 1 to 90; default 1)  integer, bound as Int64');
+  });
+
+  it('completes the user query, its parameters and their values', async () => {
+    save('colours', "/*\nparams:\n  colour: { allowed: [red, green] }\n*/\nSELECT @colour AS colour\n");
+    const script = (await run('completion', 'bash')).stdout;
+    expect(script).toContain('status.by-code');
+    expect(script).toContain('colour=red colour=green');
+    rmSync(join(queries, 'colours.sql'));
+  });
+});
+
+describe('a broken definition among good ones', () => {
+  beforeAll(() => save('broken', BROKEN));
+
+  it('list, describe, completion and warm warn one line per broken file, naming file and line, and go on', async () => {
+    for (const args of [['list', '-f', 'json'], ['describe', 'logs.all'], ['completion', 'bash'], ['warm']]) {
+      const r = await run(...args);
+      expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(0);
+      expect(r.stderr, args.join(' ')).toMatch(/^warning: skipped .*queries\/broken\.sql:6: unknown key 'requird' in parameter 'project'\. Did you mean required\?/m);
+      expect(r.stderr.split('\n').filter((l) => l.includes('broken.sql')), args.join(' ')).toHaveLength(1);
+    }
+    expect((await run('list', '-f', 'json')).stdout).toContain('status.by-code');
+  });
+
+  it('running the broken one is exit 2 with its error; the good ones still run', async () => {
+    const broken = await run('run', 'broken', '-p', 'project=acme-shop');
+    expect(broken.code).toBe(2);
+    expect(broken.stdout).toBe('');
+    expect(broken.stderr).toMatch(/^savedq: .*queries\/broken\.sql:6: unknown key 'requird'/);
+    expect(broken.stderr).not.toMatch(/\n\s+at /);
+    expect((await run('run', 'status.by-code', '-p', 'project=acme-shop')).code).toBe(0);
+  });
+
+  it('check reports every file, ok or its problems, and exits 2', async () => {
+    const r = await run('check');
+    expect(r.code).toBe(2);
+    expect(r.stdout).toMatch(/^ok {5}status\.by-code/m);
+    expect(r.stdout).toMatch(/^error {2}.*broken\.sql:6: unknown key 'requird'/m);
+    expect(r.stderr).toBe('savedq: check: 4 ok, 1 broken.\n');
+  });
+
+  it('serve refuses to start, listing every broken definition (exit 2)', async () => {
+    const r = await cli(['serve', '--port', '0'], { env: { ...env, SAVEDQ_API_KEYS: 'k' } });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^savedq: serve: 1 saved query definition is broken; fix it first:\n {2}.*broken\.sql:6: unknown key 'requird'/);
+  });
+});
+
+describe('a regular expression parameter', () => {
+  it('is checked before anything runs, even on an empty data directory, and nothing is cached', async () => {
+    const empty = { SAVEDQ_DATA_DIR: join(dir, 'empty'), SAVEDQ_CACHE_FILE: join(dir, 'empty.sqlite') };
+    const r = await cli(['run', 'usage.api-counts', '-p', 'project=(unclosed', '-p', 'interval=daily'], { env: empty });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(`savedq: invalid value "(unclosed" for parameter 'project': not an RE2 regular expression (missing closing ): \`(unclosed\`).\n`);
+    const cached = await cli(['cache', 'list', '-f', 'json'], { env: empty });
+    expect(JSON.parse(cached.stdout)).toEqual([]);
+  });
+});
+
+describe('serve and SIGHUP', () => {
+  it('reads the folders again: a valid set replaces the old one; a broken one is refused, the old set kept', async () => {
+    const folder = join(dir, 'served');
+    mkdirSync(folder);
+    writeFileSync(join(folder, 'one.sql'), '/*\ndescription: first\n*/\nSELECT 1 AS n\n');
+    const server = await startServe({ ...env, SAVEDQ_QUERIES: folder, SAVEDQ_API_KEYS: 'k' });
+    const get = async (name: string) => {
+      const res = await fetch(`${server.url}/api/endpoints/query/${name}`, { headers: { 'X-API-KEY': 'k' } });
+      return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+    };
+    expect(await get('one')).toEqual({ status: 200, body: { result: [{ n: 1 }] } });
+    expect((await get('two')).status).toBe(404);
+
+    writeFileSync(join(folder, 'two.sql'), '/*\ndescription: second\n*/\nSELECT 2 AS n\n');
+    writeFileSync(join(folder, 'one.sql'), '/*\ndescription: first, edited\n*/\nSELECT 11 AS n\n');
+    server.child.kill('SIGHUP');
+    await server.waitFor(/reloaded: 5 saved queries/);
+    expect(await get('two')).toEqual({ status: 200, body: { result: [{ n: 2 }] } });
+    expect(await get('one')).toEqual({ status: 200, body: { result: [{ n: 11 }] } });
+    const paths = Object.keys(((await (await fetch(`${server.url}/openapi.json`)).json()) as { paths: object }).paths);
+    expect(paths).toContain('/api/endpoints/query/two');
+
+    writeFileSync(join(folder, 'two.sql'), '/*\ndescription: broken now\nparams:\n  x: { type: nope }\n*/\nSELECT @x\n');
+    writeFileSync(join(folder, 'three.sql'), '/*\ndescription: third\n*/\nSELECT 3 AS n\n');
+    server.child.kill('SIGHUP');
+    await server.waitFor(/reload failed, still serving the previous queries: .*two\.sql:4: unknown type 'nope'/);
+    expect(await get('two')).toEqual({ status: 200, body: { result: [{ n: 2 }] } });
+    expect((await get('three')).status).toBe(404);
+
+    server.child.kill('SIGTERM');
+    expect(await server.exited).toBe(0);
+  });
+});
