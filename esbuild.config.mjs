@@ -1,6 +1,6 @@
 // The CLI as one CommonJS file, dist/savedq.cjs, bundled from tsc's output (npm run build runs both),
 // and V8's code cache of it, dist/savedq.cjs.v8cache, which bin/savedq.js starts it from
-// (src/launch.ts).
+// (src/launch.ts); likewise dist/yaml.cjs and dist/re2.cjs, which it loads when needed.
 //
 // Why: a cache hit is mostly start-up. Node 20 starts one CommonJS file far faster than a tree of ES
 // modules: each ES module costs a resolve and a link, and each CommonJS package an ES module imports
@@ -12,19 +12,13 @@ import { rmSync } from 'node:fs';
 import { build } from 'esbuild';
 import { codeCacheFile, WRITE_CODE_CACHE_ENV } from './dist/launch.js';
 
-const bundle = 'dist/savedq.cjs';
-
-// The YAML parser is needed only to read a saved query's header, which a cache hit never does (the
-// results cache remembers what each definition file said): it is a bundle of its own, dist/yaml.cjs,
-// loaded when first needed, so the main bundle every run compiles stays small.
-const yamlApart = {
-  name: 'yaml-apart',
-  setup(b) {
-    b.onResolve({ filter: /^yaml$/ }, () => ({ path: './yaml.cjs', external: true }));
-  },
-};
+// Packages the CLI needs only now and then are bundles of their own, each with its own code cache,
+// loaded on first use (src/lazy.ts): the YAML parser reads a definition's header, which a cache hit
+// never does (the results cache remembers what each definition file said); RE2 checks a pattern before
+// a query runs. The main bundle every run compiles stays small.
+const apart = { yaml: 'yaml', re2: 're2js' };
 await build({
-  entryPoints: { yaml: 'yaml' },
+  entryPoints: apart,
   outdir: 'dist',
   outExtension: { '.js': '.cjs' },
   bundle: true,
@@ -44,23 +38,30 @@ await build({
   format: 'cjs',
   // Left in node_modules, loaded when first needed: packages with a native addon, which find their
   // binaries relative to their own files, and the warehouse client, which a cache hit never loads.
-  external: ['sqlite3', 'chdb', 'chdb/*', '@clickhouse/client'],
+  external: ['sqlite3', 'chdb', 'chdb/*', '@clickhouse/client', ...Object.values(apart)],
   // import() of those becomes require(): they are CommonJS, and the bundle runs as a plain script.
   supported: { 'dynamic-import': false },
   // src/package.ts, the one reader of import.meta.url, is one level under the package root, as is
   // the bundle: the bundle's own URL stands for it.
   banner: { js: "const __bundleUrl = require('node:url').pathToFileURL(__filename).href;" },
   define: { 'import.meta.url': '__bundleUrl' },
-  plugins: [yamlApart],
   sourcemap: true,
   logLevel: 'warning',
 });
 
-// The code cache: one run of the CLI that builds its commands, parses a command line and prints
-// (`list`, which needs no data), writing the cache as it exits.
-rmSync(codeCacheFile(bundle), { force: true });
-const trained = spawnSync(process.execPath, ['bin/savedq.js', 'list', '-f', 'json'], {
-  env: { ...process.env, [WRITE_CODE_CACHE_ENV]: '1' },
-  stdio: ['ignore', 'ignore', 'inherit'],
-});
-if (trained.status !== 0) throw new Error(`writing the code cache failed (exit ${trained.status ?? trained.signal})`);
+// The code caches: one run of the CLI that builds its commands, reads the built-in definitions and
+// prints (`list`, which needs no data), writing the caches of the CLI and of the YAML parser as it
+// exits; and one that checks a pattern (refused before anything runs), for RE2's. Neither reads a
+// user's queries nor touches a data directory or a cache file.
+const training = [
+  [['list', '-f', 'json'], ['savedq.cjs', 'yaml.cjs'], 0],
+  [['run', 'usage.api-counts', '-p', 'project=^https://(acme|initech)[0-9]*\\.example/[a-z]+(', '-p', 'interval=daily', '--no-cache'], ['re2.cjs'], 2],
+];
+for (const [, caches] of training) for (const c of caches) rmSync(codeCacheFile(`dist/${c}`), { force: true });
+for (const [args, caches, expected] of training) {
+  const trained = spawnSync(process.execPath, ['bin/savedq.js', ...args], {
+    env: { ...process.env, [WRITE_CODE_CACHE_ENV]: caches.join(','), XDG_CONFIG_HOME: '/nonexistent/savedq-build', SAVEDQ_QUERIES: '' },
+    stdio: ['ignore', 'ignore', 'ignore'],
+  });
+  if (trained.status !== expected) throw new Error(`writing the code caches ${caches.join(', ')} failed (exit ${trained.status ?? trained.signal})`);
+}

@@ -5,17 +5,18 @@
 //   BENCH_REPS=7                 repetitions per side
 //   BENCH_LOAD_ROWS=1000000      lines in the NDJSON file the load figure uses
 //   BENCH_HTTP_SECONDS=5         seconds per HTTP measurement
-//   BENCH_ONLY=scale,load        which parts to run: scale (cache miss, hit, HTTP, rows read), load
+//   BENCH_ONLY=scale,queries,load which parts to run: scale (cache miss, hit, HTTP, rows read),
+//                                queries (200 saved queries of a user's own), load
 import { spawn, spawnSync } from 'node:child_process';
-import { createWriteStream, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, createWriteStream, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { endpointSql } from '../dist/endpoints/sql.js';
-import { bindValues } from '../dist/endpoints/runner.js';
-import { normaliseParams } from '../dist/endpoints/params.js';
-import { findEndpoint } from '../dist/endpoints/registry.js';
+import { bindValues } from '../dist/queries/run.js';
+import { normaliseParams } from '../dist/queries/params.js';
+import { QueryCatalog } from '../dist/queries/catalog.js';
+import { builtinQueriesDir } from '../dist/package.js';
 import { openWarehouse, schemaStatements } from '../dist/warehouse/index.js';
 import { resolveConfig } from '../dist/config.js';
 import { microsFromDate } from '../dist/time.js';
@@ -26,11 +27,13 @@ const SIZES = (process.env.BENCH_ROWS ?? '1000000,10000000').split(',').map(Numb
 const REPS = Number(process.env.BENCH_REPS ?? 7);
 const LOAD_ROWS = Number(process.env.BENCH_LOAD_ROWS ?? 1_000_000);
 const HTTP_SECONDS = Number(process.env.BENCH_HTTP_SECONDS ?? 5);
-const ONLY = (process.env.BENCH_ONLY ?? 'scale,load').split(',');
+const ONLY = (process.env.BENCH_ONLY ?? 'scale,queries,load').split(',');
 const AT = '2026-11-20T12:00:00Z';
 const PROJECTS = 200;
 
 const work = mkdtempSync(join(tmpdir(), 'savedq-bench-'));
+const builtins = await new QueryCatalog({ builtin: builtinQueriesDir, user: [] }).scan();
+const findEndpoint = (name) => builtins.byName.get(name);
 process.on('exit', () => rmSync(work, { recursive: true, force: true }));
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const fmt = (x, d = 1) => x.toFixed(d);
@@ -106,7 +109,7 @@ const CALLS = [
 async function estimatedRows(dataDir, endpoint, params) {
   const warehouse = await openWarehouse(resolveConfig({ dataDir, cacheFile: join(work, 'unused.sqlite') }, {}));
   const e = findEndpoint(endpoint);
-  const rows = await warehouse.query(`EXPLAIN ESTIMATE ${endpointSql(e)}`, bindValues(e, normaliseParams(e, params), microsFromDate(Date.parse(AT))));
+  const rows = await warehouse.query(`EXPLAIN ESTIMATE ${e.boundSql}`, bindValues(e, normaliseParams(e, params), microsFromDate(Date.parse(AT))));
   await warehouse.close();
   return rows.reduce((sum, r) => sum + Number(r.rows), 0);
 }
@@ -119,7 +122,7 @@ async function scale(rows) {
   const results = {};
   for (const [endpoint, params] of CALLS) {
     const e = findEndpoint(endpoint);
-    const sql = endpointSql(e);
+    const sql = e.boundSql;
     const bound = JSON.stringify(bindValues(e, normaliseParams(e, params), microsFromDate(Date.parse(AT))));
     const args = ['run', endpoint, ...params.flatMap(([k, v]) => ['-p', `${k}=${v}`]), '--at', AT, '--no-cache', '-f', 'json'];
     const ours = timed('node', [BIN, ...args], env);
@@ -209,6 +212,41 @@ async function httpFigure(env) {
   figure('HTTP cached endpoint, 32 keep-alive connections', median(ours), median(theirs), 'req/s', '>= 0.6');
 }
 
+/**
+ * 200 saved queries of a user's own in the queries folder: a cache hit must not pay for them (a call by
+ * name reads its own file), and list and check of them all take what they take.
+ */
+async function queriesFigure() {
+  const COUNT = 200;
+  console.log(`\nqueries: a folder of ${COUNT} saved queries`);
+  const folder = join(work, 'queries');
+  mkdirSync(folder);
+  const examples = here('../sql/examples/');
+  const sources = readdirSync(examples).map((f) => readFileSync(join(examples, f), 'utf8'));
+  for (let i = 0; i < COUNT; i++) {
+    // Each a query of its own (its own SQL, so its own digest and id), as a team's folder would hold.
+    writeFileSync(join(folder, `team.query-${String(i).padStart(3, '0')}.sql`), `${sources[i % sources.length].trimEnd()}\n-- variant ${i}\n`);
+  }
+  copyFileSync(join(examples, 'errors.by-path.sql'), join(folder, 'errors.by-path.sql'));
+  const base = { SAVEDQ_DATA_DIR: join(work, 'queries-data'), SAVEDQ_CACHE_FILE: join(work, 'queries-cache.sqlite') };
+  const withFolder = { ...base, SAVEDQ_QUERIES: folder };
+  const none = { ...base, SAVEDQ_QUERIES: join(work, 'no-queries') };
+  const builtin = ['run', 'usage.api-counts', '-p', 'project=project-7\\.', '-p', 'interval=daily', '--at', AT, '-f', 'json'];
+  const own = ['run', 'errors.by-path', '-p', 'project=project-7', '--at', AT, '-f', 'json'];
+  for (const [args, env] of [[builtin, none], [builtin, withFolder], [own, withFolder]]) timed('node', [BIN, ...args], env); // fills the cache
+  const [hit200, hit0] = sideBySide(() => timed('node', [BIN, ...builtin], withFolder).ms, () => timed('node', [BIN, ...builtin], none).ms, REPS * 2);
+  figure(`cache hit of a built-in, ${COUNT} queries in the folder vs none`, hit200, hit0, 'ms', '~ 1');
+  const [own200, floor] = sideBySide(() => timed('node', [BIN, ...own], withFolder).ms, () => timed('node', ['-e', '']).ms, REPS * 2);
+  figure(`cache hit of a user query among ${COUNT}, whole process`, own200, floor, 'ms', '<= 1.5');
+  const [builtin200, floor2] = sideBySide(() => timed('node', [BIN, ...builtin], withFolder).ms, () => timed('node', ['-e', '']).ms, REPS * 2);
+  figure(`cache hit of a built-in with ${COUNT} in the folder, whole process`, builtin200, floor2, 'ms', '<= 1.5');
+  const list = median(Array.from({ length: REPS }, () => timed('node', [BIN, 'list', '-f', 'json'], withFolder).ms));
+  const list0 = median(Array.from({ length: REPS }, () => timed('node', [BIN, 'list', '-f', 'json'], none).ms));
+  console.log(`  list of ${COUNT + 4} queries: ${fmt(list)} ms (of the 3 built-ins alone: ${fmt(list0)} ms)`);
+  const check = median(Array.from({ length: 3 }, () => timed('node', [BIN, 'check'], withFolder).ms));
+  console.log(`  check of ${COUNT + 4} queries, each parsed and planned by the engine: ${fmt(check)} ms`);
+}
+
 async function loadFigure() {
   console.log(`\nload: ${LOAD_ROWS.toLocaleString('en-US')} NDJSON lines`);
   const file = join(work, 'events.ndjson');
@@ -263,6 +301,7 @@ if (ONLY.includes('scale') && SIZES.length > 1) {
     console.log(`  ${endpoint}: time x${fmt(scaling[large][endpoint].ms / scaling[small][endpoint].ms, 2)}, rows read x${fmt(scaling[large][endpoint].read / Math.max(1, scaling[small][endpoint].read), 2)}`);
   }
 }
+if (ONLY.includes('queries')) await queriesFigure();
 if (ONLY.includes('load')) await loadFigure();
 console.log('\nsummary (ratio, goal):');
 for (const f of figures) console.log(`  ${f.ratio.toFixed(2).padStart(6)}  ${f.goal.padEnd(8)} ${f.name}`);

@@ -1,11 +1,18 @@
 import { createHash } from 'node:crypto';
 import { v5 as uuidV5 } from 'uuid';
-import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node, type Pair, type YAMLError, type YAMLMap } from 'yaml';
+import type { Node, Pair, Scalar, YAMLError, YAMLMap, YAMLSeq } from 'yaml';
+import { lazyRequire } from '../lazy.js';
 import { closest } from '../suggest.js';
 import { clickhouseType, patternError } from './param-types.js';
 import { checkValue } from './params.js';
 import { NOW_PARAM, NOW_TYPE, paramUses, semicolons, toClickHouseParams } from './sql.js';
 import { FIELD_TYPES, NAME_PATTERN, PARAM_TYPES, type FieldDefinition, type FieldType, type ParamDefinition, type ParamType, type SavedQuery } from './types.js';
+
+/** The YAML parser: loaded when a header is first read (a cache hit reads none). */
+const yaml = lazyRequire<typeof import('yaml')>('yaml', 'yaml.cjs');
+const isMap = (node: unknown): node is YAMLMap => yaml().isMap(node);
+const isSeq = (node: unknown): node is YAMLSeq => yaml().isSeq(node);
+const isScalar = (node: unknown): node is Scalar => yaml().isScalar(node);
 
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const PARAM_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
@@ -160,6 +167,7 @@ function parseHeader(
   lineOf: (offset: number) => number,
   problem: (line: number, message: string) => void,
 ): Header | undefined {
+  const { LineCounter, parseDocument } = yaml();
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, prettyErrors: false, intAsBigInt: true, uniqueKeys: true });
   if (doc.errors.length > 0) {

@@ -1,5 +1,4 @@
-import { createRequire } from 'node:module';
-import { packageRoot } from '../package.js';
+import { lazyRequire } from '../lazy.js';
 import { parseIsoTimestamp, toClickHouseDateTime, toIsoMicros } from '../time.js';
 import type { ParamDefinition, ParamType } from './types.js';
 
@@ -32,9 +31,10 @@ const DATE_MAX = '2149-06-06';
 
 const NUMBER_PATTERN = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
 
-type Re2 = typeof import('re2js');
 /** RE2, the engine's own regular expressions: loaded only when a pattern has to be checked. */
-let re2: Re2 | undefined;
+const re2 = lazyRequire<typeof import('re2js')>('re2js', 're2.cjs');
+/** A pattern without any of RE2's special characters is a literal, and always compiles. */
+const LITERAL = /^[^\\^$.|?*+()[\]{}]*$/;
 
 /**
  * Why RE2 refuses a pattern, or undefined when it compiles. Not part of reading a value (a cache hit
@@ -42,9 +42,9 @@ let re2: Re2 | undefined;
  * ever stored.
  */
 export function patternError(pattern: string): string | undefined {
-  re2 ??= createRequire(packageRoot)('re2js') as Re2;
+  if (LITERAL.test(pattern)) return undefined;
   try {
-    re2.RE2JS.compile(pattern);
+    re2().RE2JS.compile(pattern);
     return undefined;
   } catch (err) {
     return (err as Error).message.replace(/^error parsing regexp: /, '');

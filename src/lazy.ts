@@ -1,0 +1,26 @@
+import { createRequire } from 'node:module';
+import { packageRoot } from './package.js';
+
+/**
+ * How the CLI loads a package that has a bundle of its own (src/launch.ts sets it before the CLI
+ * starts): from that bundle, compiled from its V8 code cache. Elsewhere (the tests, the library used
+ * from source) the package is required as usual.
+ */
+export const BUNDLE_LOADER = Symbol.for('savedq.loadBundle');
+
+type BundleLoader = (bundle: string) => unknown;
+
+/**
+ * A package loaded on first use, not at start-up: the YAML parser (needed only to read a definition's
+ * header) and RE2 (only to check a pattern before a query runs). A cache hit needs neither.
+ */
+export function lazyRequire<T>(pkg: string, bundle: string): () => T {
+  let loaded: T | undefined;
+  return () => {
+    if (loaded === undefined) {
+      const load = (globalThis as { [BUNDLE_LOADER]?: BundleLoader })[BUNDLE_LOADER];
+      loaded = (load ? load(bundle) : createRequire(packageRoot)(pkg)) as T;
+    }
+    return loaded;
+  };
+}
