@@ -45,7 +45,7 @@ export async function checkCommand(lib: Savedq, options: CheckOptions, io: Io): 
 
   const bad = checked.filter((c) => !c.ok);
   if (json) {
-    const rows = checked.map((c) => ({ ...c, file: displayPath(c.file), problems: c.problems.map(({ line, message }) => ({ line, message })) }));
+    const rows = checked.map((c) => ({ ...c, problems: c.problems.map(({ line, message }) => ({ line, message })) }));
     io.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
   } else {
     const width = Math.max(0, ...checked.map((c) => c.name?.length ?? 0));

@@ -67,6 +67,6 @@ export async function newCommand(lib: Savedq, options: NewOptions, io: Io): Prom
     throw new InputError(`cannot write ${displayPath(file)}: ${code ?? String(err)}.`);
   }
   io.stdout.write(`${file}\n`);
-  report(io, options, `wrote a starter definition; edit it, then: savedq check && savedq describe ${name}`);
+  report(io, options, 'wrote a starter definition: edit it, then check it with savedq check');
   return file;
 }

@@ -65,10 +65,16 @@ export function brokenText(broken: BrokenDefinition): string {
   return `${first ? problemText(first) : displayPath(broken.file)}${more > 0 ? ` (and ${more} more; see savedq check)` : ''}`;
 }
 
-/** A path as a user would type it: relative to the current directory when it is inside it. */
+/** A path as a user would type it: relative to the current directory when inside it, else ~/… when in the home folder. */
 export function displayPath(file: string): string {
-  const rel = relative(process.cwd(), file);
-  return rel !== '' && !rel.startsWith('..') && !isAbsolute(rel) ? rel : file;
+  const inside = (dir: string | undefined) => {
+    const rel = dir ? relative(dir, file) : '';
+    return rel !== '' && !rel.startsWith('..') && !isAbsolute(rel) ? rel : undefined;
+  };
+  const here = inside(process.cwd());
+  if (here !== undefined) return here;
+  const home = inside(process.env.HOME);
+  return home !== undefined ? `~/${home}` : file;
 }
 
 /** A definition file as read: its query, or its problems. */

@@ -388,7 +388,7 @@ function keyName(pair: Pair<Node, Node | null>, line: number, what: string): str
 
 function unknownKey(key: string, known: readonly string[], where: string, line: number, what = 'key'): Problem {
   const guess = closest(key, known);
-  return new Problem(line, `unknown ${what} '${key}' in ${where}.${guess ? ` Did you mean ${guess}?` : ''} Known: ${known.join(', ')}.`);
+  return new Problem(line, `unknown ${what} '${key}' in ${where}.${guess ? ` Did you mean ${guess}?` : ` Known: ${known.join(', ')}.`}`);
 }
 
 function isNull(node: Node | null | undefined): boolean {
