@@ -17,25 +17,13 @@ import { codeCacheFile, WRITE_CODE_CACHE_ENV } from './dist/launch.js';
 // never does (the results cache remembers what each definition file said); RE2 checks a pattern before
 // a query runs. The main bundle every run compiles stays small.
 const apart = { yaml: 'yaml', re2: 're2js' };
-await build({
-  entryPoints: apart,
-  outdir: 'dist',
-  outExtension: { '.js': '.cjs' },
-  bundle: true,
-  platform: 'node',
-  target: 'node20',
-  format: 'cjs',
-  logLevel: 'warning',
-});
+/** Every bundle: one CommonJS file of dist/ for Node. */
+const cjsBundle = { outdir: 'dist', outExtension: { '.js': '.cjs' }, bundle: true, platform: 'node', target: 'node20', format: 'cjs', logLevel: 'warning' };
+await build({ ...cjsBundle, entryPoints: apart });
 
 await build({
+  ...cjsBundle,
   entryPoints: { savedq: 'dist/cli.js', launch: 'dist/launch.js' },
-  outdir: 'dist',
-  outExtension: { '.js': '.cjs' },
-  bundle: true,
-  platform: 'node',
-  target: 'node20',
-  format: 'cjs',
   // Left in node_modules, loaded when first needed: packages with a native addon, which find their
   // binaries relative to their own files, and the warehouse client, which a cache hit never loads.
   external: ['sqlite3', 'chdb', 'chdb/*', '@clickhouse/client', ...Object.values(apart)],
@@ -46,7 +34,6 @@ await build({
   banner: { js: "const __bundleUrl = require('node:url').pathToFileURL(__filename).href;" },
   define: { 'import.meta.url': '__bundleUrl' },
   sourcemap: true,
-  logLevel: 'warning',
 });
 
 // The code caches: one run of the CLI that builds its commands, reads the built-in definitions and
