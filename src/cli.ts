@@ -23,6 +23,10 @@ type GlobalFlags = ConfigFlags & CommonOptions & { debug?: boolean };
 
 /** Aborted on SIGINT/SIGTERM (see interruptible below). */
 const interrupt = new AbortController();
+/** How long an interrupted command may take to reach a safe point before it exits anyway. */
+const STOP_WITHIN_MS = 5_000;
+/** Whether the command running is `serve` (which drains requests in flight on a signal, and then exits). */
+let serving = false;
 
 let library: Savedq | undefined;
 function lib(flags: GlobalFlags, options: { idleCloseMs?: number } = {}): Savedq {
@@ -54,6 +58,8 @@ const program = new Command('savedq')
   .option('--lock-wait <seconds>', 'how long to wait for another process using the data directory (default 30)')
   .option('--timeout <seconds>', 'per-query time limit (default 30)')
   .option('--no-color', 'no colour, whatever the terminal')
+  .option('--expanded', 'show table rows as records: one block of field/value lines each')
+  .option('--no-expanded', 'keep tables as tables even when wider than the terminal (default: records then)')
   .option('--verbose', 'report cache status and progress on standard error even when it is not a terminal')
   .option('-q, --quiet', 'report nothing on standard error but errors')
   .option('--debug', 'show stack traces on errors')
@@ -182,6 +188,7 @@ program
   )
   .action(async (opts: { host: string; port: string; apiKeyFile?: string }, cmd: Command) => {
     const flags = cmd.optsWithGlobals<GlobalFlags>();
+    serving = true;
     const { serveCommand } = await import('./commands/serve.js');
     // Between requests the server lets go of the embedded data directory, so cron jobs and runs get turns.
     await serveCommand(lib(flags, { idleCloseMs: 2000 }), { ...flags, ...opts, version }, io);
@@ -252,12 +259,35 @@ program
     await completionCommand(lib(flags), shell, flags, io);
   });
 
+/**
+ * What became of standard output: a reader that goes away (`| head -n 1`) ends savedq's output, quietly,
+ * and savedq exits 141 as Unix tools killed by SIGPIPE do; any other failure to write is an error.
+ */
+const output: { readerGone: boolean; failure?: NodeJS.ErrnoException } = { readerGone: false };
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') output.readerGone = true;
+  else output.failure ??= err;
+});
+// Nothing to be done about a closed standard error but to stop writing to it.
+process.stderr.on('error', () => undefined);
+
+/** The exit code once standard output has its say: 141 when its reader went away. */
+function afterOutput(code: number): number {
+  if (output.readerGone) return 141;
+  if (output.failure && code === 0) {
+    io.stderr.write(`savedq: cannot write the output: ${output.failure.code ?? output.failure.message}.\n`);
+    return 1;
+  }
+  return code;
+}
+
 /** The one place errors become messages and exit codes. */
 async function main(argv: string[]): Promise<number> {
   try {
     await program.parseAsync(argv);
     return 0;
   } catch (err) {
+    if (output.readerGone) return 0; // whatever failed after the reader went, nobody is reading
     if (err instanceof CommanderError) {
       if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.exitCode === 0) return 0;
       return 2;
@@ -289,20 +319,23 @@ async function main(argv: string[]): Promise<number> {
  * listener; this one stays too, for the second signal, and so that the lock library's signal-exit
  * never finds a signal unheard and re-raises it.
  */
-function interruptible(argv: string[]): void {
-  const serving = argv.includes('serve');
+function interruptible(): void {
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals) => {
     if (signals++ > 0) process.exit(130);
     if (serving) return; // serve drains its requests in flight on its own listener
     io.stderr.write(`\nsavedq: interrupted (${signal}); stopping.\n`);
     interrupt.abort(new InterruptedError(`interrupted (${signal}).`));
+    // Whatever the command is doing, it ends within seconds. Stopping at a safe point comes first; a
+    // load that this cuts short mid-batch is finished by the next load, as one killed is.
+    setTimeout(() => process.exit(130), STOP_WITHIN_MS).unref();
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
 }
 
-interruptible(process.argv.slice(2));
+
+interruptible();
 void main(process.argv).then((code) => {
-  process.exitCode = code;
+  process.exitCode = afterOutput(code);
 });

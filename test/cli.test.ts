@@ -47,10 +47,14 @@ describe('savedq (the built CLI)', () => {
     const csv = (await run(...args, '-f', 'csv')).stdout.split('\r\n');
     expect(csv[0]).toBe('timestamp,min_execution_time,max_execution_time,avg_execution_time,p95_execution_time,p99_execution_time,count,error_count');
     expect(csv.filter((l) => l !== '')).toHaveLength(json.length + 1);
-    const table = (await run(...args, '-f', 'table')).stdout;
+    // A table fits 80 columns unless COLUMNS says otherwise; eight columns fit 200.
+    const table = (await cli([...args, '-f', 'table'], { env: { ...env, COLUMNS: '200' } })).stdout;
     expect(table).toContain('│ timestamp');
     expect(table).toMatch(new RegExp(`${json.length} rows\\n$`));
     expect(table).not.toContain('\u001b['); // no colour when not on a terminal
+    const records = (await run(...args, '-f', 'table')).stdout;
+    expect(records).toMatch(/^─\[ record 1 \]/);
+    expect(records).toMatch(new RegExp(`${json.length} rows\\n$`));
   });
 
   it('writes nested metadata as JSON text inside a CSV cell', async () => {

@@ -1,12 +1,12 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { loadCommand } from '../src/commands/load.js';
 import { completionScript } from '../src/commands/completion.js';
 import { render, useColor } from '../src/output/index.js';
 import { schemaDdl } from '../src/warehouse/ddl.js';
-import { captureIo, cli, endpoints, findEndpoint, tempDir, testLibrary } from './helpers.js';
+import { binPath, captureIo, cli, endpoints, findEndpoint, NO_CONFIG, tempDir, testLibrary } from './helpers.js';
 
 const lib = testLibrary();
 const dir = tempDir();
@@ -103,12 +103,12 @@ describe('progress and colour', () => {
       { id: 'a', timestamp: '2026-01-01T00:00:00.000001Z', event_message: 'short', metadata: { long: 'x'.repeat(300) } },
     ];
     const fields = findEndpoint('logs.all').fields;
-    const text = await render('table', rows, { fields, color: false, width: 80 });
+    const text = [...(await render('table', rows, { fields, color: false, width: 80 }))].join('');
     for (const line of text.split('\n')) expect(line.length).toBeLessThanOrEqual(80);
     expect(text).toContain('2026-01-01 00:00:00.000001');
     expect(text).toContain('…');
     expect(text).toMatch(/1 row\n$/);
-    const numbers = await render('table', [{ count: 5 }, { count: 12345 }], { fields: [{ name: 'count', type: 'integer' }], color: false, width: 80 });
+    const numbers = [...(await render('table', [{ count: 5 }, { count: 12345 }], { fields: [{ name: 'count', type: 'integer' }], color: false, width: 80 }))].join('');
     expect(numbers).toContain('│     5 │');
   });
 
@@ -142,5 +142,64 @@ describe('growing past one machine', () => {
     const r = await cli(['init'], { env });
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/init needs a ClickHouse server: give --url/);
+  });
+});
+
+describe('tables in a real terminal', () => {
+  const termEnv = { SAVEDQ_DATA_DIR: join(dir, 'term-data'), SAVEDQ_CACHE_FILE: join(dir, 'term.sqlite') };
+  beforeAll(async () => {
+    const r = await cli(['load', '--sample'], { env: termEnv });
+    expect(r.code, r.stderr).toBe(0);
+  });
+
+  /** What a terminal of `columns` shows of a command (through `script`, a real pseudo-terminal), without colour codes. */
+  function inTerminal(columns: number, args: readonly string[]): string {
+    const command = [process.execPath, binPath, ...args].map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(' ');
+    const shown = spawnSync('script', ['-qec', `stty cols ${columns} rows 50; exec ${command}`, '/dev/null'], {
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', XDG_CONFIG_HOME: NO_CONFIG, ...termEnv },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    expect(shown.status, shown.stderr).toBe(0);
+    // eslint-disable-next-line no-control-regex
+    return shown.stdout.replace(/\r/g, '').replace(/\u001b\[[\d;]*m/g, '');
+  }
+  const widest = (text: string) => Math.max(...text.split('\n').map((line) => [...line].length));
+  const stats = ['run', 'functions.invocation-stats', '-p', 'project=acme-shop', '-p', 'interval=7day'];
+
+  it('never draws a line wider than the terminal, at 80, 100 and 200 columns', () => {
+    for (const columns of [80, 100, 200]) {
+      for (const args of [['list'], stats, ['run', 'logs.all', '-p', 'project=acme-shop'], ['run', 'usage.api-counts', '-p', 'project=acme', '-p', 'interval=daily']]) {
+        const text = inTerminal(columns, args);
+        expect(widest(text), `${columns}: ${args.join(' ')}\n${text}`).toBeLessThanOrEqual(columns);
+        expect(text, args.join(' ')).toMatch(/^\d+ rows?$/m);
+      }
+    }
+  });
+
+  it('keeps the key columns whole: every name and id in list, every timestamp in run', () => {
+    for (const columns of [80, 100, 200]) {
+      const list = inTerminal(columns, ['list']);
+      for (const e of endpoints) {
+        expect(list, `${columns}`).toContain(e.name);
+        expect(list, `${columns}`).toContain(e.id);
+      }
+      const logs = inTerminal(columns, ['run', 'logs.all', '-p', 'project=acme-shop']);
+      expect(logs.match(/\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}/g)?.length, `${columns}`).toBe(100);
+    }
+  });
+
+  it('shows records when the columns cannot fit, a table when they can, and obeys --expanded and --no-expanded', () => {
+    const narrow = inTerminal(80, stats);
+    expect(narrow).toMatch(/^─\[ record 1 \]─+\ntimestamp {10}│ \d{4}-\d\d-\d\d 00:00:00\nmin_execution_time │ [\d.]+\n/m);
+    expect(inTerminal(100, stats)).toMatch(/^│ timestamp {11}│ +min │ +max │/m); // headers wrap at _ to fit
+    const wide = inTerminal(200, stats);
+    expect(wide).toMatch(/^│ timestamp +│ min_execution_time │/m);
+    expect(wide).toMatch(/│ +\d+ │ +\d+ │\n/); // numbers right-aligned
+    expect(inTerminal(200, ['--expanded', ...stats])).toMatch(/^─\[ record 1 \]/m);
+    const forced = inTerminal(80, ['--no-expanded', ...stats]);
+    expect(forced).toMatch(/^│ timestamp/m);
+    expect(widest(forced)).toBeGreaterThan(80);
   });
 });

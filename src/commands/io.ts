@@ -1,6 +1,6 @@
 import type { Readable, Writable } from 'node:stream';
-import type { FieldDefinition, Row } from '../queries/types.js';
-import { chooseFormat, render, useColor, type Format } from '../output/index.js';
+import type { Row } from '../queries/types.js';
+import { chooseFormat, fieldsOfRows, render, useColor, type Format, type TableField } from '../output/index.js';
 
 /** A writable stream that may be a terminal. */
 export type OutStream = Writable & { isTTY?: boolean; columns?: number };
@@ -23,6 +23,8 @@ export interface CommonOptions {
   readonly quiet?: boolean | undefined;
   /** Aborted on SIGINT/SIGTERM: the command stops at its next safe point. */
   readonly signal?: AbortSignal | undefined;
+  /** Tables: one block a record (true), never (false), or when the table cannot fit the terminal. */
+  readonly expanded?: boolean | undefined;
 }
 
 /** Throws the abort reason (an InterruptedError) when the command has been interrupted. */
@@ -51,14 +53,52 @@ export function outputFormat(io: Io, requested: string | undefined): Format {
   return chooseFormat(requested, io.stdout.isTTY === true);
 }
 
-/** Writes rows to standard output in a format, with colour and width following the terminal. */
+/**
+ * The width tables fit: the terminal's, else COLUMNS, else 80 (a table written to a pipe or a file
+ * fits 80 columns unless told otherwise).
+ */
+export function outputWidth(io: Io): number {
+  const columns = Number(io.env.COLUMNS);
+  return io.stdout.columns || (Number.isInteger(columns) && columns > 0 ? columns : 80);
+}
+
+/**
+ * Writes rows to standard output in a format, with colour and width following the terminal, piece by
+ * piece as standard output takes them. Stops quietly when the reader has gone (`| head`). Rows of a
+ * query that declares no fields show the columns they have.
+ */
 export async function writeRows(
   io: Io,
   options: CommonOptions,
   format: Format,
   rows: readonly Row[],
-  fields: readonly Pick<FieldDefinition, 'name' | 'type'>[],
+  fields: readonly TableField[],
 ): Promise<void> {
   const color = useColor(options.color, io.stdout.isTTY === true, io.env);
-  io.stdout.write(await render(format, rows, { fields, color, width: io.stdout.columns }));
+  const columns = fields.length > 0 ? fields : fieldsOfRows(rows);
+  for (const piece of await render(format, rows, { fields: columns, color, width: outputWidth(io), expanded: options.expanded })) {
+    if (!(await writeOut(io.stdout, piece))) return;
+  }
+}
+
+/**
+ * Writes to standard output, waiting while it is full. False when its reader has gone: a closed pipe
+ * is not an error of savedq's (cli.ts exits quietly), only the end of its output.
+ */
+export function writeOut(stream: OutStream, text: string): Promise<boolean> {
+  if (stream.destroyed || stream.writableEnded) return Promise.resolve(false);
+  if (stream.write(text)) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const done = (ok: boolean) => () => {
+      stream.off('drain', drained);
+      stream.off('close', closed);
+      stream.off('error', closed);
+      resolve(ok);
+    };
+    const drained = done(true);
+    const closed = done(false);
+    stream.once('drain', drained);
+    stream.once('close', closed);
+    stream.once('error', closed);
+  });
 }

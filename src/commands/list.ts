@@ -29,9 +29,10 @@ export function describeQueries(queries: readonly SavedQuery[]): Row[] {
   }));
 }
 
+/** A table of the queries: what a user copies into the next command (the name, the id) is never cut. */
 const TABLE_FIELDS = [
-  { name: 'name', type: 'string' },
-  { name: 'id', type: 'string' },
+  { name: 'name', type: 'string', key: true },
+  { name: 'id', type: 'string', key: true },
   { name: 'params', type: 'string' },
   { name: 'cache_seconds', type: 'integer' },
   { name: 'description', type: 'string' },

@@ -5,32 +5,88 @@ import type { FieldDefinition, Row } from '../queries/types.js';
 export const FORMATS = ['table', 'json', 'ndjson', 'csv'] as const;
 export type Format = (typeof FORMATS)[number];
 
+/** A column: a field, and whether it is a key a table never shortens (a name, an id). */
+export interface TableField extends Pick<FieldDefinition, 'name' | 'type'> {
+  readonly key?: boolean;
+}
+
 /** What a renderer needs besides the rows. */
 export interface RenderOptions {
   /** Declared fields, in order; rows are rendered in this column order. */
-  readonly fields: readonly Pick<FieldDefinition, 'name' | 'type'>[];
+  readonly fields: readonly TableField[];
   /** Colour for the table format. */
   readonly color: boolean;
-  /** Terminal width, for shortening long cells in the table format. */
+  /** Terminal width the table format fits (default 80). */
   readonly width: number | undefined;
+  /** Table format: records instead of a table (true), never (false), or when the table cannot fit. */
+  readonly expanded?: boolean | undefined;
 }
 
-type Renderer = (rows: readonly Row[], options: RenderOptions) => string;
+/** A renderer gives its text in pieces, so a large output is written as it is made, not held whole. */
+type Renderer = (rows: readonly Row[], options: RenderOptions) => Iterable<string>;
+
+/** Rows a piece of output holds at most. */
+const BATCH_ROWS = 500;
+
+/** Rows in batches of BATCH_ROWS. */
+export function* inBatches(rows: readonly Row[]): Generator<readonly Row[]> {
+  for (let i = 0; i < rows.length; i += BATCH_ROWS) yield rows.slice(i, i + BATCH_ROWS);
+}
+
+function* json(rows: readonly Row[]): Generator<string> {
+  if (rows.length === 0) {
+    yield '[]\n';
+    return;
+  }
+  let first = true;
+  for (const batch of inBatches(rows)) {
+    yield `${first ? '[\n' : ',\n'}${batch.map((r) => JSON.stringify(r)).join(',\n')}`;
+    first = false;
+  }
+  yield '\n]\n';
+}
+
+function* ndjson(rows: readonly Row[]): Generator<string> {
+  for (const batch of inBatches(rows)) yield batch.map((r) => `${JSON.stringify(r)}\n`).join('');
+}
 
 /**
  * One renderer per format. JSON ones are inline; table and CSV load their libraries only when used, so
  * a pipeline reading JSON (the cache-hit path of cron jobs and scripts) does not pay for them.
  */
 const renderers: Record<Format, () => Promise<Renderer>> = {
-  table: async () => (await import('./table.js')).renderTable,
-  json: async () => (rows) => (rows.length === 0 ? '[]\n' : `[\n${rows.map((r) => JSON.stringify(r)).join(',\n')}\n]\n`),
-  ndjson: async () => (rows) => rows.map((r) => `${JSON.stringify(r)}\n`).join(''),
+  table: async () => {
+    const { renderTable } = await import('./table.js');
+    return (rows, options) => [renderTable(rows, options)];
+  },
+  json: async () => json,
+  ndjson: async () => ndjson,
   csv: async () => (await import('./csv.js')).renderCsv,
 };
 
-/** Renders rows in a format. */
-export async function render(format: Format, rows: readonly Row[], options: RenderOptions): Promise<string> {
+/** Renders rows in a format, in pieces. */
+export async function render(format: Format, rows: readonly Row[], options: RenderOptions): Promise<Iterable<string>> {
   return (await renderers[format]())(rows, options);
+}
+
+/**
+ * The columns of rows whose fields are not declared: the first row's, typed by their values (so
+ * numbers are right-aligned in a table).
+ */
+export function fieldsOfRows(rows: readonly Row[]): TableField[] {
+  return Object.entries(rows[0] ?? {}).map(([name, value]) => ({
+    name,
+    type: typeOfValue(value),
+  }));
+}
+
+const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
+
+function typeOfValue(value: unknown): TableField['type'] {
+  if (typeof value === 'number') return Number.isInteger(value) ? 'integer' : 'number';
+  if (typeof value === 'string' && ISO_INSTANT.test(value)) return 'timestamp';
+  if (typeof value === 'object' && value !== null) return 'object';
+  return 'string';
 }
 
 /** Parses a --format value; the default is a table on a terminal and JSON otherwise. */

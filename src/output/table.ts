@@ -1,7 +1,17 @@
 import { Chalk } from 'chalk';
 import Table from 'cli-table3';
+import stringWidth from 'string-width';
 import type { Row } from '../queries/types.js';
-import type { RenderOptions } from './index.js';
+import type { RenderOptions, TableField } from './index.js';
+
+/** The narrowest a shortened text column gets before the table gives way to records. */
+const MIN_TEXT_WIDTH = 12;
+/** The narrowest the value column of records gets, however narrow the terminal. */
+const MIN_VALUE_WIDTH = 20;
+
+const isNumber = (f: TableField) => f.type === 'integer' || f.type === 'number';
+/** Columns never shortened: the caller's keys, numbers, and the instants a row is about. */
+const isWhole = (f: TableField) => f.key === true || isNumber(f) || f.type === 'timestamp' || f.type === 'date';
 
 function cellText(value: unknown, type: string): string {
   if (value === null || value === undefined) return '';
@@ -10,30 +20,118 @@ function cellText(value: unknown, type: string): string {
   return String(value);
 }
 
-function shorten(text: string, max: number): string {
-  return text.length > max ? `${text.slice(0, Math.max(1, max - 1))}…` : text;
+/**
+ * A header's pieces, each ending where a line may break: after `_`, `-`, `.` or a space. A line that
+ * ends at a `_` or a space does not show it (`min_execution_time` wraps as min / execution / time).
+ */
+function headerPieces(name: string): string[] {
+  return name.split(/(?<=[_\-. ])/);
 }
 
-/** An aligned table for people: numbers right-aligned, long cells shortened to fit, a row count. */
+const lineEnd = (text: string) => text.replace(/[_ ]$/, '');
+
+/** How narrow a header can wrap: its widest piece. */
+function headerMinWidth(name: string): number {
+  return Math.max(...headerPieces(name).map((p) => stringWidth(lineEnd(p))));
+}
+
+/** A header as lines of at most `width` (a piece longer than that is cut across lines). */
+function wrapHeader(name: string, width: number): string {
+  if (stringWidth(name) <= width) return name;
+  const lines: string[] = [];
+  let line = '';
+  for (let piece of headerPieces(name)) {
+    if (line !== '' && stringWidth(lineEnd(line + piece)) > width) {
+      lines.push(lineEnd(line));
+      line = '';
+    }
+    while (stringWidth(lineEnd(piece)) > width) {
+      lines.push(piece.slice(0, width));
+      piece = piece.slice(width);
+    }
+    line += piece;
+  }
+  if (line !== '') lines.push(lineEnd(line));
+  return lines.join('\n');
+}
+
+/**
+ * The width of each column (without padding) so the table fits `total` columns of terminal, or
+ * undefined when it cannot: headers wider than their values wrap at word breaks, then the widest text
+ * columns are shortened, down to MIN_TEXT_WIDTH; keys, numbers and timestamps stay whole.
+ */
+export function fitColumns(fields: readonly TableField[], texts: readonly string[][], total: number): number[] | undefined {
+  const budget = total - (3 * fields.length + 1);
+  const cells = fields.map((_, i) => Math.max(0, ...texts.map((t) => stringWidth(t[i] ?? ''))));
+  const widths = fields.map((f, i) => Math.max(stringWidth(f.name), cells[i] ?? 0));
+  const sum = () => widths.reduce((a, b) => a + b, 0);
+  if (sum() <= budget) return widths;
+  const headerMin = fields.map((f) => headerMinWidth(f.name));
+  for (const [i] of fields.entries()) widths[i] = Math.max(headerMin[i] ?? 0, cells[i] ?? 0);
+  const floors = fields.map((f, i) => (isWhole(f) ? (widths[i] ?? 0) : Math.max(headerMin[i] ?? 0, Math.min(MIN_TEXT_WIDTH, widths[i] ?? 0))));
+  while (sum() > budget) {
+    let widest = -1;
+    for (const [i, w] of widths.entries()) if (w > (floors[i] ?? 0) && (widest < 0 || w > (widths[widest] ?? 0))) widest = i;
+    if (widest < 0) return undefined;
+    widths[widest] = (widths[widest] ?? 0) - 1;
+  }
+  return widths;
+}
+
+/**
+ * Rows for people: an aligned table (numbers right-aligned, a row count after it) that fits the
+ * terminal's width, or, when its columns cannot fit even shortened, one block of `field  value` lines a
+ * record (as psql's `\x auto` and clickhouse-client's Vertical format do). `expanded` forces either.
+ */
 export function renderTable(rows: readonly Row[], options: RenderOptions): string {
   const chalk = new Chalk({ level: options.color ? 1 : 0 });
   const { fields } = options;
   const texts = rows.map((row) => fields.map((f) => cellText(row[f.name], f.type)));
-  // Give every column its natural width, then shrink the widest until the table fits the terminal.
-  const widths = fields.map((f, i) => Math.max(f.name.length, ...texts.map((t) => (t[i] ?? '').length)));
-  const budget = (options.width ?? Infinity) - (3 * fields.length + 1);
-  while (widths.reduce((a, b) => a + b, 0) > budget) {
-    const widest = widths.indexOf(Math.max(...widths));
-    if ((widths[widest] ?? 0) <= 12) break;
-    widths[widest] = (widths[widest] ?? 0) - 1;
-  }
+  const count = chalk.dim(`${rows.length} ${rows.length === 1 ? 'row' : 'rows'}`);
+  const width = options.width ?? 80;
+  const widths = options.expanded === true ? undefined : fitColumns(fields, texts, width);
+  if (widths === undefined && options.expanded !== false && rows.length > 0) return `${records(texts, options, width, chalk)}\n${count}\n`;
+
   const table = new Table({
-    head: fields.map((f) => chalk.bold(f.name)),
+    head: fields.map((f, i) => chalk.bold(widths ? wrapHeader(f.name, widths[i] ?? f.name.length) : f.name)),
     style: { head: [], border: options.color ? ['grey'] : [] },
     chars: { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' },
-    colAligns: fields.map((f) => (f.type === 'integer' || f.type === 'number' ? 'right' : 'left')),
+    colAligns: fields.map((f) => (isNumber(f) ? 'right' : 'left')),
+    // Told its widths, cli-table3 shortens what is longer with '…'.
+    ...(widths ? { colWidths: widths.map((w) => w + 2) } : {}),
   });
-  for (const t of texts) table.push(t.map((text, i) => shorten(text, widths[i] ?? text.length)));
-  const count = `${rows.length} ${rows.length === 1 ? 'row' : 'rows'}`;
-  return `${table.toString()}\n${chalk.dim(count)}\n`;
+  for (const t of texts) table.push(t);
+  return `${table.toString()}\n${count}\n`;
+}
+
+/**
+ * One block a record, as psql's expanded display: a title line, then each field's name and its value,
+ * a long value wrapped onto the lines below.
+ */
+function records(texts: readonly string[][], options: RenderOptions, width: number, chalk: InstanceType<typeof Chalk>): string {
+  const { fields } = options;
+  const nameWidth = Math.max(...fields.map((f) => stringWidth(f.name)));
+  const valueWidth = Math.max(MIN_VALUE_WIDTH, width - nameWidth - 3);
+  const blank = Object.fromEntries(['top', 'top-mid', 'top-left', 'top-right', 'bottom', 'bottom-mid', 'bottom-left', 'bottom-right', 'left', 'left-mid', 'mid', 'mid-mid', 'right', 'right-mid'].map((c) => [c, '']));
+  return texts
+    .map((t, i) => {
+      const title = `─[ record ${i + 1} ]`;
+      const table = new Table({
+        chars: { ...blank, middle: chalk.grey(' │ ') },
+        style: { head: [], border: [], 'padding-left': 0, 'padding-right': 0 },
+        colWidths: [nameWidth, valueWidth],
+        wordWrap: true,
+      });
+      for (const [j, f] of fields.entries()) {
+        const value = t[j] ?? '';
+        // Text wraps at spaces; a word too long for a line (JSON, a URL) is cut across lines.
+        const longWord = value.split(/\s+/).some((word) => stringWidth(word) > valueWidth);
+        table.push([chalk.bold(f.name), { content: value, wrapOnWordBoundary: !longWord }]);
+      }
+      const rule = chalk.dim(`${title}${'─'.repeat(Math.max(0, Math.min(width, nameWidth + 3 + valueWidth) - stringWidth(title)))}`);
+      // The last column is padded to its width: lines end where their text does (colour codes kept).
+      // eslint-disable-next-line no-control-regex
+      return `${rule}\n${table.toString().replace(/ +((?:\u001b\[[\d;]*m)*)$/gm, '$1')}`;
+    })
+    .join('\n');
 }
