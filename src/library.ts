@@ -194,7 +194,8 @@ export class Savedq {
     const cached = cachedCall(call);
     const key = cacheKey(cached);
     if (call.endpoint.cacheSeconds === 0 || mode === 'bypass') {
-      return this.#shared(`uncached:${key}`, () => this.execute(call, request.signal));
+      const result = await this.#shared(`uncached:${key}`, () => this.execute(call, request.signal));
+      return { ...result, warnings: this.takeWarnings() };
     }
 
     if (mode === 'use') {

@@ -1,6 +1,7 @@
-import { mkdirSync, renameSync } from 'node:fs';
+import { renameSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type Keyv from 'keyv';
+import { makeDirectory } from '../fs.js';
 import type { NormalisedParams, Row } from '../queries/types.js';
 
 /** A stored result. */
@@ -67,7 +68,7 @@ export class ResultsCache {
 
   async #open(): Promise<Keyv> {
     const [{ default: KeyvClass }, { default: KeyvSqlite }] = await Promise.all([import('keyv'), import('@keyv/sqlite')]);
-    mkdirSync(dirname(this.file), { recursive: true });
+    makeDirectory(dirname(this.file));
     const connect = async (): Promise<Keyv> => {
       const store = new KeyvSqlite({ uri: `sqlite://${this.file}`, busyTimeout: BUSY_TIMEOUT_MS, iterationLimit: 1000 });
       store.on('error', () => undefined); // failures reach us through the rejected query below

@@ -34,6 +34,8 @@ interface Input {
   readonly source: LoadInput;
   readonly size?: number;
   close(): void;
+  /** Ends a read under way with this error (a file is read in batches that check for an interrupt). */
+  interrupt(reason: unknown): void;
 }
 
 function batchBytes(text: string | undefined): number {
@@ -56,7 +58,7 @@ function openInput(file: string | undefined, io: Io): Input {
     if (file === undefined && io.stdin.isTTY) {
       throw new InputError('no input: give a file, - to read standard input, or --sample.');
     }
-    return { source: io.stdin, close: () => io.stdin.destroy() };
+    return { source: io.stdin, close: () => io.stdin.destroy(), interrupt: (reason) => io.stdin.destroy(asError(reason)) };
   }
   try {
     const fd = openSync(file, 'r');
@@ -65,14 +67,18 @@ function openInput(file: string | undefined, io: Io): Input {
       closeSync(fd);
       throw Object.assign(new Error('EISDIR'), { code: 'EISDIR' });
     }
-    if (stat.isFile()) return { source: { kind: 'file', fd }, size: stat.size, close: () => closeSync(fd) };
+    if (stat.isFile()) return { source: { kind: 'file', fd }, size: stat.size, close: () => closeSync(fd), interrupt: () => undefined };
     // A named pipe, say: read as a stream, which waits for data rather than taking none as the end.
     const stream = createReadStream('', { fd, highWaterMark: 1 << 20 });
-    return { source: stream, close: () => stream.destroy() };
+    return { source: stream, close: () => stream.destroy(), interrupt: (reason) => stream.destroy(asError(reason)) };
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? '';
     throw new InputError(`cannot read ${file}: ${READ_ERRORS[code] ?? (code || String(err))}.`);
   }
+}
+
+function asError(reason: unknown): Error {
+  return reason instanceof Error ? reason : new Error(String(reason));
 }
 
 /** `savedq load`: loads NDJSON events into a table, or sample events into both. Returns what it did. */
@@ -100,6 +106,10 @@ export async function loadCommand(lib: Savedq, options: LoadOptions, io: Io): Pr
 
   const table = checkTable(options.table);
   const input = openInput(options.file, io);
+  // A stream waiting for data (a quiet pipe) ends on an interrupt: the load stops at once, the batches
+  // already sent finish storing.
+  const stop = () => input.interrupt(options.signal?.reason);
+  options.signal?.addEventListener('abort', stop, { once: true });
   let r: LoadReport;
   try {
     // The engine opens (100-200 ms) while the first batch is read.
@@ -119,6 +129,7 @@ export async function loadCommand(lib: Savedq, options: LoadOptions, io: Io): Pr
       onProgress: (p, bytes) => shown.update(loadProgressText(table, p.loaded, bytes, started, input.size ? bytes / input.size : undefined)),
     }).finally(() => shown.done());
   } finally {
+    options.signal?.removeEventListener('abort', stop);
     input.close();
   }
   report(io, options, `loaded ${r.loaded} rows into ${table}, rejected ${r.rejected} lines`);

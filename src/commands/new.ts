@@ -1,7 +1,8 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { InputError } from '../errors.js';
+import { makeDirectory } from '../fs.js';
 import type { Savedq } from '../library.js';
 import { displayPath } from '../queries/catalog.js';
 import { NAME_PATTERN } from '../queries/types.js';
@@ -59,7 +60,7 @@ export async function newCommand(lib: Savedq, options: NewOptions, io: Io): Prom
   const dir = lib.config.newQueriesDir;
   const file = join(dir, `${name}.sql`);
   try {
-    mkdirSync(dir, { recursive: true });
+    makeDirectory(dir);
     writeFileSync(file, starterDefinition(name, randomUUID()), { flag: 'wx' });
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;

@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { InputError } from '../errors.js';
 
 /** API keys for `serve`: from --api-key-file (one a line) or SAVEDQ_API_KEYS (comma-separated). */
@@ -7,6 +7,8 @@ export function loadApiKeys(file: string | undefined, env: Readonly<Record<strin
   let text: string;
   if (file !== undefined) {
     try {
+      // A pipe or a device would hold the read (and the server's start) forever.
+      if (!statSync(file).isFile()) throw Object.assign(new Error('not a regular file'), { code: 'not a regular file' });
       text = readFileSync(file, 'utf8');
     } catch (err) {
       throw new InputError(`cannot read API key file ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}.`);

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { accessSync, constants, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
@@ -7,6 +7,7 @@ import { Readable } from 'node:stream';
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
 import type { Config } from '../config.js';
 import { BusyError, WarehouseError } from '../errors.js';
+import { makeDirectory } from '../fs.js';
 import { readSqlFile } from '../package.js';
 import { toWarehouseError } from './errors.js';
 import { loadBatch, MARK_COLUMN, type Batch, type BatchOutcome, type ComputedColumn } from './load.js';
@@ -279,7 +280,7 @@ async function writeBatchFiles(dir: string, lines: Buffer): Promise<BatchFiles> 
   let whole: Promise<void> | undefined;
   const remove = () => Promise.all([...partFiles, wholeFile].map((f) => rm(f, { force: true })));
   try {
-    mkdirSync(dir, { recursive: true });
+    makeDirectory(dir);
     await Promise.all(parts.map((part, i) => writeFile(partFiles[i] as string, part)));
   } catch (err) {
     await remove();
@@ -315,7 +316,7 @@ class BatchNotes {
     const note = join(this.#dir, `${table}.${token}`);
     const unfinished = !this.#mine.has(note) && existsSync(note);
     this.#mine.set(note, (this.#mine.get(note) ?? 0) + 1);
-    mkdirSync(this.#dir, { recursive: true });
+    makeDirectory(this.#dir);
     writeFileSync(note, '');
     return { note, unfinished };
   }
@@ -432,7 +433,7 @@ function prepareDataDir(dataDir: string): void {
     if (existsSync(dataDir) && !statSync(dataDir).isDirectory()) {
       throw new WarehouseError(`data directory ${dataDir} is not a directory.`);
     }
-    mkdirSync(dataDir, { recursive: true });
+    makeDirectory(dataDir);
     accessSync(dataDir, constants.R_OK | constants.W_OK | constants.X_OK);
   } catch (err) {
     if (err instanceof WarehouseError) throw err;
