@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -244,6 +245,22 @@ describe('savedq check', () => {
 });
 
 describe('a user query over HTTP', () => {
+  it('is in an OpenAPI document that redocly lint passes with its recommended rules, without a warning', async () => {
+    const file = join(tempDir(), 'openapi.json');
+    writeFileSync(file, await (await fetch(`${server.url}/openapi.json`)).text());
+    const redocly = fileURLToPath(new URL('../node_modules/.bin/redocly', import.meta.url));
+    const lint = spawnSync(redocly, ['lint', file, '--format=json'], {
+      // No telemetry, no update check: tests talk to 127.0.0.1 only.
+      env: { PATH: process.env.PATH ?? '', HOME: tempDir(), REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    const report = JSON.parse(lint.stdout) as { totals: object; problems: { ruleId: string; message: string }[] };
+    expect(report.problems.map((p) => `${p.ruleId}: ${p.message}`)).toEqual([]);
+    expect(report.totals).toEqual({ errors: 0, warnings: 0, ignored: 0 });
+    expect(lint.status).toBe(0);
+  });
+
   const get = async (path: string) => {
     const res = await fetch(`${server.url}${path}`, { headers: { 'X-API-KEY': KEY } });
     return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, unknown> };

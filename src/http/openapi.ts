@@ -125,7 +125,14 @@ function operation(query: SavedQuery, by: 'name' | 'id'): object {
 /** The OpenAPI 3.1 document of the HTTP mode: every saved query the server answers, by name and by id. */
 export function openApiDocument(version: string, queries: readonly SavedQuery[]): object {
   const paths: Record<string, object> = {
-    '/health': { get: { operationId: 'health', summary: 'Liveness; needs no key.', responses: { '200': { description: 'Up.' } } } },
+    '/health': {
+      get: {
+        operationId: 'health',
+        summary: 'Liveness; needs no key.',
+        security: [],
+        responses: { '200': { description: 'Up.' }, '405': errorResponse('Any method but GET and HEAD.') },
+      },
+    },
   };
   for (const query of queries) {
     paths[`/api/endpoints/query/${query.name}`] = { get: operation(query, 'name') };
@@ -133,7 +140,14 @@ export function openApiDocument(version: string, queries: readonly SavedQuery[])
   }
   return {
     openapi: '3.1.0',
-    info: { title: 'savedq', version, description: 'Saved, parameterised analytics queries over platform log data.' },
+    info: {
+      title: 'savedq',
+      version,
+      description: 'Saved, parameterised analytics queries over platform log data.',
+      license: { name: 'MIT', identifier: 'MIT' },
+    },
+    // Relative: the paths are the server's that serves this document, whatever name it is reached by.
+    servers: [{ url: '/' }],
     paths,
     components: {
       securitySchemes: { apiKey: { type: 'apiKey', in: 'header', name: 'X-API-KEY' } },
