@@ -6,7 +6,7 @@
 // modules: each ES module costs a resolve and a link, and each CommonJS package an ES module imports
 // is first scanned for its export names (commander, sqlite3). The code cache then spares V8 parsing
 // the bundle and compiling the functions a run calls. Node 22 has a built-in compile cache; Node 20
-// does not. Measured side by side, see README, Performance.
+// does not. What each step bought is in the README, Performance.
 import { spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { build } from 'esbuild';

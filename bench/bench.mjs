@@ -17,8 +17,8 @@ import { bindValues } from '../dist/queries/run.js';
 import { normaliseParams } from '../dist/queries/params.js';
 import { QueryCatalog } from '../dist/queries/catalog.js';
 import { builtinQueriesDir } from '../dist/package.js';
-import { openWarehouse, schemaStatements } from '../dist/warehouse/index.js';
-import { resolveConfig } from '../dist/config.js';
+import { openWarehouse } from '../dist/warehouse/index.js';
+import { schemaStatements } from '../dist/warehouse/schema.js';
 import { microsFromDate } from '../dist/time.js';
 
 const here = (f) => fileURLToPath(new URL(f, import.meta.url));
@@ -35,6 +35,8 @@ const work = mkdtempSync(join(tmpdir(), 'savedq-bench-'));
 const builtins = await new QueryCatalog({ builtin: builtinQueriesDir, user: [] }).scan();
 const findEndpoint = (name) => builtins.byName.get(name);
 process.on('exit', () => rmSync(work, { recursive: true, force: true }));
+/** The embedded engine on a data directory, as the library opens it. */
+const openEngine = (dataDir, createTables = true) => openWarehouse({ url: undefined, dataDir, lockWaitMs: 30_000, timeoutSeconds: 300, createTables });
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const fmt = (x, d = 1) => x.toFixed(d);
 const figures = [];
@@ -65,8 +67,7 @@ function sideBySide(a, b, reps = REPS) {
 }
 
 async function generate(dataDir, rows) {
-  const config = resolveConfig({ dataDir, cacheFile: join(work, 'unused.sqlite') }, {});
-  const warehouse = await openWarehouse(config);
+  const warehouse = await openEngine(dataDir);
   const started = Date.now();
   // Edge requests: 200 projects, 90 days before AT, realistic paths and statuses.
   await warehouse.command(`
@@ -107,7 +108,7 @@ const CALLS = [
 
 /** Rows the engine expects to read for a call (EXPLAIN ESTIMATE), summed over tables. */
 async function estimatedRows(dataDir, endpoint, params) {
-  const warehouse = await openWarehouse(resolveConfig({ dataDir, cacheFile: join(work, 'unused.sqlite') }, {}));
+  const warehouse = await openEngine(dataDir);
   const e = findEndpoint(endpoint);
   const rows = await warehouse.query(`EXPLAIN ESTIMATE ${e.boundSql}`, bindValues(e, normaliseParams(e, params), microsFromDate(Date.parse(AT))));
   await warehouse.close();
@@ -272,7 +273,7 @@ async function loadFigure() {
   // cannot do, and savedq does once per data directory).
   const withTables = async () => {
     const dir = fresh();
-    const tables = await openWarehouse(resolveConfig({ dataDir: dir, cacheFile: join(work, 'unused.sqlite') }, {}), { createTables: false });
+    const tables = await openEngine(dir, false);
     for (const statement of schemaStatements()) await tables.command(statement);
     await tables.close();
     return dir;

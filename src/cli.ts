@@ -5,9 +5,12 @@ import { InterruptedError, SavedqError } from './errors.js';
 import { Savedq } from './library.js';
 import { packageRoot } from './package.js';
 import { FORMATS } from './output/index.js';
+import type { CliShape, CommandShape, OptionShape } from './commands/completion.js';
+import { CHECK_FORMATS, SHELLS } from './commands/choices.js';
 import type { CommonOptions, Io } from './commands/io.js';
+import { TABLES } from './warehouse/schema.js';
 
-// Standard input is opened only by the commands that read it: opening it costs a cache hit 2 ms.
+// Standard input is opened only by the commands that read it: a cache hit, which reads none, is mostly start-up.
 const io: Io = {
   get stdin() {
     return process.stdin;
@@ -208,7 +211,7 @@ program
 program
   .command('check')
   .description('check every saved query definition, and have the engine parse each query; exit 2 if any is broken')
-  .option('-f, --format <format>', 'text or json', 'text')
+  .addOption(new Option('-f, --format <format>', 'text, or json for tools').choices(CHECK_FORMATS).default('text'))
   .addHelpText('after', examples('savedq check', 'savedq --queries ./queries check -f json'))
   .action(async (opts: { format: string }, cmd: Command) => {
     const flags = cmd.optsWithGlobals<GlobalFlags>();
@@ -234,7 +237,8 @@ program
   .addHelpText('after', examples('savedq schema', 'savedq schema --cluster analytics | clickhouse-client --multiquery'))
   .action(async (opts: { cluster?: string }, cmd: Command) => {
     const { schemaCommand } = await import('./commands/schema.js');
-    schemaCommand({ ...cmd.optsWithGlobals<GlobalFlags>(), cluster: opts.cluster }, io);
+    const flags = cmd.optsWithGlobals<GlobalFlags>();
+    await schemaCommand(lib(flags), { ...flags, cluster: opts.cluster }, io);
   });
 
 program
@@ -256,7 +260,7 @@ program
   .action(async (shell: string, _opts: unknown, cmd: Command) => {
     const flags = cmd.optsWithGlobals<GlobalFlags>();
     const { completionCommand } = await import('./commands/completion.js');
-    await completionCommand(lib(flags), shell, flags, io);
+    await completionCommand(lib(flags), shell, cliShape(), flags, io);
   });
 
 /**
@@ -279,6 +283,26 @@ function afterOutput(code: number): number {
     return 1;
   }
   return code;
+}
+
+/** Values of arguments that are a fixed list, for completion. */
+const ARGUMENT_CHOICES: Record<string, readonly string[]> = { table: TABLES, shell: SHELLS };
+
+/** The commands, their options and arguments, as completion knows them: read from the definitions above. */
+function cliShape(): CliShape {
+  const optionShape = (o: Option): OptionShape => ({
+    flags: [o.short, o.long].filter((f): f is string => f !== undefined),
+    choices: o.argChoices,
+    takesValue: o.required || o.optional,
+  });
+  const commandShape = (c: Command): CommandShape => ({
+    name: c.name(),
+    description: c.description(),
+    options: c.options.map(optionShape),
+    args: c.registeredArguments.map((a) => ({ name: a.name(), choices: a.argChoices ?? ARGUMENT_CHOICES[a.name()] })),
+    subcommands: c.commands.map(commandShape),
+  });
+  return { commands: program.commands.map(commandShape), globalOptions: program.options.map(optionShape) };
 }
 
 /** The one place errors become messages and exit codes. */

@@ -1,9 +1,13 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { InputError } from './errors.js';
 
-/** Everything the library needs to know about where things are. Resolved once, in one place. */
+// Every setting of savedq is resolved here, once: a flag beats the environment, the environment beats
+// the default (CONTRACT §2). Below this module, code takes the typed values and reads no flag and no
+// environment variable.
+
+/** Everything the library needs to know about where things are. */
 export interface Config {
   /** ClickHouse server URL (may carry user, password, database); undefined = the embedded engine. */
   readonly url: string | undefined;
@@ -32,38 +36,58 @@ export interface ConfigFlags {
   queries?: readonly string[] | undefined;
 }
 
-type Env = Readonly<Record<string, string | undefined>>;
+/** The environment, as settings read it. */
+export type Env = Readonly<Record<string, string | undefined>>;
 
-function nonEmpty(value: string | undefined): string | undefined {
+// One parser per kind of setting.
+
+/** A setting's text, with empty as absent. */
+function text(value: string | undefined): string | undefined {
   return value === undefined || value === '' ? undefined : value;
 }
 
-function seconds(value: string, what: string): number {
+/** The first of a setting's sources that is set: flag, then environment, then default. */
+function first(...values: (string | undefined)[]): string | undefined {
+  return values.map(text).find((v) => v !== undefined);
+}
+
+/** A number setting within bounds; `what` names it in the error, with what it accepts. */
+function number(value: string, what: string, bounds: { min: number; max: number; integer?: boolean; unit: string }): number {
   const n = Number(value);
-  if (!/^\d+(\.\d+)?$/.test(value.trim()) || !Number.isFinite(n)) {
-    throw new InputError(`invalid ${what} ${JSON.stringify(value)}: expected a number of seconds.`);
+  const shape = bounds.integer ? /^\d+$/ : /^\d+(\.\d+)?$/;
+  if (!shape.test(value.trim()) || !(n >= bounds.min && n <= bounds.max)) {
+    const unit = bounds.unit === '' ? '' : ` of ${bounds.unit}`;
+    throw new InputError(`invalid ${what} ${JSON.stringify(value)}: expected ${bounds.integer ? 'a whole number' : 'a number'}${unit} from ${bounds.min} to ${bounds.max}.`);
   }
   return n;
 }
 
+/** A yes/no environment variable: set and not empty, `0` or `false` is yes. */
+function envFlag(value: string | undefined): boolean {
+  return value !== undefined && value !== '' && value !== '0' && value.toLowerCase() !== 'false';
+}
+
+/** A path setting, made absolute. */
+function path(value: string): string {
+  return resolve(value);
+}
+
 /** Precedence, lowest first: defaults < environment < flags. */
 export function resolveConfig(flags: ConfigFlags = {}, env: Env = process.env): Config {
-  const home = nonEmpty(env.HOME) ?? homedir();
-  const dataHome = nonEmpty(env.XDG_DATA_HOME) ?? join(home, '.local', 'share');
-  const cacheHome = nonEmpty(env.XDG_CACHE_HOME) ?? join(home, '.cache');
-  const configHome = nonEmpty(env.XDG_CONFIG_HOME) ?? join(home, '.config');
-  const url = nonEmpty(flags.url) ?? nonEmpty(env.SAVEDQ_CLICKHOUSE_URL);
+  const home = text(env.HOME) ?? homedir();
+  const dataHome = text(env.XDG_DATA_HOME) ?? join(home, '.local', 'share');
+  const cacheHome = text(env.XDG_CACHE_HOME) ?? join(home, '.cache');
+  const configHome = text(env.XDG_CONFIG_HOME) ?? join(home, '.config');
+  const url = first(flags.url, env.SAVEDQ_CLICKHOUSE_URL);
   if (url !== undefined && !/^https?:\/\//i.test(url)) {
     throw new InputError(`invalid ClickHouse URL: expected http:// or https://.`);
   }
   return {
     url,
-    dataDir: resolve(nonEmpty(flags.dataDir) ?? nonEmpty(env.SAVEDQ_DATA_DIR) ?? join(dataHome, 'savedq')),
-    cacheFile: resolve(
-      nonEmpty(flags.cacheFile) ?? nonEmpty(env.SAVEDQ_CACHE_FILE) ?? join(cacheHome, 'savedq', 'results.sqlite'),
-    ),
-    lockWaitMs: seconds(nonEmpty(flags.lockWait) ?? nonEmpty(env.SAVEDQ_LOCK_WAIT) ?? '30', 'lock wait') * 1000,
-    queryTimeoutSeconds: seconds(nonEmpty(flags.timeout) ?? nonEmpty(env.SAVEDQ_TIMEOUT) ?? '30', 'timeout'),
+    dataDir: path(first(flags.dataDir, env.SAVEDQ_DATA_DIR) ?? join(dataHome, 'savedq')),
+    cacheFile: path(first(flags.cacheFile, env.SAVEDQ_CACHE_FILE) ?? join(cacheHome, 'savedq', 'results.sqlite')),
+    lockWaitMs: number(first(flags.lockWait, env.SAVEDQ_LOCK_WAIT) ?? '30', 'lock wait', { min: 0, max: 86_400, unit: 'seconds' }) * 1000,
+    queryTimeoutSeconds: number(first(flags.timeout, env.SAVEDQ_TIMEOUT) ?? '30', 'timeout', { min: 0.001, max: 86_400, unit: 'seconds' }),
     ...queryFolders(flags.queries, env.SAVEDQ_QUERIES, join(configHome, 'savedq', 'queries')),
   };
 }
@@ -72,13 +96,79 @@ export function resolveConfig(flags: ConfigFlags = {}, env: Env = process.env): 
  * The user's saved-query folders: every --queries, else SAVEDQ_QUERIES (colon-separated), else the
  * default folder when it exists.
  */
-function queryFolders(
-  flags: readonly string[] | undefined,
-  env: string | undefined,
-  defaultDir: string,
-): Pick<Config, 'queryFolders' | 'newQueriesDir'> {
+function queryFolders(flags: readonly string[] | undefined, env: string | undefined, defaultDir: string): Pick<Config, 'queryFolders' | 'newQueriesDir'> {
   const given = flags && flags.length > 0 ? flags : (env ?? '').split(':');
-  const folders = given.filter((dir) => dir !== '').map((dir) => resolve(dir));
+  const folders = given.filter((dir) => dir !== '').map(path);
   if (folders.length > 0) return { queryFolders: folders, newQueriesDir: folders[0] as string };
   return { queryFolders: existsSync(defaultDir) ? [defaultDir] : [], newQueriesDir: defaultDir };
+}
+
+/** How `savedq serve` listens, and the keys it accepts. */
+export interface ServeSettings {
+  readonly host: string;
+  readonly port: number;
+  readonly apiKeys: readonly string[];
+}
+
+/** Flags of `savedq serve`. */
+export interface ServeFlags {
+  host?: string | undefined;
+  port?: string | undefined;
+  apiKeyFile?: string | undefined;
+}
+
+/** The settings of `serve`: --host, --port, and the keys of --api-key-file (one a line) or SAVEDQ_API_KEYS (comma-separated). */
+export function resolveServeSettings(flags: ServeFlags, env: Env = process.env): ServeSettings {
+  return {
+    host: text(flags.host) ?? '127.0.0.1',
+    port: number(text(flags.port) ?? '4000', '--port', { min: 0, max: 65535, integer: true, unit: '' }),
+    apiKeys: apiKeys(text(flags.apiKeyFile), env.SAVEDQ_API_KEYS),
+  };
+}
+
+function apiKeys(file: string | undefined, envKeys: string | undefined): string[] {
+  let list: string;
+  if (file !== undefined) {
+    try {
+      // A pipe or a device would hold the read (and the server's start) forever.
+      if (!statSync(file).isFile()) throw Object.assign(new Error('not a regular file'), { code: 'not a regular file' });
+      list = readFileSync(file, 'utf8');
+    } catch (err) {
+      throw new InputError(`cannot read API key file ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}.`);
+    }
+  } else {
+    list = (envKeys ?? '').replace(/,/g, '\n');
+  }
+  const keys = list
+    .split('\n')
+    .map((k) => k.trim())
+    .filter((k) => k !== '' && !k.startsWith('#'));
+  if (keys.length === 0) throw new InputError('serve needs at least one API key: set SAVEDQ_API_KEYS or give --api-key-file.');
+  return keys;
+}
+
+/** --batch-mb: input per insert, in bytes (default 32 MiB). */
+export function resolveBatchBytes(flag: string | undefined): number {
+  const megabytes = number(text(flag) ?? '32', '--batch-mb', { min: 1, max: 1024, unit: 'megabytes' });
+  return Math.round(megabytes * 2 ** 20);
+}
+
+/** Whether output is in colour: --no-color and NO_COLOR turn it off, FORCE_COLOR turns it on, else only on a terminal. */
+export function resolveColor(flag: boolean | undefined, isTerminal: boolean, env: Env = process.env): boolean {
+  if (flag === false) return false;
+  if (text(env.NO_COLOR) !== undefined) return false;
+  if (env.FORCE_COLOR !== undefined) return env.FORCE_COLOR !== '0' && env.FORCE_COLOR !== 'false';
+  return isTerminal;
+}
+
+/** Whether progress is shown: on a terminal, never under CI or with --quiet. */
+export function resolveProgress(quiet: boolean | undefined, isTerminal: boolean, env: Env = process.env): boolean {
+  return isTerminal && !envFlag(env.CI) && quiet !== true;
+}
+
+/** The width tables fit: the terminal's, else COLUMNS, else 80 (a table written to a pipe or a file fits 80 unless told otherwise). */
+export function resolveTableWidth(terminalColumns: number | undefined, env: Env = process.env): number {
+  if (terminalColumns) return terminalColumns;
+  const columns = text(env.COLUMNS);
+  return columns !== undefined && /^\d+$/.test(columns) && Number(columns) > 0 ? Number(columns) : 80;
 }

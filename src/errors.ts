@@ -1,6 +1,6 @@
 /**
- * The error family of savedq. The library throws these; each surface (CLI, HTTP) maps them once:
- * the CLI to an exit code and a short message, HTTP to a status and the JSON error envelope.
+ * The error family of savedq. The library throws these; each surface maps them once: the CLI to an exit
+ * code and a short message (cli.ts), HTTP to a status and the JSON error envelope (http/server.ts).
  */
 export class SavedqError extends Error {
   /** Process exit code for the CLI. */
@@ -23,11 +23,28 @@ export class InputError extends SavedqError {
   override readonly code = 'bad_request';
 }
 
-/** An endpoint (or table) that does not exist. */
+/** An endpoint, a table or an HTTP path that does not exist. */
 export class NotFoundError extends SavedqError {
   override readonly exitCode = 2;
   override readonly httpStatus = 404;
   override readonly code = 'not_found';
+}
+
+/** A saved query's definition is broken (bad header, undeclared parameter, a clash): fix the file. */
+export class DefinitionError extends SavedqError {
+  override readonly exitCode = 2;
+  override readonly httpStatus = 500;
+  override readonly code = 'bad_definition';
+}
+
+/** What the engine said of a failure, parsed once (warehouse/errors.ts) for whoever needs to know. */
+export interface EngineFailure {
+  /** ClickHouse's error code (60 = UNKNOWN_TABLE, …), when there is one. */
+  readonly code?: number;
+  /** ClickHouse's error type (`UNKNOWN_TABLE`, `SYNTAX_ERROR`, …), when there is one. */
+  readonly type?: string;
+  /** The first line of the engine's message, as it gave it. */
+  readonly message: string;
 }
 
 /** The warehouse (embedded engine or ClickHouse server) failed or could not be reached. */
@@ -35,6 +52,13 @@ export class WarehouseError extends SavedqError {
   override readonly exitCode = 1;
   override readonly httpStatus = 502;
   override readonly code = 'warehouse_error';
+  /** The engine's own error, when the failure is one (not a lost connection, say). */
+  readonly engine: EngineFailure | undefined;
+
+  constructor(message: string, options?: { cause?: unknown; engine?: EngineFailure | undefined }) {
+    super(message, options);
+    this.engine = options?.engine;
+  }
 }
 
 /** A query ran past its time limit. */
@@ -44,11 +68,13 @@ export class QueryTimeoutError extends SavedqError {
   override readonly code = 'timeout';
 }
 
-/** The embedded data directory is held by another process past the wait bound. */
+/** The embedded data directory is held by another process past the wait bound: try again later. */
 export class BusyError extends SavedqError {
   override readonly exitCode = 1;
   override readonly httpStatus = 503;
   override readonly code = 'busy';
+  /** When to try again, for HTTP's Retry-After. */
+  readonly retryAfterSeconds = 5;
 }
 
 /** Interrupted by SIGINT / SIGTERM. */
@@ -58,9 +84,26 @@ export class InterruptedError extends SavedqError {
   override readonly code = 'interrupted';
 }
 
-/** A saved query's definition is broken (bad header, undeclared parameter, a clash): fix the file. */
-export class DefinitionError extends SavedqError {
+/** Some refreshes of a warm failed (each is reported on its own): exit 1 after the report. */
+export class WarmFailedError extends SavedqError {}
+
+/** HTTP: a missing or wrong X-API-KEY. */
+export class UnauthorizedError extends SavedqError {
   override readonly exitCode = 2;
-  override readonly httpStatus = 500;
-  override readonly code = 'bad_definition';
+  override readonly httpStatus = 401;
+  override readonly code = 'unauthorized';
+}
+
+/** HTTP: a method other than GET or HEAD. */
+export class MethodNotAllowedError extends SavedqError {
+  override readonly exitCode = 2;
+  override readonly httpStatus = 405;
+  override readonly code = 'method_not_allowed';
+}
+
+/** HTTP: a request URL over the length the server reads. */
+export class UriTooLongError extends SavedqError {
+  override readonly exitCode = 2;
+  override readonly httpStatus = 414;
+  override readonly code = 'uri_too_long';
 }

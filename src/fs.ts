@@ -3,8 +3,8 @@ import { dirname, resolve } from 'node:path';
 
 /**
  * `mkdir -p`: makes a directory and any missing parents. Not Node 20's recursive mkdirSync, which loops
- * forever on what some pseudo-filesystems answer (a cache file under /proc spun at 100 % CPU): here
- * each missing level is made once, and the first refusal is the answer.
+ * forever on what some pseudo-filesystems answer (/proc): here each missing level is made once, and
+ * the first refusal is the answer.
  */
 export function makeDirectory(dir: string): void {
   const missing: string[] = [];

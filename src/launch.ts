@@ -21,11 +21,11 @@ const started = new Map<string, Script>();
  * Starts the CLI: the one-file bundle `dist/savedq.cjs` (see esbuild.config.mjs), compiled from V8's
  * code cache of it when the build left one. The cache holds the bytecode of the bundle and of every
  * function a run called, so V8 neither parses the bundle nor compiles those functions again: on a
- * cache hit, which is mostly start-up, that is about a fifth of the whole process.
+ * cache hit, which is mostly start-up, that is a good part of the whole process.
  *
  * The cache is used only when it is newer than the bundle; V8 itself refuses a cache made by another
- * V8 version or with other flags, and then simply compiles the bundle (about 20 ms slower; `npm run
- * build` makes a new cache).
+ * V8 version or with other flags, and then simply compiles the bundle (slower to start; `npm run build`
+ * makes a new cache).
  */
 export function launch(): void {
   const write = process.env[WRITE_CODE_CACHE_ENV];

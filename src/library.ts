@@ -1,12 +1,14 @@
-import { cacheKey, ResultsCache, type CacheEntry, type CachedCall, type CachedResult } from './cache/index.js';
+import { cacheKey, ResultsCache, type CachedCall, type CachedResult, type CacheEntry } from './cache/index.js';
 import type { Config } from './config.js';
 import { InputError } from './errors.js';
+import type { LoadInput, LoadOptions, LoadReport } from './load/index.js';
 import { builtinQueriesDir } from './package.js';
 import { brokenText, QueryCatalog, type DefinitionMemo } from './queries/catalog.js';
 import { checkPatterns, normaliseParams, quoteValue, type RawParams } from './queries/params.js';
 import type { NormalisedParams, Row, SavedQuery } from './queries/types.js';
 import { microsFromDate, parseIsoTimestamp, toIsoMicros, type Micros } from './time.js';
 import type { Warehouse } from './warehouse/index.js';
+import type { TableName } from './warehouse/schema.js';
 
 /** Where "now" comes from; tests inject a fixed or moving clock. */
 export type Clock = () => number;
@@ -22,6 +24,10 @@ export interface RunRequest {
   /** ISO 8601 instant to run the query as of; default: now. */
   readonly at?: string | undefined;
   readonly cache?: CacheMode;
+  /**
+   * When aborted, this caller stops waiting (with the abort's reason). The query itself runs on for any
+   * identical call that joined it, and is stored as usual.
+   */
   readonly signal?: AbortSignal | undefined;
 }
 
@@ -55,6 +61,19 @@ export interface WarmOutcome {
   readonly error?: Error;
 }
 
+/** A cached call as `cache list` shows it. */
+export interface CachedCallView {
+  /** The query's name (its id when it is gone). */
+  readonly endpoint: string;
+  readonly params: NormalisedParams;
+  /** The --at instant, or null for "now". */
+  readonly at: string | null;
+  readonly ageSeconds: number | null;
+  readonly servedSecondsAgo: number;
+  /** Null when the result will never be served again: its definition has changed or gone. */
+  readonly expiresInSeconds: number | null;
+}
+
 /**
  * Validates a request against the saved queries without running anything; bad input throws an
  * InputError or a NotFoundError, a broken definition a DefinitionError.
@@ -86,9 +105,30 @@ function hitResult(call: PreparedCall, hit: CachedResult): RunResult {
   return { endpoint: call.endpoint, params: call.params, rows: hit.rows, cache: 'hit', computedAt: hit.computedAt, warnings: [] };
 }
 
+function cachedCall(call: PreparedCall): CachedCall {
+  return { endpoint: call.endpoint.id, digest: call.endpoint.digest, params: call.params, at: atText(call.at) };
+}
+
+/** Waits for work, or until the signal aborts, whichever comes first; the work itself goes on. */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return work;
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
+/** Work shared by identical calls in flight, and whether this caller started it. */
+interface Shared<T> {
+  readonly work: Promise<T>;
+  readonly leader: boolean;
+}
+
 /**
  * The endpoint library: every surface (CLI commands, HTTP) goes through it. It opens the warehouse only
- * when a query must actually run (a cache hit never loads the engine), and closes it on `close()`.
+ * when a statement must actually run (a cache hit never loads the engine), and closes it on `close()`.
  */
 export class Savedq {
   readonly config: Config;
@@ -98,7 +138,7 @@ export class Savedq {
   /** The catalog whose broken definitions were last reported, so each is reported once. */
   #reported: QueryCatalog | undefined;
   #warehouse: Promise<Warehouse> | undefined;
-  /** Identical calls in flight share one query. */
+  /** Identical work in flight, shared. */
   readonly #inFlight = new Map<string, Promise<RunResult>>();
   readonly #idleCloseMs: number | undefined;
   readonly #signal: AbortSignal | undefined;
@@ -112,8 +152,8 @@ export class Savedq {
   #idleTimer: NodeJS.Timeout | undefined;
 
   /**
-   * @param options.idleCloseMs close the warehouse after this long without a query, so that a long-lived
-   *   process (`serve`) lets others take the embedded data directory in between; reopened on demand.
+   * @param options.idleCloseMs close the warehouse after this long without a statement, so that a
+   *   long-lived process (`serve`) lets others take the embedded data directory in between.
    * @param options.signal when aborted, waiting for the data directory ends with the abort reason.
    * @param options.queries the saved queries; default: the built-ins and the configured folders.
    */
@@ -147,10 +187,13 @@ export class Savedq {
     if (warehouse) await (await warehouse.catch(() => undefined))?.close();
   }
 
-  /** The warehouse, opened on first use (the engine and the client are imported only then). */
+  /** The warehouse, opened on first use (the engine and the client are imported only then). For tests and tools. */
   warehouse(): Promise<Warehouse> {
     if (!this.#warehouse) {
-      this.#warehouse = import('./warehouse/index.js').then((m) => m.openWarehouse(this.config, { signal: this.#signal }));
+      const { url, dataDir, lockWaitMs, queryTimeoutSeconds } = this.config;
+      this.#warehouse = import('./warehouse/index.js').then((m) =>
+        m.openWarehouse({ url, dataDir, lockWaitMs, timeoutSeconds: queryTimeoutSeconds, signal: this.#signal }),
+      );
       this.#warehouse.catch(() => {
         this.#warehouse = undefined;
       });
@@ -194,7 +237,7 @@ export class Savedq {
     const cached = cachedCall(call);
     const key = cacheKey(cached);
     if (call.endpoint.cacheSeconds === 0 || mode === 'bypass') {
-      const result = await this.#shared(`uncached:${key}`, () => this.execute(call, request.signal));
+      const result = await untilAborted(this.#shared(`uncached:${key}`, () => this.execute(call)).work, request.signal);
       return { ...result, warnings: this.takeWarnings() };
     }
 
@@ -207,16 +250,17 @@ export class Savedq {
     }
     // In 'use' mode the cache lookup is shared too: a request that read the cache before an identical
     // run stored its result would otherwise start that run again after it had finished.
-    const result =
+    const shared =
       mode === 'use'
-        ? await this.#shared(`lookup:${key}`, async () => {
-            const now = this.clock();
+        ? this.#shared(`lookup:${key}`, async () => {
             const hit = await this.cache.get(key);
-            return hit && this.#fresh(call, hit, now) ? hitResult(call, hit) : this.#refresh(key, call, request.signal);
+            return hit && this.#fresh(call, hit, this.clock()) ? hitResult(call, hit) : this.#refresh(key, call).work;
           })
-        : await this.#refresh(key, call, request.signal);
+        : this.#refresh(key, call);
+    const result = await untilAborted(shared.work, request.signal);
     if (result.cache === 'hit') return this.#answer(key, cached, call, result, this.clock());
-    await this.#served(key, cached, result, this.clock(), true);
+    // The caller that ran the query records it as served; those that joined it go by the throttle.
+    await this.#served(key, cached, result, this.clock(), shared.leader);
     return { ...result, warnings: this.takeWarnings() };
   }
 
@@ -232,9 +276,9 @@ export class Savedq {
   }
 
   /** Runs a call and stores its result; identical calls already running share that run. */
-  #refresh(key: string, call: PreparedCall, signal?: AbortSignal): Promise<RunResult> {
+  #refresh(key: string, call: PreparedCall): Shared<RunResult> {
     return this.#shared(key, async () => {
-      const result = await this.execute(call, signal);
+      const result = await this.execute(call);
       await this.cache.set(key, { rows: result.rows, computedAt: result.computedAt });
       return { ...result, cache: 'miss' as const };
     });
@@ -254,33 +298,35 @@ export class Savedq {
       markedAt: due ? now : (previous?.markedAt ?? now),
     });
     if (this.#recent.size > RECENT_ENTRIES) this.#recent.delete(this.#recent.keys().next().value as string);
-    if (due) await this.cache.markServed(key, call, now);
+    if (due) await this.cache.markServed(key, { call, servedAt: now, computedAt: result.computedAt });
   }
 
   /** Identical work already in flight is joined rather than started again. */
-  #shared(key: string, work: () => Promise<RunResult>): Promise<RunResult> {
-    let pending = this.#inFlight.get(key);
-    if (!pending) {
-      pending = work().finally(() => this.#inFlight.delete(key));
-      this.#inFlight.set(key, pending);
-    }
-    return pending;
+  #shared(key: string, work: () => Promise<RunResult>): Shared<RunResult> {
+    const pending = this.#inFlight.get(key);
+    if (pending) return { work: pending, leader: false };
+    const started = work().finally(() => this.#inFlight.delete(key));
+    this.#inFlight.set(key, started);
+    return { work: started, leader: true };
   }
 
-  /** Runs a prepared call on the warehouse, bypassing the cache. */
-  async execute(call: PreparedCall, signal?: AbortSignal): Promise<RunResult> {
+  /**
+   * Runs a prepared call on the warehouse, bypassing the cache. Its time limit is the engine's (a
+   * server's client also gives up a little after it): it counts from when the query starts, never while
+   * the data directory is awaited, which is bounded on its own (a busy directory is a BusyError).
+   */
+  async execute(call: PreparedCall): Promise<RunResult> {
     checkPatterns(call.endpoint, call.params);
-    const startedAt = this.clock();
     // The runner (and the warehouse client's types) is only needed when a query really runs: not on a hit.
     const { executeQuery } = await import('./queries/run.js');
-    const rows = await this.#withWarehouse((warehouse) =>
-      executeQuery(warehouse, call.endpoint, call.params, {
+    return this.#withWarehouse(async (warehouse) => {
+      const startedAt = this.clock();
+      const rows = await executeQuery(warehouse, call.endpoint, call.params, {
         now: call.at ?? microsFromDate(startedAt),
         timeoutSeconds: this.config.queryTimeoutSeconds,
-        signal,
-      }),
-    );
-    return { endpoint: call.endpoint, params: call.params, rows, cache: 'off', computedAt: startedAt, warnings: [] };
+      });
+      return { endpoint: call.endpoint, params: call.params, rows, cache: 'off' as const, computedAt: startedAt, warnings: [] };
+    });
   }
 
   /**
@@ -310,14 +356,16 @@ export class Savedq {
 
   /**
    * Re-runs the given calls (default: the warm set) and stores fresh results, one after another. A
-   * failure is reported in its outcome, never thrown, so one bad call does not stop the others.
+   * failure is reported in its outcome, never thrown, so one bad call does not stop the others. Each
+   * call is normalised again today, and the key refreshed is the one a call of today reads.
    */
   async warm(
     calls?: readonly CachedCall[],
     signal?: AbortSignal,
     onOutcome?: (outcome: WarmOutcome, index: number, total: number) => void,
   ): Promise<WarmOutcome[]> {
-    const todo = calls ?? (await this.dueForWarming()).map((e) => e.call);
+    const due = calls === undefined ? await this.dueForWarming() : [];
+    const todo = calls ?? due.map((e) => e.call);
     const { byId } = await this.#queries.scan();
     const outcomes: WarmOutcome[] = [];
     for (const [index, call] of todo.entries()) {
@@ -325,13 +373,16 @@ export class Savedq {
       let outcome: WarmOutcome;
       const name = byId.get(call.endpoint)?.name ?? call.endpoint;
       try {
-        // Normalised again today: the key refreshed is the one a call of today reads.
         const prepared = await this.prepare({
           endpoint: call.endpoint,
           params: Object.entries(call.params),
           at: call.at === '' ? undefined : call.at,
         });
-        const result = await this.#refresh(cacheKey(cachedCall(prepared)), prepared);
+        const today = cachedCall(prepared);
+        const result = await this.#refresh(cacheKey(today), prepared).work;
+        // Warming is no one asking: the call keeps the time it was last served, with its new result.
+        const servedAt = due[index]?.servedAt;
+        if (servedAt !== undefined) await this.cache.markServed(cacheKey(today), { call: today, servedAt, computedAt: result.computedAt });
         outcome = { call, name, rows: result.rows.length };
       } catch (err) {
         outcome = { call, name, error: err instanceof Error ? err : new Error(String(err)) };
@@ -348,6 +399,71 @@ export class Savedq {
     if (call.endpoint.cacheSeconds === 0) throw new InputError(`${call.endpoint.name} is not cached, so it cannot be warmed.`);
     checkPatterns(call.endpoint, call.params);
     return cachedCall(call);
+  }
+
+  /** The calls the cache holds, for `cache list`: ages in seconds, by endpoint name. */
+  async cachedCalls(): Promise<CachedCallView[]> {
+    const now = this.clock();
+    const { byId } = await this.#queries.scan();
+    const views = (await this.cache.entries()).map((entry): CachedCallView => {
+      const query = byId.get(entry.call.endpoint);
+      // A result of a definition since changed or removed is never served again: it only waits to expire.
+      const current = query?.digest === entry.call.digest ? query : undefined;
+      const age = entry.computedAt === undefined ? null : Math.round((now - entry.computedAt) / 1000);
+      return {
+        endpoint: query?.name ?? entry.call.endpoint,
+        params: entry.call.params,
+        at: entry.call.at || null,
+        ageSeconds: age,
+        servedSecondsAgo: Math.round((now - entry.servedAt) / 1000),
+        expiresInSeconds: age === null || !current ? null : Math.max(0, current.cacheSeconds - age),
+      };
+    });
+    return views.sort((a, b) => a.endpoint.localeCompare(b.endpoint) || (a.ageSeconds ?? 0) - (b.ageSeconds ?? 0));
+  }
+
+  /** Forgets every cached result; returns how many calls were forgotten. */
+  clearCache(): Promise<number> {
+    return this.cache.clear();
+  }
+
+  /**
+   * Loads newline-delimited JSON events into a log table (see load/). The warehouse opens while the
+   * first batch is read.
+   */
+  async load(table: TableName, input: LoadInput, options: LoadOptions = {}): Promise<LoadReport> {
+    const { loadEvents } = await import('./load/index.js');
+    return loadEvents(this.warehouse(), table, input, options);
+  }
+
+  /** Loads sample events for a few projects over the 90 days before now into a table. */
+  async loadSample(table: TableName, options: LoadOptions = {}): Promise<LoadReport> {
+    const [{ loadEvents }, { sampleChunks }] = await Promise.all([import('./load/index.js'), import('./load/sample.js')]);
+    return loadEvents(this.warehouse(), table, sampleChunks(table, this.clock()), options);
+  }
+
+  /** The DDL of the log tables, for a server or (with a name) a cluster. */
+  async schema(cluster?: string): Promise<string[]> {
+    const { schemaDdl } = await import('./warehouse/schema.js');
+    return schemaDdl(cluster);
+  }
+
+  /** Applies that DDL to the ClickHouse server the configuration names, telling each statement as it goes. */
+  async init(cluster: string | undefined, onApplied?: (statement: string) => void): Promise<void> {
+    if (this.config.url === undefined) {
+      throw new InputError('init needs a ClickHouse server: give --url or SAVEDQ_CLICKHOUSE_URL (the embedded engine creates its tables itself).');
+    }
+    const [{ openWarehouse }, statements] = await Promise.all([import('./warehouse/index.js'), this.schema(cluster)]);
+    const { url, dataDir, lockWaitMs, queryTimeoutSeconds } = this.config;
+    const warehouse = await openWarehouse({ url, dataDir, lockWaitMs, timeoutSeconds: queryTimeoutSeconds, createTables: false });
+    try {
+      for (const statement of statements) {
+        await warehouse.command(statement);
+        onApplied?.(statement);
+      }
+    } finally {
+      await warehouse.close();
+    }
   }
 
   /**
@@ -380,7 +496,3 @@ const RECENT_MS = 2_000;
 const RECENT_ENTRIES = 1_000;
 /** The warm set needs "served in the last 900 s": a record every 30 s per call is plenty. */
 const SERVED_EVERY_MS = 30_000;
-
-function cachedCall(call: PreparedCall): CachedCall {
-  return { endpoint: call.endpoint.id, digest: call.endpoint.digest, params: call.params, at: atText(call.at) };
-}

@@ -12,8 +12,8 @@ import { builtinQueriesDir } from '../src/package.js';
 import { QueryCatalog } from '../src/queries/catalog.js';
 import type { SavedQuery } from '../src/queries/types.js';
 import { parseIsoTimestamp, toIsoMicros } from '../src/time.js';
-import type { TableName } from '../src/warehouse/index.js';
-import { loadEvents } from '../src/warehouse/load.js';
+import { loadEvents } from '../src/load/index.js';
+import type { TableName } from '../src/warehouse/schema.js';
 
 /** The built-in saved queries alone, as the library knows them. */
 export const builtins = new QueryCatalog({ builtin: builtinQueriesDir, user: [] });

@@ -1,4 +1,5 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -6,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { resolveConfig } from '../src/config.js';
 import { startServer, type RunningServer } from '../src/http/server.js';
 import { Savedq } from '../src/library.js';
-import { cli, endpoints, findEndpoint, load, startServe, tempDir } from './helpers.js';
+import { binPath, cli, endpoints, findEndpoint, load, startServe, tempDir } from './helpers.js';
 
 const dir = tempDir();
 const dataDir = join(dir, 'data');
@@ -191,12 +192,38 @@ describe('savedq serve faults', () => {
   });
 
   it('answers 504 when a query runs past the time limit', async () => {
-    const s = await startServer(lib, { host: '127.0.0.1', port: 0, apiKeys: KEYS, timeoutSeconds: 0.001, warmEveryMs: 0, version: 't', log: () => undefined });
-    const res = await fetch(`${s.url}/api/endpoints/query/logs.all?project=http-proj&project_tier=PAYG`, { headers: { 'X-API-KEY': KEYS[0] as string } });
+    // The limit is the query's own (--timeout), which the engine enforces: a count over ten billion numbers.
+    const queries = join(dir, 'slow-queries');
+    mkdirSync(queries, { recursive: true });
+    writeFileSync(join(queries, 'slow.sql'), 'SELECT count() AS n FROM numbers(10000000000)\n');
+    const slow = new Savedq(resolveConfig({ dataDir, cacheFile: join(dir, 'slow.sqlite'), timeout: '0.3', queries: [queries] }, {}));
+    const s = await startServer(slow, { host: '127.0.0.1', port: 0, apiKeys: KEYS, timeoutSeconds: 0.3, warmEveryMs: 0, version: 't', log: () => undefined });
+    const res = await fetch(`${s.url}/api/endpoints/query/slow`, { headers: { 'X-API-KEY': KEYS[0] as string } });
     const body = (await res.json()) as unknown;
     await s.close();
+    await slow.close();
     expect(res.status).toBe(504);
-    expect(body).toEqual({ error: { code: 'timeout', message: 'the query ran past its time limit of 0.001 s.' } });
+    expect(body).toEqual({ error: { code: 'timeout', message: `query on the embedded engine at ${dataDir} ran past its time limit.` } });
+  });
+
+  it('answers 503 with Retry-After while another process holds the data directory, not 504 for the wait', async () => {
+    // The time limit counts from when the query starts: the wait for the directory is bounded by --lock-wait.
+    const held = join(dir, 'held');
+    const holder = spawn(process.execPath, [binPath, '--data-dir', held, 'load', 'edge_logs', '-'], { env: { PATH: process.env.PATH ?? '' }, stdio: ['pipe', 'ignore', 'ignore'] });
+    holder.stdin.write('{"timestamp":"2026-01-01T00:00:00Z","project":"p"}\n');
+    while (!existsSync(join(held, '.savedq.owner'))) await new Promise((r) => setTimeout(r, 50));
+    const waiting = new Savedq(resolveConfig({ dataDir: held, cacheFile: join(dir, 'held.sqlite'), lockWait: '1.5', timeout: '0.5' }, {}));
+    const s = await startServer(waiting, { host: '127.0.0.1', port: 0, apiKeys: KEYS, timeoutSeconds: 0.5, warmEveryMs: 0, version: 't', log: () => undefined });
+    try {
+      const res = await fetch(`${s.url}/api/endpoints/query/logs.all?project=p`, { headers: { 'X-API-KEY': KEYS[0] as string } });
+      expect(res.status).toBe(503);
+      expect(res.headers.get('retry-after')).toBe('5');
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe('busy');
+    } finally {
+      await s.close();
+      await waiting.close();
+      holder.kill('SIGKILL');
+    }
   });
 
   it('refuses to start without an API key (exit 2)', async () => {

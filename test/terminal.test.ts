@@ -3,9 +3,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadCommand } from '../src/commands/load.js';
-import { completionScript } from '../src/commands/completion.js';
-import { render, useColor } from '../src/output/index.js';
-import { schemaDdl } from '../src/warehouse/ddl.js';
+import { resolveColor as useColor } from '../src/config.js';
+import { render } from '../src/output/index.js';
+import { schemaDdl } from '../src/warehouse/schema.js';
 import { binPath, captureIo, cli, endpoints, findEndpoint, NO_CONFIG, tempDir, testLibrary } from './helpers.js';
 
 const lib = testLibrary();
@@ -37,9 +37,24 @@ describe('help that teaches', () => {
 });
 
 describe('shell completion', () => {
-  it('writes bash and zsh scripts that parse, naming commands, endpoints, ids and parameter values', () => {
+  const script = async (shell: string) => {
+    const r = await cli(['completion', shell]);
+    expect(r.code, r.stderr).toBe(0);
+    return r.stdout;
+  };
+  /** What bash's completion offers for a command line, with the script savedq writes. */
+  const completer = async () => {
+    const bash = await script('bash');
+    return (line: string) =>
+      execFileSync('bash', ['-c', `${bash}\nCOMP_WORDS=(${line}); COMP_CWORD=$((\${#COMP_WORDS[@]}-1)); _savedq; printf '%s\\n' "\${COMPREPLY[@]}"`])
+        .toString()
+        .trim()
+        .split('\n');
+  };
+
+  it('writes bash and zsh scripts that parse, naming commands, endpoints, ids and parameter values', async () => {
     for (const shell of ['bash', 'zsh']) {
-      const script = completionScript(shell, endpoints);
+      const script = await cli(['completion', shell]).then((r) => r.stdout);
       const check = spawnSync('bash', ['-n'], { input: script });
       expect(check.status, `${shell}: ${check.stderr.toString()}`).toBe(0);
       for (const e of endpoints) {
@@ -49,21 +64,35 @@ describe('shell completion', () => {
       expect(script).toContain('interval=minutely');
       expect(script).toContain('project_tier=ENTERPRISE');
     }
-    const fish = completionScript('fish', endpoints);
-    expect(fish).toContain("__fish_use_subcommand' -a 'run list");
-    expect(() => completionScript('tcsh', endpoints)).toThrow(/unknown shell "tcsh": one of bash, zsh, fish/);
+    const fish = await script('fish');
+    expect(fish).toContain("complete -c savedq -n '__fish_use_subcommand' -a run -d 'run a saved query and print its rows'");
+    const tcsh = await cli(['completion', 'tcsh']);
+    expect(tcsh).toMatchObject({ code: 2, stderr: 'savedq: unknown shell "tcsh": one of bash, zsh, fish.\n' });
   });
 
-  it('makes bash complete an endpoint and its parameter values', () => {
-    const script = completionScript('bash', endpoints);
-    const complete = (line: string) =>
-      execFileSync('bash', ['-c', `${script}\nCOMP_WORDS=(${line}); COMP_CWORD=$((\${#COMP_WORDS[@]}-1)); _savedq; printf '%s\\n' "\${COMPREPLY[@]}"`])
-        .toString()
-        .trim()
-        .split('\n');
+  it('makes bash complete an endpoint and its parameter values', async () => {
+    const complete = await completer();
     expect(complete('savedq run usage.')).toEqual(['usage.api-counts']);
     expect(complete("savedq run usage.api-counts -p interval=h")).toEqual(['interval=hourly']);
     expect(complete('savedq ca')).toEqual(['cache']);
+    expect(complete("savedq load ''")).toEqual(['edge_logs', 'function_edge_logs']);
+    expect(complete("savedq run logs.all -f ''")).toEqual(['table', 'json', 'ndjson', 'csv']);
+    expect(complete("savedq check -f ''")).toEqual(['text', 'json']);
+    expect(complete("savedq cache ''")).toEqual(['list', 'clear']);
+  });
+
+  it('completes every command and every option that --help lists, as the CLI defines them', async () => {
+    // Read from the built CLI's help, not from the code that writes the script: what it lists is the truth.
+    const complete = await completer();
+    const help = (await cli(['--help'])).stdout;
+    const commands = [...help.slice(help.indexOf('Commands:')).matchAll(/^ {2}([a-z]+)\b/gm)].map((m) => m[1] as string).filter((c) => c !== 'help');
+    expect(commands.length).toBeGreaterThan(10);
+    for (const command of commands) {
+      expect(complete(`savedq ${command.slice(0, -1)}`), command).toContain(command);
+      const options = [...(await cli([command, '--help'])).stdout.matchAll(/^ {2}(?:-\w, )?(--[a-z-]+)/gm)].map((m) => m[1] as string);
+      const offered = complete(`savedq ${command} --`);
+      for (const option of options) expect(offered, `${command} ${option}`).toContain(option);
+    }
   });
 });
 

@@ -27,14 +27,20 @@ export interface ServedRecord {
   readonly call: CachedCall;
   /** Last time the result was served (epoch ms). */
   readonly servedAt: number;
+  /**
+   * When the result last served (or warmed) was computed, so that listing the cache and finding the
+   * warm set read these small records, never the results' rows.
+   */
+  readonly computedAt?: number | undefined;
 }
 
-/** One entry as `cache list` shows it. */
+/** A served call, by its cache key. */
 export interface CacheEntry extends ServedRecord {
   readonly key: string;
-  readonly computedAt: number | undefined;
 }
 
+/** Every key savedq keeps: `result:`, `served:` and `definition:` ones under it. */
+const NAMESPACE = 'savedq';
 /** SQLite waits this long for another process's write before giving up. */
 const BUSY_TIMEOUT_MS = 10_000;
 /** Entries are kept in SQLite a little longer than they are served, so a slow warm can still see them. */
@@ -75,7 +81,7 @@ export class ResultsCache {
       await store.query('PRAGMA journal_mode = WAL');
       await store.query('PRAGMA synchronous = NORMAL');
       // throwOnErrors: keyv otherwise turns a failed read into a silent miss, and we want to warn.
-      const keyv = new KeyvClass({ store, namespace: 'savedq', throwOnErrors: true });
+      const keyv = new KeyvClass({ store, namespace: NAMESPACE, throwOnErrors: true });
       keyv.on('error', () => undefined);
       return keyv;
     };
@@ -144,25 +150,27 @@ export class ResultsCache {
     });
   }
 
-  /** Records that a call was served now, which keeps it in the warm set. */
-  async markServed(key: string, call: CachedCall, servedAt: number): Promise<void> {
+  /** Records that a call was served (which keeps it in the warm set), and when its result was computed. */
+  async markServed(key: string, record: ServedRecord): Promise<void> {
     await this.#guard(undefined, async (keyv) => {
-      await keyv.set(`served:${key}`, { call, servedAt } satisfies ServedRecord, RETENTION_MS);
+      await keyv.set(`served:${key}`, record, RETENTION_MS);
     });
   }
 
-  /** Every served call with its result's age, for `cache list` and `warm`: one pass over the file. */
+  /**
+   * Every served call, for `cache list` and `warm`: the served records alone are read (the store's
+   * iterator narrowed to their prefix), never the results' rows.
+   */
   entries(): Promise<CacheEntry[]> {
     return this.#guard([], async (keyv) => {
-      const served = new Map<string, ServedRecord>();
-      const computedAt = new Map<string, number>();
-      const iterate = keyv.iterator as unknown as () => AsyncGenerator<[string, unknown]>;
-      for await (const [rawKey, value] of iterate.call(keyv)) {
-        const key = rawKey.replace(/^savedq:/, '');
-        if (key.startsWith('served:')) served.set(key.slice('served:'.length), value as ServedRecord);
-        else if (key.startsWith('result:')) computedAt.set(key.slice('result:'.length), (value as CachedResult).computedAt);
+      const entries: CacheEntry[] = [];
+      const store = keyv.store as { iterator(prefix: string): AsyncGenerator<[string, unknown]> };
+      for await (const [rawKey, raw] of store.iterator(`${NAMESPACE}:served`)) {
+        const data = (await keyv.deserializeData(raw as string)) as { value?: ServedRecord; expires?: number } | undefined;
+        if (!data?.value || (typeof data.expires === 'number' && data.expires < Date.now())) continue;
+        entries.push({ key: rawKey.slice(`${NAMESPACE}:served:`.length), ...data.value });
       }
-      return [...served].map(([key, record]) => ({ key, ...record, computedAt: computedAt.get(key) }));
+      return entries;
     });
   }
 

@@ -2,6 +2,7 @@ import type { Savedq } from '../library.js';
 import { displayPath, problemText } from '../queries/catalog.js';
 import type { DefinitionProblem } from '../queries/definition.js';
 import { DefinitionError, InputError } from '../errors.js';
+import { CHECK_FORMATS } from './choices.js';
 import { report, type CommonOptions, type Io } from './io.js';
 
 /** Options of `savedq check`. */
@@ -10,8 +11,6 @@ export interface CheckOptions extends CommonOptions {
   readonly format?: string | undefined;
 }
 
-/** `check` reports as lines of text, or as JSON for tools. */
-export const CHECK_FORMATS = ['text', 'json'];
 
 /** What `check` found of one definition file. */
 export interface CheckedDefinition {
@@ -28,7 +27,7 @@ export interface CheckedDefinition {
  * DefinitionError (exit 2) when any is broken; meant for the CI of a team's queries folder.
  */
 export async function checkCommand(lib: Savedq, options: CheckOptions, io: Io): Promise<CheckedDefinition[]> {
-  if (options.format !== undefined && !CHECK_FORMATS.includes(options.format)) {
+  if (options.format !== undefined && !(CHECK_FORMATS as readonly string[]).includes(options.format)) {
     throw new InputError(`invalid format ${JSON.stringify(options.format)}: one of ${CHECK_FORMATS.join(', ')}.`);
   }
   const json = options.format === 'json';

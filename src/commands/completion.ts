@@ -1,39 +1,51 @@
 import { InputError } from '../errors.js';
 import type { Savedq } from '../library.js';
 import type { SavedQuery } from '../queries/types.js';
+import { SHELLS } from './choices.js';
 import { warn, type CommonOptions, type Io } from './io.js';
 
-/** The shells `savedq completion` writes scripts for. */
-export const SHELLS = ['bash', 'zsh', 'fish'] as const;
+/** An option as completion knows it: its flags, and the values it takes when they are a fixed list. */
+export interface OptionShape {
+  readonly flags: readonly string[];
+  readonly choices?: readonly string[] | undefined;
+  /** Whether it takes a value at all. */
+  readonly takesValue: boolean;
+}
 
-const COMMANDS = ['run', 'list', 'describe', 'check', 'new', 'warm', 'load', 'serve', 'cache', 'schema', 'init', 'completion'];
-const TABLES = ['edge_logs', 'function_edge_logs'];
+/** A command as completion knows it, taken from the CLI's own definition (cli.ts), so the two cannot drift apart. */
+export interface CommandShape {
+  readonly name: string;
+  readonly description: string;
+  readonly options: readonly OptionShape[];
+  /** Its arguments in order: a saved query (`endpoint`), a fixed list of values, or anything (files). */
+  readonly args: readonly { readonly name: string; readonly choices?: readonly string[] | undefined }[];
+  readonly subcommands: readonly CommandShape[];
+}
+
+/** The CLI as completion knows it: its commands and the options it takes before them. */
+export interface CliShape {
+  readonly commands: readonly CommandShape[];
+  readonly globalOptions: readonly OptionShape[];
+}
 
 /** `name=` for free parameters, `name=value` for each allowed value. */
 function paramWords(endpoint: SavedQuery): string[] {
   return endpoint.params.flatMap((p) => (p.allowed ? p.allowed.map((v) => `${p.name}=${v}`) : [`${p.name}=`]));
 }
 
-function bash(endpoints: readonly SavedQuery[]): string {
-  const cases = endpoints
-    .map((e) => `        ${e.name}|${e.id}) words="${paramWords(e).join(' ')}" ;;`)
-    .join('\n');
-  return `# savedq completion for bash: eval "$(savedq completion bash)"
-_savedq() {
-    local cur prev words
-    cur="\${COMP_WORDS[COMP_CWORD]}"
-    prev="\${COMP_WORDS[COMP_CWORD-1]}"
-    if [ "$COMP_CWORD" -eq 1 ]; then
-        COMPREPLY=( $(compgen -W "${COMMANDS.join(' ')}" -- "$cur") )
-        return
-    fi
-    case "\${COMP_WORDS[1]}" in
-    run|warm|describe)
-        if [ "$COMP_CWORD" -eq 2 ]; then
-            COMPREPLY=( $(compgen -W "${endpoints.flatMap((e) => [e.name, e.id]).join(' ')}" -- "$cur") )
-            return
-        fi
-        if [ "$prev" = "-p" ] || [ "$prev" = "--param" ]; then
+const words = (list: readonly string[]) => list.join(' ');
+const flagsOf = (options: readonly OptionShape[]) => options.flatMap((o) => o.flags);
+
+/** The bash lines that complete one command's words after its name. */
+function bashCommand(command: CommandShape, endpoints: readonly SavedQuery[]): string {
+  const lines: string[] = [];
+  for (const option of command.options.filter((o) => o.choices)) {
+    lines.push(`        case "$prev" in ${option.flags.join('|')}) COMPREPLY=( $(compgen -W "${words(option.choices ?? [])}" -- "$cur") ); return ;; esac`);
+  }
+  const takesEndpoint = command.args[0]?.name === 'endpoint';
+  if (takesEndpoint && command.options.some((o) => o.flags.includes('--param'))) {
+    const cases = endpoints.map((e) => `            ${e.name}|${e.id}) words="${words(paramWords(e))}" ;;`).join('\n');
+    lines.push(`        if [ "$prev" = "-p" ] || [ "$prev" = "--param" ]; then
             words=""
             case "\${COMP_WORDS[2]}" in
 ${cases}
@@ -41,71 +53,89 @@ ${cases}
             COMPREPLY=( $(compgen -W "$words" -- "$cur") )
             type compopt >/dev/null 2>&1 && compopt -o nospace
             return
-        fi
-        if [ "$prev" = "-f" ] || [ "$prev" = "--format" ]; then
-            COMPREPLY=( $(compgen -W "table json ndjson csv" -- "$cur") )
-            return
-        fi
-        COMPREPLY=( $(compgen -W "-p --param -f --format --no-cache --refresh --at --help" -- "$cur") )
-        ;;
-    load)
-        if [ "$COMP_CWORD" -eq 2 ]; then
-            COMPREPLY=( $(compgen -W "${TABLES.join(' ')} --sample" -- "$cur") )
-        else
-            COMPREPLY=( $(compgen -f -- "$cur") )
-        fi
-        ;;
-    cache) COMPREPLY=( $(compgen -W "list clear" -- "$cur") ) ;;
-    completion) COMPREPLY=( $(compgen -W "${SHELLS.join(' ')}" -- "$cur") ) ;;
-    list) COMPREPLY=( $(compgen -W "-f --format" -- "$cur") ) ;;
-    schema|init) COMPREPLY=( $(compgen -W "--cluster --url" -- "$cur") ) ;;
-    serve) COMPREPLY=( $(compgen -W "--host --port --api-key-file" -- "$cur") ) ;;
+        fi`);
+  }
+  const first = takesEndpoint ? endpoints.flatMap((e) => [e.name, e.id]) : [...(command.args[0]?.choices ?? []), ...command.subcommands.map((s) => s.name)];
+  if (first.length > 0) {
+    lines.push(`        if [ "$COMP_CWORD" -eq 2 ] && [ "\${cur#-}" = "$cur" ]; then COMPREPLY=( $(compgen -W "${words(first)}" -- "$cur") ); return; fi`);
+  }
+  const options = flagsOf(command.options);
+  if (command.args.length > 0 && !takesEndpoint && !command.args.some((a) => a.choices) && command.subcommands.length === 0) {
+    lines.push(`        if [ "\${cur#-}" = "$cur" ]; then COMPREPLY=( $(compgen -f -- "$cur") ); return; fi`);
+  } else if (command.args.length > 1 && !takesEndpoint) {
+    lines.push(`        if [ "$COMP_CWORD" -gt 2 ] && [ "\${cur#-}" = "$cur" ]; then COMPREPLY=( $(compgen -f -- "$cur") ); return; fi`);
+  }
+  lines.push(`        COMPREPLY=( $(compgen -W "${words([...options, '--help'])}" -- "$cur") )`);
+  return `    ${command.name})\n${lines.join('\n')}\n        ;;`;
+}
+
+function bash(cli: CliShape, endpoints: readonly SavedQuery[]): string {
+  return `# savedq completion for bash: eval "$(savedq completion bash)"
+_savedq() {
+    local cur prev words
+    cur="\${COMP_WORDS[COMP_CWORD]}"
+    prev="\${COMP_WORDS[COMP_CWORD-1]}"
+    if [ "$COMP_CWORD" -eq 1 ]; then
+        COMPREPLY=( $(compgen -W "${words([...cli.commands.map((c) => c.name), ...flagsOf(cli.globalOptions)])}" -- "$cur") )
+        return
+    fi
+    case "\${COMP_WORDS[1]}" in
+${cli.commands.map((c) => bashCommand(c, endpoints)).join('\n')}
     esac
 }
 complete -F _savedq savedq
 `;
 }
 
-function zsh(endpoints: readonly SavedQuery[]): string {
+function zsh(cli: CliShape, endpoints: readonly SavedQuery[]): string {
   return `# savedq completion for zsh: eval "$(savedq completion zsh)"
 autoload -U +X compinit && compinit
 autoload -U +X bashcompinit && bashcompinit
-${bash(endpoints).replace(/^# savedq completion for bash.*\n/, '')}`;
+${bash(cli, endpoints).replace(/^# savedq completion for bash.*\n/, '')}`;
 }
 
-function fish(endpoints: readonly SavedQuery[]): string {
-  const lines = [
-    '# savedq completion for fish: savedq completion fish | source',
-    'complete -c savedq -f',
-    `complete -c savedq -n '__fish_use_subcommand' -a '${COMMANDS.join(' ')}'`,
-    `complete -c savedq -n '__fish_seen_subcommand_from run warm describe' -a '${endpoints.flatMap((e) => [e.name, e.id]).join(' ')}'`,
-    `complete -c savedq -n '__fish_seen_subcommand_from run warm' -s p -l param -x -a '${[...new Set(endpoints.flatMap(paramWords))].join(' ')}'`,
-    `complete -c savedq -n '__fish_seen_subcommand_from run list cache' -s f -l format -x -a 'table json ndjson csv'`,
-    `complete -c savedq -n '__fish_seen_subcommand_from run' -l no-cache -d 'neither read nor write the cache'`,
-    `complete -c savedq -n '__fish_seen_subcommand_from run' -l refresh -d 'run and replace the cached result'`,
-    `complete -c savedq -n '__fish_seen_subcommand_from load' -a '${TABLES.join(' ')}' -l sample`,
-    `complete -c savedq -n '__fish_seen_subcommand_from cache' -a 'list clear'`,
-    `complete -c savedq -n '__fish_seen_subcommand_from completion' -a '${SHELLS.join(' ')}'`,
-  ];
+/** Text inside fish's single quotes. */
+const fishQuote = (text: string) => `'${text.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+
+function fish(cli: CliShape, endpoints: readonly SavedQuery[]): string {
+  const lines = ['# savedq completion for fish: savedq completion fish | source', 'complete -c savedq -f'];
+  for (const command of cli.commands) {
+    lines.push(`complete -c savedq -n '__fish_use_subcommand' -a ${command.name} -d ${fishQuote(command.description)}`);
+    const when = `-n '__fish_seen_subcommand_from ${command.name}'`;
+    if (command.args[0]?.name === 'endpoint') {
+      lines.push(`complete -c savedq ${when} -a ${fishQuote(words(endpoints.flatMap((e) => [e.name, e.id])))}`);
+    }
+    const fixed = [...(command.args[0]?.choices ?? []), ...command.subcommands.map((s) => s.name)];
+    if (fixed.length > 0) lines.push(`complete -c savedq ${when} -a ${fishQuote(words(fixed))}`);
+    for (const option of command.options) {
+      const short = option.flags.find((f) => /^-[^-]$/.test(f));
+      const long = option.flags.find((f) => f.startsWith('--'));
+      const parts = [`complete -c savedq ${when}`, short ? `-s ${short.slice(1)}` : '', long ? `-l ${long.slice(2)}` : ''];
+      if (option.choices) parts.push(`-x -a ${fishQuote(words(option.choices))}`);
+      else if (long === '--param') parts.push(`-x -a ${fishQuote(words([...new Set(endpoints.flatMap(paramWords))]))}`);
+      else if (option.takesValue) parts.push('-r');
+      lines.push(parts.filter((p) => p !== '').join(' '));
+    }
+  }
   return `${lines.join('\n')}\n`;
 }
 
 /** `savedq completion <shell>`: prints the script; a broken definition is a warning line. */
-export async function completionCommand(lib: Savedq, shell: string, options: CommonOptions, io: Io): Promise<void> {
-  const script = completionScript(shell, (await lib.queries.scan()).queries);
+export async function completionCommand(lib: Savedq, shell: string, cli: CliShape, options: CommonOptions, io: Io): Promise<void> {
+  const script = completionScript(shell, cli, (await lib.queries.scan()).queries);
   warn(io, options, lib.takeWarnings());
   io.stdout.write(script);
 }
 
-/** A completion script for the shell, knowing these saved queries. */
-export function completionScript(shell: string, endpoints: readonly SavedQuery[]): string {
+/** A completion script for the shell, for this CLI and these saved queries. */
+export function completionScript(shell: string, cli: CliShape, endpoints: readonly SavedQuery[]): string {
   switch (shell) {
     case 'bash':
-      return bash(endpoints);
+      return bash(cli, endpoints);
     case 'zsh':
-      return zsh(endpoints);
+      return zsh(cli, endpoints);
     case 'fish':
-      return fish(endpoints);
+      return fish(cli, endpoints);
     default:
       throw new InputError(`unknown shell ${JSON.stringify(shell)}: one of ${SHELLS.join(', ')}.`);
   }

@@ -2,8 +2,7 @@ import { Chalk } from 'chalk';
 import type { Savedq } from '../library.js';
 import { displayPath } from '../queries/catalog.js';
 import { boundsText, clickhouseType } from '../queries/param-types.js';
-import { useColor } from '../output/index.js';
-import { warn, type CommonOptions, type Io } from './io.js';
+import { colorOf, warn, type CommonOptions, type Io } from './io.js';
 
 /** `savedq describe <name|id>`: where a saved query comes from, its parameters, fields, cache and SQL. */
 export async function describeCommand(lib: Savedq, nameOrId: string, options: CommonOptions, io: Io): Promise<void> {
@@ -11,7 +10,7 @@ export async function describeCommand(lib: Savedq, nameOrId: string, options: Co
   await lib.queries.scan();
   const q = await lib.queries.find(nameOrId);
   warn(io, options, lib.takeWarnings());
-  const c = new Chalk({ level: useColor(options.color, io.stdout.isTTY === true, io.env) ? 1 : 0 });
+  const c = new Chalk({ level: colorOf(io, options) ? 1 : 0 });
   const params = q.params.map((p) => {
     const facts = [
       p.required ? 'required' : 'optional',

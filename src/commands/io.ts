@@ -1,6 +1,7 @@
 import type { Readable, Writable } from 'node:stream';
 import type { Row } from '../queries/types.js';
-import { chooseFormat, fieldsOfRows, render, useColor, type Format, type TableField } from '../output/index.js';
+import { resolveColor, resolveTableWidth } from '../config.js';
+import { chooseFormat, fieldsOfRows, render, type Format, type TableField } from '../output/index.js';
 
 /** A writable stream that may be a terminal. */
 export type OutStream = Writable & { isTTY?: boolean; columns?: number };
@@ -48,18 +49,14 @@ export function warn(io: Io, options: CommonOptions, warnings: readonly string[]
   for (const warning of warnings) report(io, options, `warning: ${warning}`);
 }
 
+/** Whether a command's standard output is in colour. */
+export function colorOf(io: Io, options: CommonOptions): boolean {
+  return resolveColor(options.color, io.stdout.isTTY === true, io.env);
+}
+
 /** The output format a command uses: -f, else a table on a terminal and JSON otherwise. */
 export function outputFormat(io: Io, requested: string | undefined): Format {
   return chooseFormat(requested, io.stdout.isTTY === true);
-}
-
-/**
- * The width tables fit: the terminal's, else COLUMNS, else 80 (a table written to a pipe or a file
- * fits 80 columns unless told otherwise).
- */
-export function outputWidth(io: Io): number {
-  const columns = Number(io.env.COLUMNS);
-  return io.stdout.columns || (Number.isInteger(columns) && columns > 0 ? columns : 80);
 }
 
 /**
@@ -74,9 +71,10 @@ export async function writeRows(
   rows: readonly Row[],
   fields: readonly TableField[],
 ): Promise<void> {
-  const color = useColor(options.color, io.stdout.isTTY === true, io.env);
+  const color = colorOf(io, options);
   const columns = fields.length > 0 ? fields : fieldsOfRows(rows);
-  for (const piece of await render(format, rows, { fields: columns, color, width: outputWidth(io), expanded: options.expanded })) {
+  const width = resolveTableWidth(io.stdout.columns, io.env);
+  for (const piece of await render(format, rows, { fields: columns, color, width, expanded: options.expanded })) {
     if (!(await writeOut(io.stdout, piece))) return;
   }
 }

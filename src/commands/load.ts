@@ -1,9 +1,10 @@
 import { closeSync, createReadStream, fstatSync, openSync } from 'node:fs';
+import { resolveBatchBytes } from '../config.js';
 import { InputError } from '../errors.js';
 import type { Savedq } from '../library.js';
-import { TABLES, type TableName } from '../warehouse/index.js';
-import { DEFAULT_BATCH_BYTES, loadEvents, type LoadInput, type LoadReport } from '../warehouse/load.js';
-import { sampleLines, sampleSize } from '../warehouse/sample.js';
+import type { LoadInput, LoadReport } from '../load/index.js';
+import { sampleSize } from '../load/sample.js';
+import { TABLES, type TableName } from '../warehouse/schema.js';
 import { report, type CommonOptions, type Io } from './io.js';
 import { loadProgressText, progress } from './progress.js';
 
@@ -36,15 +37,6 @@ interface Input {
   close(): void;
   /** Ends a read under way with this error (a file is read in batches that check for an interrupt). */
   interrupt(reason: unknown): void;
-}
-
-function batchBytes(text: string | undefined): number {
-  if (text === undefined) return DEFAULT_BATCH_BYTES;
-  const mb = Number(text);
-  if (!/^\d+(\.\d+)?$/.test(text.trim()) || !(mb >= 1 && mb <= 1024)) {
-    throw new InputError(`invalid --batch-mb ${JSON.stringify(text)}: expected a number of megabytes from 1 to 1024.`);
-  }
-  return Math.round(mb * 2 ** 20);
 }
 
 const READ_ERRORS: Record<string, string> = { ENOENT: 'no such file', EACCES: 'permission denied', EISDIR: 'a directory' };
@@ -83,16 +75,15 @@ function asError(reason: unknown): Error {
 
 /** `savedq load`: loads NDJSON events into a table, or sample events into both. Returns what it did. */
 export async function loadCommand(lib: Savedq, options: LoadOptions, io: Io): Promise<LoadReport[]> {
-  const bytesPerBatch = batchBytes(options.batchMb);
+  const bytesPerBatch = resolveBatchBytes(options.batchMb);
   if (options.sample) {
     if (options.file !== undefined) throw new InputError('--sample takes no file.');
     const tables = options.table === undefined ? TABLES : [checkTable(options.table)];
-    const warehouse = await lib.warehouse();
     const reports: LoadReport[] = [];
     for (const table of tables) {
       const shown = progress(io, options);
       const started = Date.now();
-      const r = await loadEvents(warehouse, table, sampleChunks(sampleLines(table, lib.clock())), {
+      const r = await lib.loadSample(table, {
         batchBytes: bytesPerBatch,
         signal: options.signal,
         onProgress: (p) => shown.update(loadProgressText(table, p.loaded, undefined, started, p.loaded / sampleSize(table))),
@@ -112,12 +103,10 @@ export async function loadCommand(lib: Savedq, options: LoadOptions, io: Io): Pr
   options.signal?.addEventListener('abort', stop, { once: true });
   let r: LoadReport;
   try {
-    // The engine opens (100-200 ms) while the first batch is read.
-    const warehouse = lib.warehouse();
     const shown = progress(io, options);
     const started = Date.now();
     let named = 0;
-    r = await loadEvents(warehouse, table, input.source, {
+    r = await lib.load(table, input.source, {
       batchBytes: bytesPerBatch,
       signal: options.signal,
       onReject: (line, reason) => {
@@ -139,20 +128,4 @@ export async function loadCommand(lib: Savedq, options: LoadOptions, io: Io): Pr
     );
   }
   return [r];
-}
-
-/** Lines as chunks of about a megabyte, so the batching sees few, large pieces. */
-function* sampleChunks(lines: Iterable<string>): Generator<string> {
-  let chunk: string[] = [];
-  let size = 0;
-  for (const line of lines) {
-    chunk.push(line);
-    size += line.length + 1;
-    if (size >= 1 << 20) {
-      yield `${chunk.join('\n')}\n`;
-      chunk = [];
-      size = 0;
-    }
-  }
-  if (chunk.length > 0) yield `${chunk.join('\n')}\n`;
 }

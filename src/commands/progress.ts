@@ -1,3 +1,4 @@
+import { resolveProgress } from '../config.js';
 import type { CommonOptions, Io } from './io.js';
 
 /** A one-line progress display on standard error, only for a person at a terminal. */
@@ -10,8 +11,7 @@ const quiet: Progress = { update: () => undefined, done: () => undefined };
 
 /** Progress on a terminal; nothing in a pipe, under CI, or with --quiet. */
 export function progress(io: Io, options: CommonOptions, everyMs = 200): Progress {
-  const ci = io.env.CI !== undefined && io.env.CI !== '' && io.env.CI !== 'false';
-  if (!io.stderr.isTTY || ci || options.quiet) return quiet;
+  if (!resolveProgress(options.quiet, io.stderr.isTTY === true, io.env)) return quiet;
   let last = 0;
   let shown = false;
   return {

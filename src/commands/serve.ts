@@ -1,6 +1,6 @@
+import { resolveServeSettings } from '../config.js';
 import { DefinitionError, InputError } from '../errors.js';
 import { problemText, QueryCatalog } from '../queries/catalog.js';
-import { loadApiKeys } from '../http/keys.js';
 import { startServer, type RunningServer } from '../http/server.js';
 import type { Savedq } from '../library.js';
 import type { CommonOptions, Io } from './io.js';
@@ -16,20 +16,12 @@ export interface ServeCommandOptions extends CommonOptions {
 /** Cached results are refreshed in the server process this often. */
 export const WARM_EVERY_MS = 300_000;
 
-function parsePort(text: string | undefined): number {
-  if (text === undefined) return 4000;
-  const port = Number(text);
-  if (!/^\d+$/.test(text) || port > 65535) throw new InputError(`invalid --port ${JSON.stringify(text)}: expected 0 to 65535.`);
-  return port;
-}
-
 /**
  * `savedq serve`: the HTTP mode. Resolves when the server has stopped after SIGTERM or SIGINT, having
  * finished the requests in flight.
  */
 export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io: Io): Promise<void> {
-  const apiKeys = loadApiKeys(options.apiKeyFile, io.env);
-  const port = parsePort(options.port);
+  const { host, port, apiKeys } = resolveServeSettings(options, io.env);
   // Every definition is read now: a server answers one whole, valid set of saved queries.
   const { queries, broken } = await lib.queries.scan();
   if (broken.length > 0) {
@@ -43,7 +35,7 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
   let server: RunningServer;
   try {
     server = await startServer(lib, {
-      host: options.host ?? '127.0.0.1',
+      host,
       port,
       apiKeys,
       timeoutSeconds: lib.config.queryTimeoutSeconds,
@@ -53,7 +45,7 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
     });
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    throw new InputError(`cannot listen on ${options.host ?? '127.0.0.1'}:${port}: ${code ?? String(err)}.`);
+    throw new InputError(`cannot listen on ${host}:${port}: ${code ?? String(err)}.`);
   }
   // Said even with --quiet: it is where the server is (with --port 0, the only way to know).
   io.stderr.write(

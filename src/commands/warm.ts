@@ -1,5 +1,5 @@
 import { parsePairs } from '../queries/params.js';
-import { SavedqError } from '../errors.js';
+import { WarmFailedError } from '../errors.js';
 import type { Savedq, WarmOutcome } from '../library.js';
 import { checkInterrupted, report, warn, type CommonOptions, type Io } from './io.js';
 
@@ -10,9 +10,6 @@ export interface WarmOptions extends CommonOptions {
   readonly params?: readonly string[];
   readonly at?: string | undefined;
 }
-
-/** Some refreshes failed: exit 1 after the report. */
-export class WarmFailedError extends SavedqError {}
 
 function describeCall(outcome: WarmOutcome): string {
   const params = Object.entries(outcome.call.params)

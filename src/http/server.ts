@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { InputError, QueryTimeoutError, SavedqError } from '../errors.js';
+import { BusyError, InputError, MethodNotAllowedError, NotFoundError, SavedqError, UnauthorizedError, UriTooLongError } from '../errors.js';
 import type { RawParams } from '../queries/params.js';
 import type { RunResult, Savedq } from '../library.js';
 import { keyChecker } from './keys.js';
@@ -30,17 +30,6 @@ export interface RunningServer {
 
 const QUERY_PREFIX = '/api/endpoints/query/';
 const MAX_URL_LENGTH = 8192;
-
-/** An error with its HTTP status and envelope code. */
-class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 /**
  * Parses a query string strictly: `+` is a space, bad percent-encoding is an error (URLSearchParams
@@ -78,12 +67,19 @@ function errorBody(code: string, message: string): object {
   return { error: { code, message } };
 }
 
-function withTimeout<T>(promise: Promise<T>, seconds: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const limit = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new QueryTimeoutError(`the query ran past its time limit of ${seconds} s.`)), seconds * 1000);
-  });
-  return Promise.race([promise, limit]).finally(() => clearTimeout(timer));
+/**
+ * The one place errors become HTTP answers: the family's status and code in the JSON envelope (and
+ * Retry-After for a busy data directory); anything else is a 500 with no detail, logged.
+ */
+function sendError(res: ServerResponse, err: unknown, log: (line: string) => void): void {
+  if (!(err instanceof SavedqError)) {
+    log(`internal error: ${err instanceof Error ? err.message : String(err)}`);
+    send(res, 500, errorBody('internal', 'internal error.'));
+    return;
+  }
+  if (err instanceof MethodNotAllowedError) res.setHeader('Allow', 'GET, HEAD');
+  const headers: Record<string, string> = err instanceof BusyError ? { 'Retry-After': String(err.retryAfterSeconds) } : {};
+  send(res, err.httpStatus, errorBody(err.code, err.message), headers);
 }
 
 /** Starts `savedq serve`: the thin HTTP mode over the endpoint library. */
@@ -103,17 +99,14 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<{ what: string; cache: string }> {
     const rawUrl = req.url ?? '/';
-    if (rawUrl.length > MAX_URL_LENGTH) throw new HttpError(414, 'uri_too_long', `the request URL is longer than ${MAX_URL_LENGTH} bytes.`);
+    if (rawUrl.length > MAX_URL_LENGTH) throw new UriTooLongError(`the request URL is longer than ${MAX_URL_LENGTH} bytes.`);
     const q = rawUrl.indexOf('?');
     const path = q < 0 ? rawUrl : rawUrl.slice(0, q);
     const search = q < 0 ? '' : rawUrl.slice(q + 1);
     const isQuery = path.startsWith(QUERY_PREFIX) && path.length > QUERY_PREFIX.length && !path.slice(QUERY_PREFIX.length).includes('/');
     const known = isQuery || path === '/health' || path === '/openapi.json';
-    if (!known) throw new HttpError(404, 'not_found', 'no such path; queries are at /api/endpoints/query/<name|id>.');
-    if (req.method !== 'GET' && req.method !== 'HEAD') {
-      res.setHeader('Allow', 'GET, HEAD');
-      throw new HttpError(405, 'method_not_allowed', `${req.method ?? 'this method'} is not allowed; use GET.`);
-    }
+    if (!known) throw new NotFoundError('no such path; queries are at /api/endpoints/query/<name|id>.');
+    if (req.method !== 'GET' && req.method !== 'HEAD') throw new MethodNotAllowedError(`${req.method ?? 'this method'} is not allowed; use GET.`);
     if (path === '/health') {
       send(res, 200, { status: 'ok' });
       return { what: '/health', cache: '-' };
@@ -124,14 +117,13 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     }
     const key = req.headers['x-api-key'];
     if (!isKey(Array.isArray(key) ? undefined : key)) {
-      throw new HttpError(401, 'unauthorized', 'missing or wrong X-API-KEY header.');
+      throw new UnauthorizedError('missing or wrong X-API-KEY header.');
     }
     const name = decode(path.slice(QUERY_PREFIX.length));
     const refresh = /(^|,)\s*no-cache\s*(,|$)/i.test(String(req.headers['cache-control'] ?? ''));
-    const result: RunResult = await withTimeout(
-      lib.run({ endpoint: name, params: parseQueryString(search), cache: refresh ? 'refresh' : 'use' }),
-      options.timeoutSeconds,
-    );
+    // The query's time limit is the library's, counted from when the query starts (not while the data
+    // directory is awaited: a busy one answers 503 with Retry-After).
+    const result: RunResult = await lib.run({ endpoint: name, params: parseQueryString(search), cache: refresh ? 'refresh' : 'use' });
     for (const warning of result.warnings) options.log(`warning: ${warning}`);
     const headers: Record<string, string> = {};
     if (result.endpoint.cacheSeconds > 0) {
@@ -149,14 +141,7 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     let cache = '-';
     handle(req, res)
       .then((r) => ({ what, cache } = r))
-      .catch((err: unknown) => {
-        if (err instanceof HttpError) send(res, err.status, errorBody(err.code, err.message));
-        else if (err instanceof SavedqError) send(res, err.httpStatus, errorBody(err.code, err.message));
-        else {
-          options.log(`internal error: ${err instanceof Error ? err.message : String(err)}`);
-          send(res, 500, errorBody('internal', 'internal error.'));
-        }
-      })
+      .catch((err: unknown) => sendError(res, err, options.log))
       .finally(() => {
         const ms = Math.round(performance.now() - started);
         const path = (req.url ?? '').split('?')[0] ?? '';

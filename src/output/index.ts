@@ -97,11 +97,3 @@ export function chooseFormat(requested: string | undefined, isTerminal: boolean)
   }
   return requested as Format;
 }
-
-/** Colour rules: --no-color and NO_COLOR turn it off, FORCE_COLOR turns it on, else only on a terminal. */
-export function useColor(flag: boolean | undefined, isTerminal: boolean, env = process.env): boolean {
-  if (flag === false) return false;
-  if (env.NO_COLOR !== undefined && env.NO_COLOR !== '') return false;
-  if (env.FORCE_COLOR !== undefined) return env.FORCE_COLOR !== '0' && env.FORCE_COLOR !== 'false';
-  return isTerminal;
-}

@@ -1,6 +1,7 @@
 import type { ClickHouseSettings } from '@clickhouse/client';
-import { InputError, SavedqError } from '../errors.js';
+import { InputError, type EngineFailure, type WarehouseError } from '../errors.js';
 import { toClickHouseDateTime, type Micros } from '../time.js';
+import { isBadPattern, isRefusal } from '../warehouse/errors.js';
 import type { Warehouse } from '../warehouse/index.js';
 import { bindValue, type BoundValue } from './param-types.js';
 import { quoteValue } from './params.js';
@@ -13,7 +14,6 @@ export interface ExecuteOptions {
   readonly now: Micros;
   /** Per-query time limit, enforced by the engine. */
   readonly timeoutSeconds: number;
-  readonly signal?: AbortSignal | undefined;
 }
 
 /** A saved query can read, never write, and cannot take the whole machine. */
@@ -49,7 +49,7 @@ export async function executeQuery(
   const settings = querySettings(query, options.timeoutSeconds);
   let rows;
   try {
-    rows = await warehouse.query(query.boundSql, bindValues(query, params, options.now), settings, options.signal);
+    rows = await warehouse.query(query.boundSql, bindValues(query, params, options.now), settings);
   } catch (err) {
     throw asInputError(err, query, params) ?? err;
   }
@@ -78,10 +78,8 @@ function parseJsonField(value: unknown): unknown {
  * checked before anything runs; this covers the rare one the engine's RE2 refuses and the check let by.
  */
 function asInputError(err: unknown, query: SavedQuery, params: NormalisedParams): InputError | undefined {
-  const cause = err instanceof SavedqError ? err.cause : err;
-  const type = (cause as { type?: unknown } | undefined)?.type;
-  const message = String((cause as { message?: unknown } | undefined)?.message ?? '');
-  if (type !== 'CANNOT_COMPILE_REGEXP' && !/cannot compile re2/i.test(message)) return undefined;
+  if (!isBadPattern(err)) return undefined;
+  const message = (err as WarehouseError).engine?.message ?? '';
   const param = query.params.find((p) => p.type === 'regex' && params[p.name] !== '');
   if (!param) return undefined;
   const reason = /cannot compile re2: .*?, error: ([^.]*)/.exec(message)?.[1];
@@ -89,19 +87,6 @@ function asInputError(err: unknown, query: SavedQuery, params: NormalisedParams)
     `invalid value ${quoteValue(params[param.name] ?? '')} for parameter '${param.name}': not an RE2 regular expression${reason ? ` (${reason})` : ''}.`,
   );
 }
-
-/** The engine's errors that say nothing about a query: credentials, resources, time. */
-const NOT_THE_QUERY = new Set([
-  'AUTHENTICATION_FAILED',
-  'WRONG_PASSWORD',
-  'UNKNOWN_USER',
-  'REQUIRED_PASSWORD',
-  'UNKNOWN_DATABASE',
-  'TIMEOUT_EXCEEDED',
-  'NOT_ENOUGH_SPACE',
-  'MEMORY_LIMIT_EXCEEDED',
-  'TOO_MANY_SIMULTANEOUS_QUERIES',
-]);
 
 /** A value of each type for asking the engine about a query without running it. */
 const SAMPLE_VALUES: Record<ParamType, string> = {
@@ -135,15 +120,16 @@ export async function explainQuery(
     await warehouse.query(`EXPLAIN ${query.boundSql}`, bindValues(query, params, now), querySettings(query, 30));
     return undefined;
   } catch (err) {
-    const cause = (err instanceof SavedqError ? err.cause : err) as { type?: unknown; message?: unknown } | undefined;
-    // The engine's own errors carry a type; anything else (unreachable, busy), and the engine's errors
-    // about the connection rather than the query, are not the query's fault.
-    if (typeof cause?.type !== 'string' || cause.type === '' || NOT_THE_QUERY.has(cause.type)) throw err;
+    // Only the engine refusing the query is the query's fault; anything else (unreachable, busy, out of
+    // time) fails the check as it would fail a run.
+    if (!isRefusal(err)) throw err;
+    const engine = (err as WarehouseError).engine as EngineFailure;
     // The engine quotes the query back ("in scope SELECT …", with the settings savedq adds): the file
     // is the user's own, so the line is enough.
-    const message = (String(cause.message ?? '').split('\n')[0] ?? '').replace(/ in scope .*?(?=\. Maybe you meant|$)/, '').trim();
+    const message = engine.message.replace(/ in scope .*?(?=\. Maybe you meant|$)/, '').trim();
     const text = message.length > 300 ? `${message.slice(0, 297)}...` : message;
-    return { line: objectionLine(query, message), message: `the engine refuses the query: ${text} (${cause.type})` };
+    const kind = engine.type ?? `code ${engine.code ?? '?'}`;
+    return { line: objectionLine(query, message), message: `the engine refuses the query: ${text} (${kind})` };
   }
 }
 

@@ -1,4 +1,4 @@
-import { QueryTimeoutError, SavedqError, WarehouseError } from '../errors.js';
+import { QueryTimeoutError, SavedqError, WarehouseError, type EngineFailure } from '../errors.js';
 
 interface ErrorLike {
   name?: unknown;
@@ -18,50 +18,98 @@ const NETWORK_CODES: Record<string, string> = {
   EPIPE: 'connection closed',
 };
 
-/** The first line of a message, without the engine's trailing "(CODE)" and stack noise, shortened. */
+/** Engine errors about credentials (516 AUTHENTICATION_FAILED, 192–194 unknown user or wrong password). */
+const CREDENTIAL_CODES = new Set([192, 193, 194, 516]);
+const TIMEOUT_CODE = 159;
+const SYNTAX_ERROR_CODE = 62;
+
+/** The first line of a message, without the engine's trailing "(version …)", and the wrapping of older servers. */
 function firstLine(message: string): string {
-  const line = (message.split('\n')[0] ?? '')
+  return (message.split('\n')[0] ?? '')
     .replace(/\s*\(version [^)]*\)\s*$/, '')
     // Older servers wrap the text: "Code: 115, e.displayText() = DB::Exception: …, e.what() = DB::Exception".
     .replace(/^Code: (\d+), e\.displayText\(\) = (DB::Exception: )?/, 'Code $1: ')
     .replace(/, e\.what\(\) = .*$/, '')
     .trim();
+}
+
+function shortened(line: string): string {
   return line.length > 300 ? `${line.slice(0, 297)}...` : line;
 }
 
 /**
- * Maps anything the ClickHouse client or the embedded engine throws to the savedq error family. The two
- * do not share classes (chdb's errors are not the client's ClickHouseError), so match on name, code and
- * type, in this one place.
+ * What the engine said, when an error is one of the engine's: the client's ClickHouseError and the
+ * embedded engine's errors (which are not instances of it) both carry a code and a type, matched here by
+ * shape.
+ */
+function engineFailure(e: ErrorLike, message: string): EngineFailure | undefined {
+  const raw = e.clickhouseCode ?? e.code;
+  const code = typeof raw === 'number' || (typeof raw === 'string' && /^\d+$/.test(raw)) ? Number(raw) : undefined;
+  const type = typeof e.type === 'string' && e.type !== '' ? e.type : undefined;
+  if (code === undefined && type === undefined) return undefined;
+  return { ...(code !== undefined ? { code } : {}), ...(type !== undefined ? { type } : {}), message: firstLine(message) };
+}
+
+/**
+ * Maps anything the ClickHouse client or the embedded engine throws to the savedq error family: the one
+ * place engine errors are classified (as clickhouse-js's parseError is for the client). Above the
+ * warehouse, code reads a WarehouseError's `engine` rather than the raw error.
  */
 export function toWarehouseError(err: unknown, location: string): SavedqError {
   if (err instanceof SavedqError) return err;
   const e = (err ?? {}) as ErrorLike;
   const message = typeof e.message === 'string' ? e.message : String(err);
-  const type = typeof e.type === 'string' ? e.type : '';
-  const code = typeof e.code === 'string' ? e.code : '';
-  const causeCode = typeof (e.cause as ErrorLike | undefined)?.code === 'string' ? (e.cause as ErrorLike).code : '';
-  if (type === 'TIMEOUT_EXCEEDED' || code === '159' || /Timeout exceeded/i.test(message)) {
+  const engine = engineFailure(e, message);
+  const causeCode = typeof (e.cause as ErrorLike | undefined)?.code === 'string' ? ((e.cause as ErrorLike).code as string) : '';
+  const options = { cause: err, engine };
+  if (engine?.type === 'TIMEOUT_EXCEEDED' || engine?.code === TIMEOUT_CODE || /Timeout exceeded/i.test(message)) {
     return new QueryTimeoutError(`query on ${location} ran past its time limit.`, { cause: err });
   }
-  const network = NETWORK_CODES[code] ?? NETWORK_CODES[causeCode as string];
-  if (network) return new WarehouseError(`cannot reach ${location}: ${network}.`, { cause: err });
+  const network = NETWORK_CODES[typeof e.code === 'string' ? e.code : ''] ?? NETWORK_CODES[causeCode];
+  if (network) return new WarehouseError(`cannot reach ${location}: ${network}.`, options);
   if (/timeout/i.test(message) && e.name !== 'ClickHouseError') {
     return new QueryTimeoutError(`request to ${location} timed out.`, { cause: err });
   }
   if (
-    ['AUTHENTICATION_FAILED', 'WRONG_PASSWORD', 'UNKNOWN_USER', 'REQUIRED_PASSWORD'].includes(type) ||
-    ['516', '193', '192', '194'].includes(code) ||
+    ['AUTHENTICATION_FAILED', 'WRONG_PASSWORD', 'UNKNOWN_USER', 'REQUIRED_PASSWORD'].includes(engine?.type ?? '') ||
+    CREDENTIAL_CODES.has(engine?.code ?? 0) ||
     /Authentication failed|password is incorrect|Wrong password|Unknown user/i.test(message)
   ) {
-    return new WarehouseError(`${location} refused the credentials.`, { cause: err });
+    return new WarehouseError(`${location} refused the credentials.`, options);
   }
-  if (type === 'NOT_ENOUGH_SPACE' || /not enough space|No space left on device/i.test(message)) {
-    return new WarehouseError(`${location} is out of disk space: ${firstLine(message)}`, { cause: err });
+  if (engine?.type === 'NOT_ENOUGH_SPACE' || /not enough space|No space left on device/i.test(message)) {
+    return new WarehouseError(`${location} is out of disk space: ${shortened(firstLine(message))}`, options);
   }
-  if (type === 'SYNTAX_ERROR' || code === '62' || /Syntax error/i.test(message)) {
+  if (engine?.type === 'SYNTAX_ERROR' || engine?.code === SYNTAX_ERROR_CODE || /Syntax error/i.test(message)) {
     // The engine quotes the query around the error; no SQL goes into a message.
-    return new WarehouseError(`${location} could not parse the query (is the server older than ClickHouse 24?).`, { cause: err });
+    return new WarehouseError(`${location} could not parse the query (is the server older than ClickHouse 24?).`, options);
   }
-  return new WarehouseError(`${location} failed: ${firstLine(message)}`, { cause: err });
+  return new WarehouseError(`${location} failed: ${shortened(firstLine(message))}`, options);
+}
+
+/**
+ * Engine errors that say nothing about a statement: an unknown database, time, credentials, the
+ * network, memory, disk, too many parts, a cancelled query.
+ */
+const NOT_ABOUT_THE_STATEMENT = new Set([81, 159, 192, 193, 194, 209, 210, 241, 243, 252, 394, 516]);
+
+/**
+ * Whether a failure is the engine refusing what it was asked (a query it cannot plan, a line an insert
+ * cannot take), rather than the warehouse failing (unreachable, out of disk, out of time).
+ */
+export function isRefusal(err: unknown): boolean {
+  const engine = err instanceof WarehouseError ? err.engine : undefined;
+  if (engine === undefined) return false;
+  if (engine.code !== undefined) return !NOT_ABOUT_THE_STATEMENT.has(engine.code);
+  return !['AUTHENTICATION_FAILED', 'WRONG_PASSWORD', 'UNKNOWN_USER', 'REQUIRED_PASSWORD', 'UNKNOWN_DATABASE', 'TIMEOUT_EXCEEDED', 'NOT_ENOUGH_SPACE', 'MEMORY_LIMIT_EXCEEDED', 'TOO_MANY_SIMULTANEOUS_QUERIES'].includes(engine.type ?? '');
+}
+
+/** Whether a failure is the engine not knowing a table (60, UNKNOWN_TABLE). */
+export function isUnknownTable(err: unknown): boolean {
+  return err instanceof WarehouseError && (err.engine?.code === 60 || err.engine?.type === 'UNKNOWN_TABLE');
+}
+
+/** Whether a failure is the engine's RE2 refusing a pattern (427, CANNOT_COMPILE_REGEXP). */
+export function isBadPattern(err: unknown): boolean {
+  return err instanceof WarehouseError && (err.engine?.type === 'CANNOT_COMPILE_REGEXP' || /cannot compile re2/i.test(err.engine?.message ?? ''));
 }

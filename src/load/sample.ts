@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { TableName } from './index.js';
+import type { TableName } from '../warehouse/schema.js';
 
 /** The sample projects and their serverless functions (fixed ids, so examples in the README work). */
 export const SAMPLE_PROJECTS = [
@@ -110,4 +110,20 @@ export function* sampleLines(table: TableName, nowMs: number): Generator<string>
       for (let i = 0; i < FUNCTION_EVENTS_PER_PROJECT; i++) yield JSON.stringify(functionEvent(ref, functions, nowMs));
     }
   }
+}
+
+/** Sample events of a table as NDJSON pieces of about a megabyte, so the batching sees few, large pieces. */
+export function* sampleChunks(table: TableName, nowMs: number): Generator<string> {
+  let chunk: string[] = [];
+  let size = 0;
+  for (const line of sampleLines(table, nowMs)) {
+    chunk.push(line);
+    size += line.length + 1;
+    if (size >= 1 << 20) {
+      yield `${chunk.join('\n')}\n`;
+      chunk = [];
+      size = 0;
+    }
+  }
+  if (chunk.length > 0) yield `${chunk.join('\n')}\n`;
 }

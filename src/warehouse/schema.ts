@@ -1,4 +1,23 @@
-import { schemaStatements } from './index.js';
+import { readSqlFile } from '../package.js';
+import type { Warehouse } from './types.js';
+
+/** The log tables (sql/schema.sql). */
+export const TABLES = ['edge_logs', 'function_edge_logs'] as const;
+export type TableName = (typeof TABLES)[number];
+
+/** The CREATE TABLE statements of `sql/schema.sql`, in order. */
+export function schemaStatements(): string[] {
+  return readSqlFile('schema.sql')
+    .replace(/^\s*--.*$/gm, '')
+    .split(/;\s*$/m)
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
+/** Makes the log tables, as far as they are missing. */
+export async function makeTables(warehouse: Pick<Warehouse, 'command'>): Promise<void> {
+  for (const statement of schemaStatements()) await warehouse.command(statement);
+}
 
 /**
  * The DDL of the log tables. Without a cluster: `sql/schema.sql` as it is. With one: each table becomes
@@ -15,12 +34,7 @@ export function schemaDdl(cluster?: string): string[] {
     if (!name) return [statement];
     const local = statement
       .replace(`CREATE TABLE IF NOT EXISTS ${name}`, `CREATE TABLE IF NOT EXISTS ${name}_local ${on}`)
-      .replace(
-        'ENGINE = MergeTree',
-        `ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/{database}/${name}_local', '{replica}')`,
-      )
-      // Replicated tables deduplicate inserts by default (replicated_deduplication_window).
-      .replace(/, non_replicated_deduplication_window = \d+/, '');
+      .replace('ENGINE = MergeTree', `ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/{database}/${name}_local', '{replica}')`);
     const distributed =
       `CREATE TABLE IF NOT EXISTS ${name} ${on} AS ${name}_local\n` +
       `ENGINE = Distributed(${quoteLiteral(cluster)}, currentDatabase(), '${name}_local', cityHash64(project))`;

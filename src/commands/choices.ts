@@ -1,0 +1,5 @@
+/** The shells `savedq completion` writes scripts for. */
+export const SHELLS = ['bash', 'zsh', 'fish'] as const;
+
+/** `check` reports as lines of text, or as JSON for tools. */
+export const CHECK_FORMATS = ['text', 'json'] as const;

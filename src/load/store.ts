@@ -1,0 +1,40 @@
+import type { StagedLines } from '../warehouse/index.js';
+import { isRefusal, isUnknownTable } from '../warehouse/errors.js';
+import type { TableName } from '../warehouse/schema.js';
+import { IN_ORDER, insertInto, insertSettings, rules } from './statements.js';
+import type { TableShape } from './tables.js';
+import type { Batch, BatchOutcome } from './types.js';
+
+/**
+ * Stores one batch: usually one fast insert, which refuses the whole batch if any line is bad; then the
+ * strict path names the refused lines, in order, and stores the good ones. Either way only the
+ * partitions that hold none of the batch's rows yet are written (see insertInto), so storing a batch
+ * again, whole or half stored, stores each of its rows once.
+ */
+export async function storeBatch(table: TableName, batch: Batch, staged: StagedLines, shape: TableShape): Promise<BatchOutcome> {
+  const params = { project_from_metadata: table === 'function_edge_logs', events: batch.events, load_batch: batch.mark };
+  const settings = insertSettings(shape.computed);
+  const insert = (rows: string, where: string) => insertInto(table, rows, where, shape.computed, shape.partitionKey);
+  const read = (use: 'insert' | 'query') => staged.source.bind(staged, use);
+  if (batch.shaped) {
+    try {
+      // Anything unclear (a NULL included) stops the insert rather than dropping a row unseen.
+      const check = "coalesce(reason != '' OR suspect OR row_index >= {events:UInt64}, 1)";
+      await staged.insert(insert(rules(read('insert'), false), `throwIf(${check}, 'savedq: a line needs a closer look') = 0`), 'JSONEachRow', params, settings);
+      return { rejected: [], rechecked: false };
+    } catch (err) {
+      // A refused line, or one the JSON reader could not take: the strict path explains. Anything else
+      // (a missing table, a full disk, a lost server) is no business of the strict path.
+      if (!isRefusal(err) || isUnknownTable(err)) throw err;
+    }
+  }
+  const rejects = await staged.query(
+    `SELECT line_number, reason FROM (${rules(read('query'), true)}) WHERE NOT blank AND reason != '' ORDER BY line_number`,
+    params,
+    IN_ORDER,
+  );
+  if (rejects.length < batch.events) {
+    await staged.insert(insert(rules(read('insert'), true), "NOT blank AND reason = ''"), 'LineAsString', params, settings);
+  }
+  return { rejected: rejects.map((r) => ({ line: Number(r.line_number), reason: String(r.reason) })), rechecked: true };
+}

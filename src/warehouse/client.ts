@@ -1,0 +1,60 @@
+import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
+import { toWarehouseError } from './errors.js';
+import type { Warehouse, WarehouseRow } from './types.js';
+
+/** Settings every query runs with: ISO timestamps, and 64-bit counts as JSON numbers. */
+export const BASE_SETTINGS: ClickHouseSettings = {
+  date_time_output_format: 'iso',
+  output_format_json_quote_64bit_integers: 0,
+};
+
+/** Text as a ClickHouse string literal. */
+export function quoteText(text: string): string {
+  return `'${text.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+}
+
+/**
+ * Per-statement settings as a SETTINGS clause. The embedded engine applies `clickhouse_settings` as
+ * session-wide SET statements that outlive the statement (a `readonly` would then refuse the next
+ * insert); a SETTINGS clause holds for its one statement, on the embedded engine and on a server alike.
+ */
+export function settingsClause(settings: ClickHouseSettings | undefined): string {
+  const entries = Object.entries(settings ?? {}).filter(([, v]) => v !== undefined);
+  if (entries.length === 0) return '';
+  const values = entries.map(([k, v]) => {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) throw new Error(`invalid setting name ${k}`);
+    // Numbers (the client types 64-bit settings as strings) go bare; anything else is a quoted literal.
+    const text = String(v);
+    return `${k} = ${/^\d+(\.\d+)?$/.test(text) ? text : quoteText(text)}`;
+  });
+  return `\nSETTINGS ${values.join(', ')}`;
+}
+
+/** Runs an operation of the client, any failure classified as a savedq error. */
+export async function classified<T>(location: string, op: () => Promise<T>): Promise<T> {
+  try {
+    return await op();
+  } catch (err) {
+    throw toWarehouseError(err, location);
+  }
+}
+
+/** Queries and commands on a client: what the embedded engine and a server share. */
+export function clientStatements(client: ClickHouseClient, location: string): Pick<Warehouse, 'query' | 'command'> {
+  return {
+    query: (sql, params, settings, signal) =>
+      classified(location, async () => {
+        const result = await client.query({
+          query: `${sql}${settingsClause(settings)}`,
+          format: 'JSONEachRow',
+          query_params: { ...params },
+          abort_signal: signal,
+        });
+        return result.json<WarehouseRow>();
+      }),
+    command: (sql, params, settings) =>
+      classified(location, async () => {
+        await client.command({ query: `${sql}${settingsClause(settings)}`, query_params: { ...params } });
+      }),
+  };
+}

@@ -1,0 +1,158 @@
+import { randomUUID } from 'node:crypto';
+import { accessSync, constants, existsSync, rmSync, statSync } from 'node:fs';
+import { rm, writeFile } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import { WarehouseError } from '../errors.js';
+import { makeDirectory } from '../fs.js';
+import { BASE_SETTINGS, clientStatements, quoteText } from './client.js';
+import { toWarehouseError } from './errors.js';
+import { lockDataDir } from './lock.js';
+import type { StagedLines, Warehouse } from './types.js';
+
+/** What the embedded engine needs: its data directory, and how long to wait for another process to let go of it. */
+export interface EmbeddedOptions {
+  readonly dataDir: string;
+  readonly lockWaitMs: number;
+  readonly signal?: AbortSignal | undefined;
+}
+
+/** Where batches are staged for the engine to read: cleared whenever a process takes the directory. */
+const STAGING_DIR = 'savedq-load';
+
+/** Parts a batch is read in by its inserts: a stream each (at most 8), as the engine checks one file's rows in a single stream. */
+const INSERT_STREAMS = Math.min(8, Math.max(2, availableParallelism()));
+
+/** Whether a path can be part of a `file()` glob: it holds none of the glob's own characters. */
+function globSafe(path: string): boolean {
+  return !/[*?{}[\]]/.test(path);
+}
+
+/** A batch cut at line ends into about `count` parts of about equal size (fewer if it has fewer lines). */
+export function splitLines(lines: Buffer, count: number): Buffer[] {
+  const parts: Buffer[] = [];
+  let start = 0;
+  for (let k = 1; k < count && start < lines.length; k++) {
+    const end = lines.indexOf(0x0a, Math.max(start, Math.floor((k * lines.length) / count) - 1));
+    if (end === -1 || end + 1 >= lines.length) break;
+    parts.push(lines.subarray(start, end + 1));
+    start = end + 1;
+  }
+  parts.push(lines.subarray(start));
+  return parts;
+}
+
+function prepareDataDir(dataDir: string): void {
+  try {
+    if (existsSync(dataDir) && !statSync(dataDir).isDirectory()) {
+      throw new WarehouseError(`data directory ${dataDir} is not a directory.`);
+    }
+    makeDirectory(dataDir);
+    accessSync(dataDir, constants.R_OK | constants.W_OK | constants.X_OK);
+  } catch (err) {
+    if (err instanceof WarehouseError) throw err;
+    const code = (err as NodeJS.ErrnoException).code;
+    const reason = code === 'EACCES' || code === 'EPERM' ? 'permission denied' : code === 'ENOTDIR' ? 'a parent is not a directory' : (code ?? String(err));
+    throw new WarehouseError(`cannot use data directory ${dataDir}: ${reason}.`, { cause: err });
+  }
+}
+
+/**
+ * The engine reads a `config.xml` from the current directory when it starts; start it from the data
+ * directory (which holds none) so a stray file where the user stands cannot reconfigure it.
+ */
+function inDirectory<T>(dir: string, fn: () => T): T {
+  const previous = process.cwd();
+  if (existsSync(`${dir}/config.xml`)) throw new WarehouseError(`data directory ${dir} holds a config.xml; remove it.`);
+  process.chdir(dir);
+  try {
+    return fn();
+  } finally {
+    process.chdir(previous);
+  }
+}
+
+/** The embedded engine (chdb) on a data directory, once this process holds the directory. */
+export async function openEmbedded(options: EmbeddedOptions): Promise<Warehouse> {
+  const { dataDir } = options;
+  prepareDataDir(dataDir);
+  // The lock is taken while the client and the engine load, rather than one after the other.
+  const [loaded, locked] = await Promise.allSettled([
+    Promise.all([import('@clickhouse/client'), import('chdb/connection')]),
+    lockDataDir({
+      dataDir,
+      waitMs: options.lockWaitMs,
+      signal: options.signal,
+      // A batch a killed load staged: nothing else can be reading it now.
+      onTaken: () => rmSync(join(dataDir, STAGING_DIR), { recursive: true, force: true }),
+    }),
+  ]);
+  if (loaded.status === 'rejected') {
+    if (locked.status === 'fulfilled') await locked.value();
+    throw loaded.reason;
+  }
+  if (locked.status === 'rejected') throw locked.reason;
+  const [[{ createClient, ClickHouseLogLevel }, { createChdbConnection }], release] = [loaded.value, locked.value];
+  const location = `the embedded engine at ${dataDir}`;
+  try {
+    const connection = inDirectory(dataDir, () => createChdbConnection({ path: dataDir }));
+    // chdb declares the Connection type of @clickhouse/client-common, which the client now bundles as
+    // its own copy: the same shape under two names, hence the cast.
+    const client = createClient({
+      connection: connection as unknown as NonNullable<Parameters<typeof createClient>[0]>['connection'],
+      clickhouse_settings: BASE_SETTINGS,
+      log: { level: ClickHouseLogLevel.OFF },
+    });
+    const statements = clientStatements(client, location);
+    return {
+      location,
+      embedded: true,
+      ...statements,
+      stage: (lines) => stageFiles(join(dataDir, STAGING_DIR), lines, statements, location),
+      async close() {
+        await client.close().finally(release);
+      },
+    };
+  } catch (err) {
+    await release();
+    throw toWarehouseError(err, location);
+  }
+}
+
+/**
+ * Stages a batch as files the engine reads with its file reader, the fastest way in: in parts cut at
+ * line ends, one per core, which an insert reads with a glob, a stream a part; and, only if a query
+ * asks, whole, so that it reads the lines in order.
+ */
+async function stageFiles(dir: string, lines: Buffer, statements: Pick<Warehouse, 'query' | 'command'>, location: string): Promise<StagedLines> {
+  const name = join(dir, `${process.pid}-${randomUUID()}`);
+  const parts = globSafe(name) ? splitLines(lines, INSERT_STREAMS) : [lines];
+  const partFiles = parts.map((_, i) => `${name}.${i}.ndjson`);
+  const partsGlob = parts.length > 1 ? `${name}.{${parts.map((_, i) => i).join(',')}}.ndjson` : (partFiles[0] as string);
+  const wholeFile = `${name}.ndjson`;
+  let whole: Promise<void> | undefined;
+  const release = async () => {
+    await Promise.all([...partFiles, wholeFile].map((f) => rm(f, { force: true })));
+  };
+  try {
+    makeDirectory(dir);
+    await Promise.all(parts.map((part, i) => writeFile(partFiles[i] as string, part)));
+  } catch (err) {
+    await release();
+    throw toWarehouseError(err, location);
+  }
+  const file = (param: string, format: string, structure: string) => `file({${param}:String}, '${format}', ${quoteText(structure)})`;
+  return {
+    source: (use, format, structure) => file(use === 'insert' ? 'staged_parts' : 'staged_file', format, structure),
+    insert: (statement, _format, params, settings) => statements.command(statement, { ...params, staged_parts: partsGlob }, settings),
+    async query(statement, params, settings) {
+      try {
+        await (whole ??= writeFile(wholeFile, lines));
+      } catch (err) {
+        throw toWarehouseError(err, location);
+      }
+      return statements.query(statement, { ...params, staged_file: wholeFile }, settings);
+    },
+    release,
+  };
+}

@@ -1,0 +1,106 @@
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { BusyError } from '../errors.js';
+import { toWarehouseError } from './errors.js';
+
+/** What waiting for a data directory needs to know. */
+export interface LockOptions {
+  readonly dataDir: string;
+  /** How long to wait for another process to let go of it. */
+  readonly waitMs: number;
+  /** When aborted, the wait ends with the abort's reason. */
+  readonly signal?: AbortSignal | undefined;
+  /** Run once the directory is this process's, before anyone uses the engine: clearing what a killed process left. */
+  readonly onTaken?: (dataDir: string) => void;
+}
+
+const LOCK_POLL_MS = 100;
+/** A lock whose holder stopped refreshing it this long ago (killed, say) is taken over. */
+const LOCK_STALE_MS = 10_000;
+const LOCK_FILE = '.savedq.lock';
+const OWNER_FILE = '.savedq.owner';
+
+/** The live process named in an owner file (ours, or the engine's own status file). */
+function holderOf(dataDir: string): { pid: number; since: string } | undefined {
+  for (const name of [OWNER_FILE, 'status']) {
+    try {
+      const status = readFileSync(join(dataDir, name), 'utf8');
+      const pid = Number(/PID:\s*(\d+)/.exec(status)?.[1]);
+      if (!pid || pid === process.pid) continue;
+      process.kill(pid, 0);
+      return { pid, since: /Started at:\s*(.+)/.exec(status)?.[1]?.trim() ?? '' };
+    } catch {
+      // no such file, or its process is gone
+    }
+  }
+  return undefined;
+}
+
+/** Locks held by this process, by data directory: within one process the engine shares a directory between connections. */
+const heldLocks = new Map<string, { users: number; release: Promise<() => Promise<void>> }>();
+
+/**
+ * Takes the data directory for this process; resolves with its release. The engine itself admits one
+ * process per directory, but asking it is racy and makes it print its refusal on standard error;
+ * savedq processes queue on a lock file of their own first (proper-lockfile: atomic mkdir, taken over
+ * when its holder stops refreshing it), up to the bound, then fail naming the holder.
+ */
+export async function lockDataDir(options: LockOptions): Promise<() => Promise<void>> {
+  const { dataDir } = options;
+  let held = heldLocks.get(dataDir);
+  if (!held) {
+    held = { users: 0, release: acquire(options) };
+    heldLocks.set(dataDir, held);
+    held.release.catch(() => heldLocks.delete(dataDir));
+  }
+  const entry = held;
+  const release = await entry.release;
+  entry.users += 1;
+  let released = false;
+  return async () => {
+    if (released) return;
+    released = true;
+    entry.users -= 1;
+    if (entry.users === 0) {
+      heldLocks.delete(dataDir);
+      await release();
+    }
+  };
+}
+
+async function acquire(options: LockOptions): Promise<() => Promise<void>> {
+  const { default: lockfile } = await import('proper-lockfile');
+  const { dataDir } = options;
+  const deadline = Date.now() + options.waitMs;
+  for (;;) {
+    try {
+      const release = await lockfile.lock(dataDir, {
+        lockfilePath: join(dataDir, LOCK_FILE),
+        realpath: false,
+        stale: LOCK_STALE_MS,
+        retries: 0,
+        // A long synchronous stretch can delay the refresh; the engine's own lock still protects the data.
+        onCompromised: () => undefined,
+      });
+      writeFileSync(join(dataDir, OWNER_FILE), `PID: ${process.pid}\nStarted at: ${new Date().toISOString()}\n`);
+      if (!holderOf(dataDir)) {
+        options.onTaken?.(dataDir);
+        return async () => {
+          rmSync(join(dataDir, OWNER_FILE), { force: true });
+          await release().catch(() => undefined);
+        };
+      }
+      await release(); // a process that is not savedq holds the engine
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ELOCKED') throw toWarehouseError(err, `data directory ${dataDir}`);
+    }
+    // Waiting holds nothing of the engine, so an interrupt can end the wait at once.
+    if (options.signal?.aborted) throw options.signal.reason;
+    if (Date.now() >= deadline) {
+      const h = holderOf(dataDir);
+      const who = h ? `process ${h.pid}${h.since ? ` (started ${h.since})` : ''}` : 'another process';
+      throw new BusyError(`data directory ${dataDir} is in use by ${who}; gave up after ${options.waitMs / 1000} s (see --lock-wait).`);
+    }
+    await new Promise((r) => setTimeout(r, LOCK_POLL_MS));
+  }
+}

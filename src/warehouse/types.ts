@@ -1,0 +1,46 @@
+import type { ClickHouseSettings } from '@clickhouse/client';
+
+/** One row as ClickHouse returns it in JSONEachRow. */
+export type WarehouseRow = Record<string, unknown>;
+
+/** Values bound to a statement's `{name:Type}` parameters. */
+export type StatementParams = Readonly<Record<string, unknown>>;
+
+/** How staged lines are read: as JSON objects, or as lines of text. */
+export type LinesFormat = 'JSONEachRow' | 'LineAsString';
+
+/**
+ * A batch of lines put where the engine can read them, for the statements of a load: on the embedded
+ * engine files in the data directory, on a server the body of the insert (or a literal, for a query).
+ */
+export interface StagedLines {
+  /**
+   * The lines as the table function a statement reads them from (`file(…)`, `input(…)`, `format(…)`),
+   * in a format with a structure. For an insert the engine may read them in parallel; for a query, in
+   * order.
+   */
+  source(use: 'insert' | 'query', format: LinesFormat, structure: string): string;
+  /** Runs an insert that reads the lines. */
+  insert(statement: string, format: LinesFormat, params: StatementParams, settings: ClickHouseSettings): Promise<void>;
+  /** Runs a query that reads the lines, in order. */
+  query(statement: string, params: StatementParams, settings: ClickHouseSettings): Promise<WarehouseRow[]>;
+  /** Removes what staging left behind. */
+  release(): Promise<void>;
+}
+
+/**
+ * The ClickHouse behind savedq: the embedded engine on a data directory, or a server by URL. Every
+ * failure is a savedq error (classified in warehouse/errors.ts).
+ */
+export interface Warehouse {
+  /** Where the data is, for messages; never contains a password. */
+  readonly location: string;
+  /** Whether this is the embedded engine (which savedq owns whole: its tables, its disk). */
+  readonly embedded: boolean;
+  query(sql: string, params: StatementParams, settings?: ClickHouseSettings, signal?: AbortSignal): Promise<WarehouseRow[]>;
+  /** Runs a statement that returns no rows. */
+  command(sql: string, params?: StatementParams, settings?: ClickHouseSettings): Promise<void>;
+  /** Puts a batch of lines where the engine can read them. */
+  stage(lines: Buffer): Promise<StagedLines>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,82 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import sqlite3 from 'sqlite3';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { cacheKey } from '../src/cache/index.js';
+import { InterruptedError } from '../src/errors.js';
+import { Savedq } from '../src/library.js';
+import { AT, tempDir, testLibrary } from './helpers.js';
+
+// The library's shared work, its cache records and its warming, as every surface meets them.
+const folder = join(tempDir(), 'queries');
+mkdirSync(folder);
+// Slow enough to be caught in flight (a count over a billion generated numbers takes seconds).
+writeFileSync(join(folder, 'slow.sql'), '/*\nparams:\n  n: { type: integer, default: 1000000000 }\n*/\nSELECT count() AS n FROM numbers(@n) WHERE number % 7 = 3\n');
+writeFileSync(
+  join(folder, 'cached.sql'),
+  "/*\nparams:\n  p: { type: string, required: true }\n  mode: { allowed: [a, b], other: default, default: a }\ncache: 900\nwarm: 300\n*/\nSELECT @p AS p, @mode AS mode, toUnixTimestamp64Micro(now64(6)) AS at\n",
+);
+
+let now = Date.parse(AT);
+const lib = testLibrary({ queries: [folder], clock: () => now });
+afterAll(() => lib.close());
+
+describe('identical calls that share one query', () => {
+  it('one caller giving up does not fail the others: its abort ends its own wait, the query goes on', async () => {
+    const call = { endpoint: 'slow', params: [['n', '300000000']] as [string, string][], cache: 'bypass' as const };
+    const impatient = new AbortController();
+    const first = lib.run({ ...call, signal: impatient.signal });
+    const second = lib.run(call);
+    await new Promise((r) => setTimeout(r, 100));
+    impatient.abort(new InterruptedError('interrupted (SIGINT).'));
+    await expect(first).rejects.toThrow(InterruptedError);
+    const answer = await second;
+    expect(answer.rows).toEqual([{ n: 42857143 }]);
+  });
+
+  it('records a miss that 40 identical requests shared as served once, not 40 times', async () => {
+    const markServed = vi.spyOn(lib.cache, 'markServed');
+    const answers = await Promise.all(Array.from({ length: 40 }, () => lib.run({ endpoint: 'cached', params: [['p', 'forty']] })));
+    expect(new Set(answers.map((a) => a.cache))).toEqual(new Set(['miss']));
+    expect(markServed).toHaveBeenCalledTimes(1);
+    markServed.mockRestore();
+  });
+});
+
+describe('the cache records', () => {
+  it('cache list and warm read the served records only, never the results’ rows', async () => {
+    await lib.run({ endpoint: 'cached', params: [['p', 'listed']] });
+    const get = vi.spyOn(lib.cache, 'get');
+    // A result whose stored text is damaged: reading the rows would fail; the records alone read fine.
+    const key = cacheKey((await lib.cache.entries()).find((e) => e.call.params.p === 'listed')?.call ?? ({} as never));
+    const db = new sqlite3.Database(lib.config.cacheFile);
+    await new Promise<void>((resolve, reject) => db.run('UPDATE keyv SET value = ? WHERE key = ?', ['{"not json', `savedq:result:${key}`], (e) => (e ? reject(e) : resolve())));
+    await new Promise<void>((resolve) => db.close(() => resolve()));
+    const listed = await lib.cachedCalls();
+    expect(listed.find((c) => c.params.p === 'listed')).toMatchObject({ endpoint: 'cached', ageSeconds: 0, expiresInSeconds: 900 });
+    now += 400_000;
+    expect((await lib.dueForWarming()).map((e) => e.call.params.p)).toContain('listed');
+    expect(get).not.toHaveBeenCalled();
+    get.mockRestore();
+    expect(lib.takeWarnings()).toEqual([]);
+  });
+
+  it('warm refreshes the key of the call as normalised today, the one a call of today reads', async () => {
+    // A record of the call as an older savedq stored it: its parameters not in today's canonical form.
+    const today = await lib.cachedCallOf({ endpoint: 'cached', params: [['p', 'old']] });
+    const stale = { ...today, params: { p: 'old', mode: 'nonsense' } };
+    await lib.cache.markServed(cacheKey(stale), { call: stale, servedAt: now - 1000, computedAt: now - 400_000 });
+    const outcomes = await lib.warm([stale]);
+    expect(outcomes).toMatchObject([{ name: 'cached', rows: 1 }]);
+    const later = await lib.run({ endpoint: 'cached', params: [['p', 'old'], ['mode', 'nonsense']] });
+    expect(later).toMatchObject({ cache: 'hit', rows: [{ p: 'old', mode: 'a' }] });
+  });
+});
+
+describe('the one way in', () => {
+  it('a library on another catalog and config is a value, not a module constant', async () => {
+    const other = new Savedq({ ...lib.config, queryFolders: [] });
+    await expect(other.run({ endpoint: 'cached', params: [['p', 'x']] })).rejects.toThrow(/unknown endpoint 'cached'/);
+    await other.close();
+  });
+});
