@@ -28,11 +28,11 @@ type GlobalFlags = ConfigFlags & CommonOptions & { debug?: boolean };
 const interrupt = new AbortController();
 /** How long an interrupted command may take to reach a safe point before it exits anyway. */
 const STOP_WITHIN_MS = 5_000;
-/** Whether the command running is `serve` (which drains requests in flight on a signal, and then exits). */
+/** Whether `serve` is running and listening (a signal then drains its requests in flight, and it exits). */
 let serving = false;
 
 let library: Savedq | undefined;
-function lib(flags: GlobalFlags, options: { idleCloseMs?: number } = {}): Savedq {
+function lib(flags: GlobalFlags, options: { ownsEngine?: boolean } = {}): Savedq {
   library ??= new Savedq(resolveConfig(flags, io.env), { ...options, signal: interrupt.signal });
   return library;
 }
@@ -191,10 +191,9 @@ program
   )
   .action(async (opts: { host: string; port: string; apiKeyFile?: string }, cmd: Command) => {
     const flags = cmd.optsWithGlobals<GlobalFlags>();
-    serving = true;
     const { serveCommand } = await import('./commands/serve.js');
-    // Between requests the server lets go of the embedded data directory, so cron jobs and runs get turns.
-    await serveCommand(lib(flags, { idleCloseMs: 2000 }), { ...flags, ...opts, version }, io);
+    // The server owns the engine while it runs, and shares it with every other savedq process.
+    await serveCommand(lib(flags, { ownsEngine: true }), { ...flags, ...opts, version, onListening: () => (serving = true) }, io);
   });
 
 program

@@ -3,11 +3,12 @@ import type { Config } from './config.js';
 import { InputError } from './errors.js';
 import type { LoadInput, LoadOptions, LoadReport } from './load/index.js';
 import { builtinQueriesDir } from './package.js';
-import { brokenText, QueryCatalog, type DefinitionMemo } from './queries/catalog.js';
+import { brokenText, QueryCatalog, type DefinitionMemo, type DefinitionSource } from './queries/catalog.js';
 import { checkPatterns, normaliseParams, quoteValue, type RawParams } from './queries/params.js';
 import type { NormalisedParams, Row, SavedQuery } from './queries/types.js';
 import { microsFromDate, parseIsoTimestamp, toIsoMicros, type Micros } from './time.js';
 import type { Warehouse } from './warehouse/index.js';
+import type { SharedWarehouse } from './warehouse/share.js';
 import type { TableName } from './warehouse/schema.js';
 
 /** Where "now" comes from; tests inject a fixed or moving clock. */
@@ -105,6 +106,10 @@ function hitResult(call: PreparedCall, hit: CachedResult): RunResult {
   return { endpoint: call.endpoint, params: call.params, rows: hit.rows, cache: 'hit', computedAt: hit.computedAt, warnings: [] };
 }
 
+function memoKey(source: DefinitionSource): string {
+  return `${source.version}:${source.builtin ? 'b' : 'u'}:${source.stem}:${source.text}`;
+}
+
 function cachedCall(call: PreparedCall): CachedCall {
   return { endpoint: call.endpoint.id, digest: call.endpoint.digest, params: call.params, at: atText(call.at) };
 }
@@ -140,7 +145,8 @@ export class Savedq {
   #warehouse: Promise<Warehouse> | undefined;
   /** Identical work in flight, shared. */
   readonly #inFlight = new Map<string, Promise<RunResult>>();
-  readonly #idleCloseMs: number | undefined;
+  readonly #ownsEngine: boolean;
+  #share: Promise<SharedWarehouse | undefined> | undefined;
   readonly #signal: AbortSignal | undefined;
   /**
    * Calls this process served lately (`serve`'s hot path, at most RECENT_ENTRIES): the result, trusted
@@ -148,37 +154,25 @@ export class Savedq {
    * SERVED_EVERY_MS.
    */
   readonly #recent = new Map<string, { result: CachedResult; seenAt: number; markedAt: number }>();
-  #active = 0;
-  #idleTimer: NodeJS.Timeout | undefined;
 
   /**
-   * @param options.idleCloseMs close the warehouse after this long without a statement, so that a
-   *   long-lived process (`serve`) lets others take the embedded data directory in between.
+   * @param options.ownsEngine the engine is this process's own (`serve`, which shares it with the
+   *   others): never sent to another process's share.
    * @param options.signal when aborted, waiting for the data directory ends with the abort reason.
    * @param options.queries the saved queries; default: the built-ins and the configured folders.
    */
-  constructor(config: Config, options: { clock?: Clock; idleCloseMs?: number; signal?: AbortSignal; queries?: QueryCatalog } = {}) {
+  constructor(config: Config, options: { clock?: Clock; ownsEngine?: boolean; signal?: AbortSignal; queries?: QueryCatalog } = {}) {
     this.config = config;
     this.clock = options.clock ?? Date.now;
     this.#queries = options.queries ?? new QueryCatalog({ builtin: builtinQueriesDir, user: config.queryFolders });
     this.cache = new ResultsCache(config.cacheFile);
-    this.#idleCloseMs = options.idleCloseMs;
+    this.#ownsEngine = options.ownsEngine === true;
     this.#signal = options.signal;
   }
 
-  /** Runs `fn` with the warehouse open, and lets it close when idle if so configured. */
+  /** Runs `fn` with the warehouse, opened on first use and kept open until `close()`. */
   async #withWarehouse<T>(fn: (warehouse: Warehouse) => Promise<T>): Promise<T> {
-    clearTimeout(this.#idleTimer);
-    this.#active += 1;
-    try {
-      return await fn(await this.warehouse());
-    } finally {
-      this.#active -= 1;
-      if (this.#active === 0 && this.#idleCloseMs !== undefined) {
-        this.#idleTimer = setTimeout(() => void this.#closeWarehouse(), this.#idleCloseMs);
-        this.#idleTimer.unref();
-      }
-    }
+    return fn(await this.warehouse());
   }
 
   async #closeWarehouse(): Promise<void> {
@@ -187,18 +181,36 @@ export class Savedq {
     if (warehouse) await (await warehouse.catch(() => undefined))?.close();
   }
 
-  /** The warehouse, opened on first use (the engine and the client are imported only then). For tests and tools. */
+  /**
+   * The warehouse, opened on first use (the engine and the client are imported only then): the engine a
+   * `savedq serve` shares on the data directory when one does, else the engine itself. For tests and tools.
+   */
   warehouse(): Promise<Warehouse> {
     if (!this.#warehouse) {
       const { url, dataDir, lockWaitMs, queryTimeoutSeconds } = this.config;
-      this.#warehouse = import('./warehouse/index.js').then((m) =>
-        m.openWarehouse({ url, dataDir, lockWaitMs, timeoutSeconds: queryTimeoutSeconds, signal: this.#signal }),
+      this.#warehouse = this.#engineShare().then(
+        async (shared) =>
+          shared ??
+          (await import('./warehouse/index.js')).openWarehouse({ url, dataDir, lockWaitMs, timeoutSeconds: queryTimeoutSeconds, signal: this.#signal, useShared: !this.#ownsEngine }),
       );
       this.#warehouse.catch(() => {
         this.#warehouse = undefined;
       });
     }
     return this.#warehouse;
+  }
+
+  /** The engine a `savedq serve` shares on the embedded data directory, if one answers there (asked once). */
+  #engineShare(): Promise<SharedWarehouse | undefined> {
+    if (this.#share === undefined) {
+      const { url, dataDir, queryTimeoutSeconds } = this.config;
+      this.#share =
+        url !== undefined || this.#ownsEngine
+          ? Promise.resolve(undefined)
+          : import('./warehouse/share.js').then((m) => (m.hasSocket(dataDir) ? m.connectShared(dataDir, queryTimeoutSeconds) : undefined));
+      this.#share.catch(() => (this.#share = undefined));
+    }
+    return this.#share;
   }
 
   /** The saved queries this library answers. */
@@ -220,14 +232,23 @@ export class Savedq {
    * Validates a request against the current saved queries, without running anything. Unless told to
    * keep off the results cache, definitions read before are taken from it rather than parsed again.
    */
-  prepare(request: Pick<RunRequest, 'endpoint' | 'params' | 'at'>, options: { cache?: boolean } = {}): Promise<PreparedCall> {
-    return prepareCall(this.#queries, request, options.cache === false ? undefined : this.#definitions);
+  async prepare(request: Pick<RunRequest, 'endpoint' | 'params' | 'at'>, options: { cache?: boolean } = {}): Promise<PreparedCall> {
+    return prepareCall(this.#queries, request, options.cache === false ? await this.#servedDefinitions() : this.#definitions);
   }
 
-  /** The results cache as a memo of definitions read before. */
+  /**
+   * Off the results cache, a running `serve` reads definitions for this process (its YAML parser is
+   * loaded and warm, and it is asked for the statements anyway); without one, they are read here.
+   */
+  async #servedDefinitions(): Promise<DefinitionMemo | undefined> {
+    const shared = await this.#engineShare().catch(() => undefined);
+    return shared && { get: (source) => shared.ask('definition', source), set: async () => undefined };
+  }
+
+  /** The results cache as a memo of definitions read before, keyed by their whole text (exact; no digest to compute). */
   readonly #definitions: DefinitionMemo = {
-    get: (key) => this.cache.getDefinition(key),
-    set: (key, value) => this.cache.setDefinition(key, value),
+    get: (source) => this.cache.getDefinition(memoKey(source)),
+    set: (source, reading) => this.cache.setDefinition(memoKey(source), reading),
   };
 
   /** Runs a saved query, through the results cache when the endpoint is cached. */
@@ -482,7 +503,6 @@ export class Savedq {
 
   /** Releases the warehouse (and with it the embedded data directory) and the cache file. */
   async close(): Promise<void> {
-    clearTimeout(this.#idleTimer);
     await this.cache.close();
     await this.#closeWarehouse();
   }

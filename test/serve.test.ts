@@ -7,12 +7,13 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { resolveConfig } from '../src/config.js';
 import { startServer, type RunningServer } from '../src/http/server.js';
 import { Savedq } from '../src/library.js';
+import { shareWarehouse } from '../src/warehouse/share-server.js';
 import { binPath, cli, endpoints, findEndpoint, load, startServe, tempDir } from './helpers.js';
 
 const dir = tempDir();
 const dataDir = join(dir, 'data');
 const KEYS = ['first-key-0123456789', 'second-key-abcdefghij'];
-const lib = new Savedq(resolveConfig({ dataDir, cacheFile: join(dir, 'cache.sqlite') }, {}), { idleCloseMs: 100 });
+const lib = new Savedq(resolveConfig({ dataDir, cacheFile: join(dir, 'cache.sqlite') }, {}), { ownsEngine: true });
 const logLines: string[] = [];
 let server: RunningServer;
 
@@ -70,10 +71,12 @@ describe('savedq serve', () => {
       'X-API-KEY': KEYS[1] as string,
       'Cache-Control': 'no-cache',
     });
-    await new Promise((r) => setTimeout(r, 300)); // the server lets go of the data directory when idle
+    // The server keeps the engine and shares it: the CLI's statements run here, not after a wait.
+    const share = await shareWarehouse(await lib.warehouse(), dataDir, () => undefined);
     const fromCli = await cli(['run', 'usage.api-counts', '-p', 'project=http-proj', '-p', 'interval=hourly', '--no-cache'], {
       env: { SAVEDQ_DATA_DIR: dataDir, SAVEDQ_CACHE_FILE: join(dir, 'cli.sqlite') },
     });
+    await share.close();
     expect(fromCli.code, fromCli.stderr).toBe(0);
     expect(http.body?.result).toEqual(JSON.parse(fromCli.stdout));
   });

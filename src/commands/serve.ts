@@ -1,7 +1,8 @@
 import { resolveServeSettings } from '../config.js';
 import { DefinitionError, InputError } from '../errors.js';
-import { problemText, QueryCatalog } from '../queries/catalog.js';
+import { problemText, QueryCatalog, type DefinitionSource } from '../queries/catalog.js';
 import { startServer, type RunningServer } from '../http/server.js';
+import type { EngineShare } from '../warehouse/share-server.js';
 import type { Savedq } from '../library.js';
 import type { CommonOptions, Io } from './io.js';
 
@@ -11,6 +12,8 @@ export interface ServeCommandOptions extends CommonOptions {
   readonly port?: string | undefined;
   readonly apiKeyFile?: string | undefined;
   readonly version: string;
+  /** Called once the server listens: from then on, a signal drains it rather than interrupting its start. */
+  readonly onListening?: () => void;
 }
 
 /** Cached results are refreshed in the server process this often. */
@@ -29,9 +32,29 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
     const lines = broken.flatMap((b) => b.problems.map((p) => `  ${problemText(p)}`));
     throw new DefinitionError(`serve: ${broken.length} saved query ${broken.length === 1 ? 'definition is' : 'definitions are'} broken; fix ${broken.length === 1 ? 'it' : 'them'} first:\n${lines.join('\n')}`);
   }
-  const log = (line: string) => {
-    if (!options.quiet || line.startsWith('warning') || line.includes('failed')) io.stderr.write(`${line}\n`);
-  };
+  const log = bufferedLog(io, options);
+  // The engine is opened now and kept while the server runs: no request waits for it to start, and every
+  // other savedq process on this data directory sends its statements here instead of waiting its turn.
+  let share: EngineShare | undefined;
+  if (lib.config.url === undefined) {
+    const warehouse = await lib.warehouse();
+    const [{ shareWarehouse }, { readSource }] = await Promise.all([import('../warehouse/share-server.js'), import('../queries/catalog.js')]);
+    // Besides the engine, the server reads definitions for the others (its YAML parser is loaded), and
+    // remembers each reading: a definition is a pure function of its text.
+    const readings = new Map<string, Promise<unknown>>();
+    const definition = (payload: unknown) => {
+      const source = payload as DefinitionSource;
+      const key = `${source.version}:${source.builtin ? 'b' : 'u'}:${source.stem}:${source.text}`;
+      let reading = readings.get(key);
+      if (!reading) {
+        if (readings.size >= 1000) readings.delete(readings.keys().next().value as string);
+        reading = readSource(source);
+        readings.set(key, reading);
+      }
+      return reading;
+    };
+    share = await shareWarehouse(warehouse, lib.config.dataDir, log, { definition });
+  }
   let server: RunningServer;
   try {
     server = await startServer(lib, {
@@ -44,9 +67,11 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
       log,
     });
   } catch (err) {
+    await share?.close();
     const code = (err as NodeJS.ErrnoException).code;
     throw new InputError(`cannot listen on ${host}:${port}: ${code ?? String(err)}.`);
   }
+  options.onListening?.();
   // Said even with --quiet: it is where the server is (with --port 0, the only way to know).
   io.stderr.write(
     `savedq serve listening on ${server.url} (${lib.config.url === undefined ? 'embedded engine' : 'ClickHouse server'}, ${queries.length} saved queries)\n`,
@@ -60,11 +85,14 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
       stopping = true;
       log(`${signal}: finishing requests in flight, then stopping`);
       process.off('SIGHUP', onHangup);
-      void server.close().then(() => {
-        process.off('SIGTERM', onSignal);
-        process.off('SIGINT', onSignal);
-        resolve();
-      });
+      void server
+        .close()
+        .then(() => share?.close())
+        .then(() => {
+          process.off('SIGTERM', onSignal);
+          process.off('SIGINT', onSignal);
+          resolve();
+        });
     };
     // Stay subscribed while draining: the lock library's signal-exit re-raises a signal that no one
     // else listens to, which would kill the server mid-drain.
@@ -89,4 +117,23 @@ export async function reloadQueries(lib: Savedq, log: (line: string) => void): P
   lib.useQueries(next);
   log(`reloaded: ${queries.length} saved queries`);
   return true;
+}
+
+/**
+ * The server's log on standard error (one line a request): gathered and written once per turn of the
+ * event loop, so a busy server does not stop to write each line. Only warnings and failures with --quiet.
+ */
+function bufferedLog(io: Io, options: CommonOptions): (line: string) => void {
+  let pending: string[] = [];
+  return (line) => {
+    if (options.quiet && !line.startsWith('warning') && !line.includes('failed')) return;
+    if (pending.length === 0) {
+      setImmediate(() => {
+        const text = pending.join('');
+        pending = [];
+        io.stderr.write(text);
+      });
+    }
+    pending.push(`${line}\n`);
+  };
 }

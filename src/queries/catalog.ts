@@ -5,17 +5,39 @@ import { closest } from '../suggest.js';
 import type { DefinitionProblem, ReadDefinition } from './definition.js';
 import { NAME_PATTERN, type SavedQuery } from './types.js';
 
+/** A definition file's text, with what its reading depends on besides: the name it gives by default, and whether it is a built-in. */
+export interface DefinitionSource {
+  /** Changes whenever reading a definition changes, so a reading by other code is never taken. */
+  readonly version: number;
+  readonly stem: string;
+  readonly builtin: boolean;
+  readonly text: string;
+}
+
 /**
- * Definitions read before, by their file's text (the results cache keeps them), so a cache hit neither
- * loads the YAML parser nor reads a header again.
+ * Definitions read elsewhere, by their source (a pure function of it): the results cache remembers
+ * them, and a running `serve` reads them for the processes it serves, so a run need not load the YAML
+ * parser nor read a header.
  */
 export interface DefinitionMemo {
-  get(key: string): Promise<unknown>;
-  set(key: string, value: unknown): Promise<void>;
+  /** The reading of a valid definition (a SavedQuery without its file, and the lines of its name and id), if known. */
+  get(source: DefinitionSource): Promise<unknown>;
+  set(source: DefinitionSource, reading: unknown): Promise<void>;
 }
 
 /** Changes whenever reading a definition changes, so a memo of an older reading is never used. */
-const READER_VERSION = 1;
+export const READER_VERSION = 1;
+
+/**
+ * Reads a definition from its source, as a memo keeps it: the query without its file, and the lines of
+ * its name and id; undefined when it is broken (its problems are for the process that has the file).
+ */
+export async function readSource(source: DefinitionSource): Promise<unknown> {
+  if (source.version !== READER_VERSION) return undefined;
+  const read = (await definitionReader())('', source.text, source.stem, source.builtin);
+  // The file is the asking process's to name: it takes the reading for its own file.
+  return read.query ? { ...read.query, lines: read.lines } : undefined;
+}
 
 type Reader = (file: string, text: string, defaultName: string, builtin: boolean) => ReadDefinition;
 /** The definition reader (and the YAML parser under it), loaded on first use: a memo hit needs neither. */
@@ -226,15 +248,14 @@ async function readFileMemo(file: string, builtin: boolean, memo: DefinitionMemo
   const text = fileText(file);
   if (!memo || 'problem' in text) return readFile(await definitionReader(), file, builtin, text);
   const stem = stemOf(file);
-  // The whole text is the key: exact, and no digest to compute (a hit then never loads node:crypto).
-  const key = `${READER_VERSION}:${builtin ? 'b' : 'u'}:${stem}:${text.text}`;
-  const known = (await memo.get(key)) as (SavedQuery & { lines: ReadFile['lines'] }) | undefined;
+  const source: DefinitionSource = { version: READER_VERSION, stem, builtin, text: text.text };
+  const known = (await memo.get(source)) as (SavedQuery & { lines: ReadFile['lines'] }) | undefined;
   if (known) {
     const { lines, ...query } = known;
     return { file, stem, builtin, query: { ...query, file }, lines, problems: [] };
   }
   const read = readFile(await definitionReader(), file, builtin, text);
-  if (read.query) await memo.set(key, { ...read.query, lines: read.lines });
+  if (read.query) await memo.set(source, { ...read.query, lines: read.lines });
   return read;
 }
 

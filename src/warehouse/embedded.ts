@@ -5,16 +5,28 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { WarehouseError } from '../errors.js';
 import { makeDirectory } from '../fs.js';
-import { BASE_SETTINGS, clientStatements, quoteText } from './client.js';
+import { BASE_SETTINGS, clientStatements } from './client.js';
 import { toWarehouseError } from './errors.js';
-import { lockDataDir } from './lock.js';
+import { inLane } from './lane.js';
+import { stagedSource } from './staging.js';
+import { lockDataDir, StopWaiting } from './lock.js';
 import type { StagedLines, Warehouse } from './types.js';
+
+/** The socket a `savedq serve` shares the engine on (warehouse/share.ts). */
+const SOCKET = 'savedq.sock';
 
 /** What the embedded engine needs: its data directory, and how long to wait for another process to let go of it. */
 export interface EmbeddedOptions {
   readonly dataDir: string;
   readonly lockWaitMs: number;
+  /** A query's time limit, for bounding the wait on a serve that shares the engine. */
+  readonly timeoutSeconds: number;
   readonly signal?: AbortSignal | undefined;
+  /**
+   * Whether to send statements to a `savedq serve` that shares the engine of the directory, rather than
+   * wait for the directory (default). `serve` itself owns the engine: false.
+   */
+  readonly useShared?: boolean | undefined;
 }
 
 /** Where batches are staged for the engine to read: cleared whenever a process takes the directory. */
@@ -72,10 +84,32 @@ function inDirectory<T>(dir: string, fn: () => T): T {
   }
 }
 
-/** The embedded engine (chdb) on a data directory, once this process holds the directory. */
+/**
+ * The embedded engine (chdb) on a data directory: the one a `savedq serve` shares there, or else the
+ * engine itself, once this process holds the directory. While it waits for the directory, a serve that
+ * begins to share the engine is taken instead.
+ */
 export async function openEmbedded(options: EmbeddedOptions): Promise<Warehouse> {
   const { dataDir } = options;
   prepareDataDir(dataDir);
+  const useShared = options.useShared !== false;
+  for (;;) {
+    if (useShared) {
+      const { connectShared } = await import('./share.js');
+      const shared = await connectShared(dataDir, options.timeoutSeconds);
+      if (shared) return shared;
+    }
+    try {
+      return await openEngine(options, useShared);
+    } catch (err) {
+      if (!(err instanceof StopWaiting)) throw err;
+    }
+  }
+}
+
+/** The engine itself, once this process holds the directory: its statements one at a time, queries first. */
+async function openEngine(options: EmbeddedOptions, useShared: boolean): Promise<Warehouse> {
+  const { dataDir } = options;
   // The lock is taken while the client and the engine load, rather than one after the other.
   const [loaded, locked] = await Promise.allSettled([
     Promise.all([import('@clickhouse/client'), import('chdb/connection')]),
@@ -85,6 +119,7 @@ export async function openEmbedded(options: EmbeddedOptions): Promise<Warehouse>
       signal: options.signal,
       // A batch a killed load staged: nothing else can be reading it now.
       onTaken: () => rmSync(join(dataDir, STAGING_DIR), { recursive: true, force: true }),
+      stopIf: useShared ? () => existsSync(join(dataDir, SOCKET)) : undefined,
     }),
   ]);
   if (loaded.status === 'rejected') {
@@ -104,7 +139,7 @@ export async function openEmbedded(options: EmbeddedOptions): Promise<Warehouse>
       log: { level: ClickHouseLogLevel.OFF },
     });
     const statements = clientStatements(client, location);
-    return {
+    return inLane({
       location,
       embedded: true,
       ...statements,
@@ -112,7 +147,7 @@ export async function openEmbedded(options: EmbeddedOptions): Promise<Warehouse>
       async close() {
         await client.close().finally(release);
       },
-    };
+    });
   } catch (err) {
     await release();
     throw toWarehouseError(err, location);
@@ -141,9 +176,8 @@ async function stageFiles(dir: string, lines: Buffer, statements: Pick<Warehouse
     await release();
     throw toWarehouseError(err, location);
   }
-  const file = (param: string, format: string, structure: string) => `file({${param}:String}, '${format}', ${quoteText(structure)})`;
   return {
-    source: (use, format, structure) => file(use === 'insert' ? 'staged_parts' : 'staged_file', format, structure),
+    source: stagedSource,
     insert: (statement, _format, params, settings) => statements.command(statement, { ...params, staged_parts: partsGlob }, settings),
     async query(statement, params, settings) {
       try {

@@ -17,6 +17,8 @@ export interface WarehouseOptions {
   readonly signal?: AbortSignal | undefined;
   /** Make the log tables when a query finds one missing (default); `init` applies its own DDL. */
   readonly createTables?: boolean;
+  /** Send statements to a `savedq serve` that shares the embedded engine, if one does (default); serve itself: false. */
+  readonly useShared?: boolean;
 }
 
 /**

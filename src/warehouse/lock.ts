@@ -12,7 +12,12 @@ export interface LockOptions {
   readonly signal?: AbortSignal | undefined;
   /** Run once the directory is this process's, before anyone uses the engine: clearing what a killed process left. */
   readonly onTaken?: (dataDir: string) => void;
+  /** Asked between tries: true ends the wait with a StopWaiting (a `savedq serve` began to share the engine, say). */
+  readonly stopIf?: () => boolean;
 }
+
+/** The wait for the data directory ended because `stopIf` said so. */
+export class StopWaiting extends Error {}
 
 const LOCK_POLL_MS = 100;
 /** A lock whose holder stopped refreshing it this long ago (killed, say) is taken over. */
@@ -96,6 +101,7 @@ async function acquire(options: LockOptions): Promise<() => Promise<void>> {
     }
     // Waiting holds nothing of the engine, so an interrupt can end the wait at once.
     if (options.signal?.aborted) throw options.signal.reason;
+    if (options.stopIf?.()) throw new StopWaiting();
     if (Date.now() >= deadline) {
       const h = holderOf(dataDir);
       const who = h ? `process ${h.pid}${h.since ? ` (started ${h.since})` : ''}` : 'another process';

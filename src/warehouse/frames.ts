@@ -1,0 +1,55 @@
+import type { Socket } from 'node:net';
+
+// The messages between a `savedq serve` and the processes it shares its engine with (share.ts): on a
+// Unix socket, each message a frame of a JSON header and an optional body of bytes (a batch of lines),
+// each preceded by its length. Not HTTP: node:http costs a CLI run some 15 ms before its first answer
+// (its client and parser compiled cold), about what the whole statement takes; plain frames cost 2.
+
+/** The lengths before each frame: the header's, then the body's. */
+const PREFIX = 8;
+
+/** Writes a frame; false when the socket asks to wait for 'drain'. */
+export function writeFrame(socket: Socket, header: object, body?: Buffer): boolean {
+  const json = Buffer.from(JSON.stringify(header));
+  const prefix = Buffer.alloc(PREFIX);
+  prefix.writeUInt32BE(json.length, 0);
+  prefix.writeUInt32BE(body?.length ?? 0, 4);
+  socket.cork();
+  socket.write(prefix);
+  socket.write(json);
+  const ok = body && body.length > 0 ? socket.write(body) : true;
+  socket.uncork();
+  return ok;
+}
+
+/** Reads frames from a socket's data as they come whole, calling `onFrame` with each. */
+export function readFrames(socket: Socket, onFrame: (header: unknown, body: Buffer) => void): void {
+  let pending: Buffer[] = [];
+  let size = 0;
+  const take = (n: number): Buffer => {
+    const all = pending.length === 1 ? (pending[0] as Buffer) : Buffer.concat(pending, size);
+    const taken = all.subarray(0, n);
+    const rest = all.subarray(n);
+    pending = rest.length > 0 ? [rest] : [];
+    size = rest.length;
+    return taken;
+  };
+  let lengths: { header: number; body: number } | undefined;
+  socket.on('data', (chunk: Buffer) => {
+    pending.push(chunk);
+    size += chunk.length;
+    for (;;) {
+      if (!lengths) {
+        if (size < PREFIX) return;
+        const prefix = take(PREFIX);
+        lengths = { header: prefix.readUInt32BE(0), body: prefix.readUInt32BE(4) };
+      }
+      if (size < lengths.header + lengths.body) return;
+      const header = JSON.parse(take(lengths.header).toString('utf8')) as unknown;
+      // The body is copied out of the socket's buffer: it outlives this chunk (a staged batch does).
+      const body = Buffer.from(take(lengths.body));
+      lengths = undefined;
+      onFrame(header, body);
+    }
+  });
+}

@@ -1,0 +1,42 @@
+import type { StagedLines, Warehouse } from './types.js';
+
+/** What a statement is for: answering a query, or storing a batch of a load. */
+type Kind = 'query' | 'load';
+
+/**
+ * The engine's statements one at a time, queries first: the embedded engine runs one statement at a
+ * time anyway, in no order of its own, so a long load sent through one process (`serve`, for every
+ * other process) would otherwise keep queries waiting behind batch after batch. Here a query waits at
+ * most for the statement running when it came; a load's next batch waits for the queries queued.
+ */
+export function inLane(warehouse: Warehouse): Warehouse {
+  const queue: { kind: Kind; start: () => void }[] = [];
+  let busy = false;
+  const next = () => {
+    busy = false;
+    const at = queue.findIndex((item) => item.kind === 'query');
+    const item = at >= 0 ? queue.splice(at, 1)[0] : queue.shift();
+    if (item) {
+      busy = true;
+      item.start();
+    }
+  };
+  const inTurn = <T>(kind: Kind, op: () => Promise<T>): Promise<T> =>
+    new Promise<T>((resolve, reject) => {
+      queue.push({ kind, start: () => void op().then(resolve, reject).finally(next) });
+      if (!busy) next();
+    });
+  return {
+    ...warehouse,
+    query: (...args) => inTurn('query', () => warehouse.query(...args)),
+    command: (...args) => inTurn('query', () => warehouse.command(...args)),
+    async stage(lines): Promise<StagedLines> {
+      const staged = await warehouse.stage(lines);
+      return {
+        ...staged,
+        insert: (...args) => inTurn('load', () => staged.insert(...args)),
+        query: (...args) => inTurn('load', () => staged.query(...args)),
+      };
+    },
+  };
+}

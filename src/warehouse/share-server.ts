@@ -1,0 +1,136 @@
+import { randomUUID } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { createServer, type Socket } from 'node:net';
+import { WarehouseError } from '../errors.js';
+import { readFrames, writeFrame } from './frames.js';
+import { socketPath, toWire, type Answer, type Request } from './share.js';
+import type { StagedLines, Warehouse } from './types.js';
+
+/** A service a serve offers the processes it serves, besides the engine: a JSON payload in, a JSON answer out. */
+export type ShareService = (payload: unknown) => Promise<unknown>;
+
+/** Staged batches not released are let go this long after their last use (their process died, say). */
+const STAGED_IDLE_MS = 10 * 60_000;
+
+/** A running share of the engine. */
+export interface EngineShare {
+  readonly socket: string;
+  /** Stops taking statements, lets those under way finish, and removes the socket. */
+  close(): Promise<void>;
+}
+
+/**
+ * Shares a warehouse (the embedded engine this process holds) on the data directory's socket, for every
+ * other savedq process on the directory (share.ts). The caller holds the directory, so a socket left
+ * there by a serve that died is stale and goes first.
+ */
+export async function shareWarehouse(
+  warehouse: Warehouse,
+  dataDir: string,
+  log: (line: string) => void,
+  services: Readonly<Record<string, ShareService>> = {},
+): Promise<EngineShare> {
+  const path = socketPath(dataDir);
+  rmSync(path, { force: true });
+  const staged = new Map<string, { lines: StagedLines; usedAt: number }>();
+  const connections = new Set<Socket>();
+  let underway = 0;
+  let idle: (() => void) | undefined;
+
+  const stagedBatch = (id: string | undefined): StagedLines => {
+    const entry = id === undefined ? undefined : staged.get(id);
+    if (!entry) throw new WarehouseError('the staged batch is gone (released, or the server restarted).');
+    entry.usedAt = Date.now();
+    return entry.lines;
+  };
+
+  async function handle(r: Request, body: Buffer): Promise<unknown> {
+    const s = r.statement;
+    switch (r.op) {
+      case 'query':
+        return warehouse.query(s?.sql ?? '', s?.params ?? {}, s?.settings);
+      case 'command':
+        await warehouse.command(s?.sql ?? '', s?.params ?? {}, s?.settings);
+        return null;
+      case 'stage': {
+        const id = randomUUID();
+        staged.set(id, { lines: await warehouse.stage(body), usedAt: Date.now() });
+        return id;
+      }
+      case 'insert':
+        await stagedBatch(r.staged).insert(s?.sql ?? '', s?.format ?? 'JSONEachRow', s?.params ?? {}, s?.settings ?? {});
+        return null;
+      case 'query-staged':
+        return stagedBatch(r.staged).query(s?.sql ?? '', s?.params ?? {}, s?.settings ?? {});
+      case 'release': {
+        const entry = r.staged === undefined ? undefined : staged.get(r.staged);
+        if (r.staged !== undefined) staged.delete(r.staged);
+        await entry?.lines.release();
+        return null;
+      }
+      case 'service': {
+        const service = r.service === undefined ? undefined : services[r.service];
+        return service ? ((await service(r.payload)) ?? null) : null;
+      }
+      default:
+        throw new WarehouseError(`unknown request ${JSON.stringify(r.op)} (a savedq of another version?).`);
+    }
+  }
+
+  const server = createServer((socket) => {
+    connections.add(socket);
+    socket.on('close', () => connections.delete(socket));
+    socket.on('error', () => socket.destroy());
+    readFrames(socket, (header, body) => {
+      const request = header as Request;
+      underway += 1;
+      void handle(request, body)
+        .then(
+          (value): Answer => ({ id: request.id, value }),
+          (err: unknown): Answer => ({ id: request.id, error: toWire(err) }),
+        )
+        .then((answer) => {
+          if (!socket.destroyed) writeFrame(socket, answer);
+        })
+        .finally(() => {
+          underway -= 1;
+          if (underway === 0) idle?.();
+        });
+    });
+  });
+
+  const sweep = setInterval(() => {
+    for (const [id, entry] of staged) {
+      if (Date.now() - entry.usedAt > STAGED_IDLE_MS) {
+        staged.delete(id);
+        void entry.lines.release();
+      }
+    }
+  }, 60_000);
+  sweep.unref();
+
+  // Made with no permission but the owner's: another user can neither connect nor read.
+  const umask = process.umask(0o177);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(path, () => resolve());
+    });
+  } finally {
+    process.umask(umask);
+  }
+  log(`sharing the engine with other savedq processes at ${path}`);
+  return {
+    socket: path,
+    async close() {
+      clearInterval(sweep);
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      rmSync(path, { force: true });
+      if (underway > 0) await new Promise<void>((resolve) => (idle = resolve));
+      for (const socket of connections) socket.destroy();
+      await closed;
+      await Promise.all([...staged.values()].map((entry) => entry.lines.release()));
+      staged.clear();
+    },
+  };
+}

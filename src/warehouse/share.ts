@@ -1,0 +1,183 @@
+import type { ClickHouseSettings } from '@clickhouse/client';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { BusyError, InterruptedError, QueryTimeoutError, SavedqError, WarehouseError, type EngineFailure } from '../errors.js';
+import { stagedSource } from './staging.js';
+import type { LinesFormat, StatementParams, Warehouse, WarehouseRow } from './types.js';
+
+// A `savedq serve` owns the embedded engine of its data directory for as long as it runs, and shares it
+// with every other savedq process: they send their statements here instead of waiting for the
+// directory. Frames (frames.ts) over a Unix domain socket inside the data directory, which only the
+// directory's owner can reach (mode 0600): no TCP, no key. The other processes keep their own configuration, validation
+// and cache; only the statements travel.
+
+/** The socket's name, in the data directory (embedded.ts waits for it too). */
+export const SOCKET = 'savedq.sock';
+
+/** Path of the socket of a data directory. */
+export function socketPath(dataDir: string): string {
+  return join(dataDir, SOCKET);
+}
+
+/** A failure as it travels back to the process that asked: its kind in the family, its text, the engine's word. */
+export interface WireError {
+  readonly kind: string;
+  readonly message: string;
+  readonly engine?: EngineFailure | undefined;
+}
+
+export function toWire(err: unknown): WireError {
+  if (err instanceof WarehouseError) return { kind: 'WarehouseError', message: err.message, engine: err.engine };
+  if (err instanceof SavedqError) return { kind: err.name, message: err.message };
+  return { kind: 'WarehouseError', message: `the engine failed: ${err instanceof Error ? err.message : String(err)}` };
+}
+
+function fromWire(wire: WireError): SavedqError {
+  switch (wire.kind) {
+    case 'QueryTimeoutError':
+      return new QueryTimeoutError(wire.message);
+    case 'BusyError':
+      return new BusyError(wire.message);
+    case 'InterruptedError':
+      return new InterruptedError(wire.message);
+    default:
+      return new WarehouseError(wire.message, { engine: wire.engine });
+  }
+}
+
+/** What a statement sent to the engine's owner says. */
+export interface StatementRequest {
+  readonly sql: string;
+  readonly params?: StatementParams;
+  readonly settings?: ClickHouseSettings;
+  readonly format?: LinesFormat;
+}
+
+/** The engine a `savedq serve` shares, and the other services it offers the processes it serves. */
+export interface SharedWarehouse extends Warehouse {
+  /** Asks the serve one of the services it was given (`definition`, say); undefined when it has none such. */
+  ask(service: string, payload: unknown): Promise<unknown>;
+}
+
+/** Whether a data directory has a socket a `savedq serve` may be answering on. */
+export function hasSocket(dataDir: string): boolean {
+  return existsSync(socketPath(dataDir));
+}
+
+/** A request to the engine's owner: what to do, with a statement or a payload. */
+export interface Request {
+  readonly id: number;
+  /** `query`, `command`, `stage`, `insert` or `query-staged` (of a staged batch), `release`, or `service`. */
+  readonly op: string;
+  readonly statement?: StatementRequest;
+  /** The staged batch an `insert`, `query-staged` or `release` is about. */
+  readonly staged?: string;
+  /** A service's name and what it is given. */
+  readonly service?: string;
+  readonly payload?: unknown;
+}
+
+/** An answer: the request's id, and its value or its failure. */
+export interface Answer {
+  readonly id: number;
+  readonly value?: unknown;
+  readonly error?: WireError;
+}
+
+/**
+ * The engine a `savedq serve` shares on this data directory, or undefined when none answers there (no
+ * socket, or one a serve that died left behind). Statements then run in the serve process, in its
+ * turn with its own requests; a serve that stops or dies under a statement is a clear WarehouseError.
+ */
+export async function connectShared(dataDir: string, timeoutSeconds: number): Promise<SharedWarehouse | undefined> {
+  if (!hasSocket(dataDir)) return undefined;
+  const [{ connect }, { readFrames, writeFrame }] = await Promise.all([import('node:net'), import('./frames.js')]);
+  // Only a savedq serve makes this socket (and removes it when it stops): a connection is its answer.
+  const location = `savedq serve at ${dataDir}`;
+  const socket = connect(socketPath(dataDir));
+  const connected = await new Promise<NodeJS.ErrnoException | undefined>((resolve) => {
+    socket.once('connect', () => resolve(undefined));
+    socket.once('error', (err) => resolve(err));
+  });
+  // Nobody listening: a socket left by a serve that died. The caller opens the engine itself.
+  if (connected) {
+    socket.destroy();
+    if (connected.code === 'ECONNREFUSED' || connected.code === 'ENOENT') return undefined;
+    throw new WarehouseError(`cannot reach savedq serve at ${dataDir}: ${connected.code ?? connected.message}.`, { cause: connected });
+  }
+  socket.unref(); // waiting on an answer keeps the process alive; an idle connection does not
+
+  const waiting = new Map<number, { resolve: (value: unknown) => void; reject: (err: SavedqError) => void; timer: NodeJS.Timeout }>();
+  let ids = 0;
+  let gone: SavedqError | undefined;
+  const lost = (why: string, cause?: unknown): SavedqError => new WarehouseError(`${location} stopped answering (${why}); run the command again.`, { cause });
+  const fail = (err: SavedqError) => {
+    gone ??= err;
+    for (const [id, w] of waiting) {
+      clearTimeout(w.timer);
+      waiting.delete(id);
+      w.reject(gone);
+    }
+  };
+  readFrames(socket, (header) => {
+    const answer = header as Answer;
+    const w = waiting.get(answer.id);
+    if (!w) return;
+    waiting.delete(answer.id);
+    clearTimeout(w.timer);
+    if (waiting.size === 0) socket.unref();
+    if (answer.error) w.reject(fromWire(answer.error));
+    else w.resolve(answer.value);
+  });
+  socket.on('error', (err: NodeJS.ErrnoException) => fail(lost(err.code === 'ECONNRESET' || err.code === 'EPIPE' ? 'it closed the connection' : (err.code ?? err.message), err)));
+  socket.on('close', () => fail(lost('it closed the connection')));
+
+  const call = <T>(request: Omit<Request, 'id'>, waitMs: number, body?: Buffer): Promise<T> => {
+    if (gone) return Promise.reject(gone);
+    const id = ++ids;
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        waiting.delete(id);
+        reject(lost('it did not answer in time'));
+      }, waitMs);
+      waiting.set(id, { resolve: resolve as (value: unknown) => void, reject, timer });
+      socket.ref();
+      writeFrame(socket, { ...request, id }, body);
+    });
+  };
+
+  // A query waits its turn behind at most a batch of someone's load, then runs under its own limit.
+  const queryWaitMs = (timeoutSeconds + 120) * 1000;
+  const loadWaitMs = 30 * 60_000;
+  const statement = (sql: string, params: StatementParams | undefined, settings: ClickHouseSettings | undefined, format?: LinesFormat): StatementRequest => ({
+    sql,
+    params: params ?? {},
+    settings: settings ?? {},
+    ...(format ? { format } : {}),
+  });
+  return {
+    location,
+    embedded: true,
+    query: (sql, params, settings) => call<WarehouseRow[]>({ op: 'query', statement: statement(sql, params, settings) }, queryWaitMs),
+    command: async (sql, params, settings) => {
+      await call({ op: 'command', statement: statement(sql, params, settings) }, queryWaitMs);
+    },
+    async stage(lines) {
+      const staged = await call<string>({ op: 'stage' }, loadWaitMs, lines);
+      return {
+        source: stagedSource,
+        insert: async (sql, format, params, settings) => {
+          await call({ op: 'insert', staged, statement: statement(sql, params, settings, format) }, loadWaitMs);
+        },
+        query: (sql, params, settings) => call<WarehouseRow[]>({ op: 'query-staged', staged, statement: statement(sql, params, settings) }, loadWaitMs),
+        release: async () => {
+          await call({ op: 'release', staged }, loadWaitMs).catch(() => undefined);
+        },
+      };
+    },
+    ask: (service, payload) => call({ op: 'service', service, payload }, queryWaitMs),
+    async close() {
+      socket.destroy();
+    },
+  };
+}
