@@ -255,19 +255,36 @@ export class Savedq {
   async run(request: RunRequest): Promise<RunResult> {
     const mode = request.cache ?? 'use';
     const call = await this.prepare(request, { cache: mode !== 'bypass' });
-    const cached = cachedCall(call);
-    const key = cacheKey(cached);
+    return this.runPrepared(call, mode, request.signal);
+  }
+
+  /** The cache entry and key of a prepared call, made once per call (a server answers one call many times). */
+  #keyOf(call: PreparedCall): { cached: CachedCall; key: string } {
+    let known = this.#keys.get(call);
+    if (!known) {
+      const cached = cachedCall(call);
+      known = { cached, key: cacheKey(cached) };
+      this.#keys.set(call, known);
+    }
+    return known;
+  }
+
+  readonly #keys = new WeakMap<PreparedCall, { cached: CachedCall; key: string }>();
+
+  /**
+   * Runs a call already prepared (validated) against the current saved queries: what `run` does after
+   * `prepare`. A server that answers the same call again and again keeps the prepared call.
+   */
+  async runPrepared(call: PreparedCall, mode: CacheMode = 'use', signal?: AbortSignal): Promise<RunResult> {
+    const { cached, key } = this.#keyOf(call);
     if (call.endpoint.cacheSeconds === 0 || mode === 'bypass') {
-      const result = await untilAborted(this.#shared(`uncached:${key}`, () => this.execute(call)).work, request.signal);
+      const result = await untilAborted(this.#shared(`uncached:${key}`, () => this.execute(call)).work, signal);
       return { ...result, warnings: this.takeWarnings() };
     }
 
     if (mode === 'use') {
-      const now = this.clock();
-      const recent = this.#recent.get(key);
-      if (recent && now - recent.seenAt < RECENT_MS && this.#fresh(call, recent.result, now)) {
-        return this.#answer(key, cached, call, recent.result, now);
-      }
+      const recent = this.answerRecent(call);
+      if (recent) return recent;
     }
     // In 'use' mode the cache lookup is shared too: a request that read the cache before an identical
     // run stored its result would otherwise start that run again after it had finished.
@@ -278,11 +295,27 @@ export class Savedq {
             return hit && this.#fresh(call, hit, this.clock()) ? hitResult(call, hit) : this.#refresh(key, call).work;
           })
         : this.#refresh(key, call);
-    const result = await untilAborted(shared.work, request.signal);
+    const result = await untilAborted(shared.work, signal);
     if (result.cache === 'hit') return this.#answer(key, cached, call, result, this.clock());
     // The caller that ran the query records it as served; those that joined it go by the throttle.
     await this.#served(key, cached, result, this.clock(), shared.leader);
     return { ...result, warnings: this.takeWarnings() };
+  }
+
+  /**
+   * The answer to a cached call from what this process served in the last moments, without waiting for
+   * anything (`serve`'s hot path): undefined when there is none fresh enough. The record that the call
+   * was served is written in the background (at most every SERVED_EVERY_MS).
+   */
+  answerRecent(call: PreparedCall): RunResult | undefined {
+    if (call.endpoint.cacheSeconds === 0) return undefined;
+    const now = this.clock();
+    const { cached, key } = this.#keyOf(call);
+    const recent = this.#recent.get(key);
+    if (!recent || now - recent.seenAt >= RECENT_MS || !this.#fresh(call, recent.result, now)) return undefined;
+    void this.#served(key, cached, recent.result, now);
+    const warnings = this.cache.warnings.length > 0 || this.#reported !== this.#queries ? this.takeWarnings() : NO_WARNINGS;
+    return { ...hitResult(call, recent.result), warnings };
   }
 
   /** Whether a stored result is young enough to serve for this call. */
@@ -514,5 +547,6 @@ export class Savedq {
  */
 const RECENT_MS = 2_000;
 const RECENT_ENTRIES = 1_000;
+const NO_WARNINGS: readonly string[] = Object.freeze([]);
 /** The warm set needs "served in the last 900 s": a record every 30 s per call is plenty. */
 const SERVED_EVERY_MS = 30_000;

@@ -65,6 +65,7 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
       warmEveryMs: WARM_EVERY_MS,
       version: options.version,
       log,
+      logRequests: options.quiet !== true,
     });
   } catch (err) {
     await share?.close();

@@ -2,7 +2,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { BusyError, InputError, MethodNotAllowedError, NotFoundError, SavedqError, UnauthorizedError, UriTooLongError } from '../errors.js';
 import type { RawParams } from '../queries/params.js';
-import type { RunResult, Savedq } from '../library.js';
+import type { PreparedCall, RunResult, Savedq } from '../library.js';
+import type { Row } from '../queries/types.js';
 import { keyChecker } from './keys.js';
 import { openApiDocument } from './openapi.js';
 
@@ -18,6 +19,8 @@ export interface ServeOptions {
   readonly version: string;
   /** Where log lines go (one per request; never a key or a parameter value). */
   readonly log: (line: string) => void;
+  /** Whether each request is logged (default), or only warnings and failures. */
+  readonly logRequests?: boolean;
 }
 
 /** A running server. */
@@ -29,6 +32,9 @@ export interface RunningServer {
 }
 
 const QUERY_PREFIX = '/api/endpoints/query/';
+/** Calls kept prepared, by path and query string. */
+const PREPARED_CALLS = 1_000;
+const JSON_TYPE = 'application/json; charset=utf-8';
 const MAX_URL_LENGTH = 8192;
 
 /**
@@ -50,6 +56,14 @@ function decode(text: string): string {
   } catch {
     throw new InputError('the query string has bad percent-encoding.');
   }
+}
+
+/** The time now as ISO 8601, made once a millisecond however many log lines a millisecond has. */
+let stamp = { ms: 0, text: '' };
+function timestamp(): string {
+  const ms = Date.now();
+  if (ms !== stamp.ms) stamp = { ms, text: new Date(ms).toISOString() };
+  return stamp.text;
 }
 
 /** Answers with a JSON body (an object, or JSON text already serialised). */
@@ -97,6 +111,49 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
   let inFlight = 0;
   let drained: (() => void) | undefined;
 
+  // What is computed once and kept: the call a request's path and query string make (for the saved
+  // queries in use: a new set after SIGHUP starts afresh), and the body of each result's rows.
+  let preparedFor = lib.queries;
+  const calls = new Map<string, PreparedCall>();
+  const prepared = async (path: string, search: string): Promise<PreparedCall> => {
+    if (preparedFor !== lib.queries) {
+      calls.clear();
+      preparedFor = lib.queries;
+    }
+    const key = `${path}?${search}`;
+    let call = calls.get(key);
+    if (!call) {
+      call = await lib.prepare({ endpoint: decode(path.slice(QUERY_PREFIX.length)), params: parseQueryString(search) });
+      if (calls.size >= PREPARED_CALLS) calls.delete(calls.keys().next().value as string);
+      calls.set(key, call);
+    }
+    return call;
+  };
+  /** Sends a query's answer: its rows' body (made once a result), and for a cached query X-Cache and Age. */
+  const reply = (res: ServerResponse, result: RunResult): { what: string; cache: string } => {
+    for (const warning of result.warnings) options.log(`warning: ${warning}`);
+    const body = bodyOf(result.rows);
+    if (result.endpoint.cacheSeconds === 0) {
+      res.writeHead(200, ['Content-Type', JSON_TYPE, 'Content-Length', String(body.length)]);
+      res.end(body);
+      return { what: result.endpoint.name, cache: '-' };
+    }
+    const cache = result.cache === 'hit' ? 'HIT' : 'MISS';
+    const age = String(Math.max(0, Math.floor((lib.clock() - result.computedAt) / 1000)));
+    res.writeHead(200, ['Content-Type', JSON_TYPE, 'Content-Length', String(body.length), 'X-Cache', cache, 'Age', age]);
+    res.end(body);
+    return { what: result.endpoint.name, cache };
+  };
+  const bodies = new WeakMap<readonly Row[], Buffer>();
+  const bodyOf = (rows: Row[]): Buffer => {
+    let body = bodies.get(rows);
+    if (!body) {
+      body = Buffer.from(JSON.stringify({ result: rows }));
+      bodies.set(rows, body);
+    }
+    return body;
+  };
+
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<{ what: string; cache: string }> {
     const rawUrl = req.url ?? '/';
     if (rawUrl.length > MAX_URL_LENGTH) throw new UriTooLongError(`the request URL is longer than ${MAX_URL_LENGTH} bytes.`);
@@ -119,23 +176,39 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     if (!isKey(Array.isArray(key) ? undefined : key)) {
       throw new UnauthorizedError('missing or wrong X-API-KEY header.');
     }
-    const name = decode(path.slice(QUERY_PREFIX.length));
-    const refresh = /(^|,)\s*no-cache\s*(,|$)/i.test(String(req.headers['cache-control'] ?? ''));
+    const cacheControl = req.headers['cache-control'];
+    const refresh = cacheControl !== undefined && /(^|,)\s*no-cache\s*(,|$)/i.test(cacheControl);
     // The query's time limit is the library's, counted from when the query starts (not while the data
     // directory is awaited: a busy one answers 503 with Retry-After).
-    const result: RunResult = await lib.run({ endpoint: name, params: parseQueryString(search), cache: refresh ? 'refresh' : 'use' });
-    for (const warning of result.warnings) options.log(`warning: ${warning}`);
-    const headers: Record<string, string> = {};
-    if (result.endpoint.cacheSeconds > 0) {
-      headers['X-Cache'] = result.cache === 'hit' ? 'HIT' : 'MISS';
-      headers.Age = String(Math.max(0, Math.floor((lib.clock() - result.computedAt) / 1000)));
-    }
-    send(res, 200, { result: result.rows }, headers);
-    return { what: result.endpoint.name, cache: headers['X-Cache'] ?? '-' };
+    return reply(res, await lib.runPrepared(await prepared(path, search), refresh ? 'refresh' : 'use'));
   }
+
+  /** A query answered from what was served a moment ago: no await, no promise (the hot path of a busy server). */
+  const answerAtOnce = (req: IncomingMessage, res: ServerResponse): { what: string; cache: string } | undefined => {
+    const rawUrl = req.url ?? '/';
+    if (req.method !== 'GET' || !rawUrl.startsWith(QUERY_PREFIX) || req.headers['cache-control'] !== undefined) return undefined;
+    const q = rawUrl.indexOf('?');
+    const call = preparedFor === lib.queries ? calls.get(q < 0 ? `${rawUrl}?` : rawUrl) : undefined;
+    if (!call) return undefined;
+    const key = req.headers['x-api-key'];
+    if (!isKey(Array.isArray(key) ? undefined : key)) return undefined; // the full path answers 401
+    const result = lib.answerRecent(call);
+    if (!result) return undefined;
+    return reply(res, result);
+  };
 
   const server = createServer({ maxHeaderSize: 16 * 1024, requestTimeout: (options.timeoutSeconds + 30) * 1000, headersTimeout: 20_000 }, (req, res) => {
     const started = performance.now();
+    const done = (what: string, cache: string) => {
+      if (options.logRequests === false) return;
+      const ms = Math.round(performance.now() - started);
+      options.log(`${timestamp()} ${req.method} ${what} ${res.statusCode} ${ms}ms cache=${cache}`);
+    };
+    const quick = answerAtOnce(req, res);
+    if (quick) {
+      done(quick.what, quick.cache);
+      return;
+    }
     inFlight += 1;
     let what = '-';
     let cache = '-';
@@ -143,10 +216,11 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
       .then((r) => ({ what, cache } = r))
       .catch((err: unknown) => sendError(res, err, options.log))
       .finally(() => {
-        const ms = Math.round(performance.now() - started);
-        const path = (req.url ?? '').split('?')[0] ?? '';
-        if (what === '-') what = path.startsWith(QUERY_PREFIX) ? path.slice(QUERY_PREFIX.length, QUERY_PREFIX.length + 64) : path.slice(0, 64);
-        options.log(`${new Date().toISOString()} ${req.method} ${what} ${res.statusCode} ${ms}ms cache=${cache}`);
+        if (what === '-') {
+          const path = (req.url ?? '').split('?')[0] ?? '';
+          what = path.startsWith(QUERY_PREFIX) ? path.slice(QUERY_PREFIX.length, QUERY_PREFIX.length + 64) : path.slice(0, 64);
+        }
+        done(what, cache);
         inFlight -= 1;
         if (inFlight === 0) drained?.();
       });

@@ -41,6 +41,21 @@ function holderOf(dataDir: string): { pid: number; since: string } | undefined {
   return undefined;
 }
 
+/**
+ * Whether the directory's owner file names a process that is gone: its holder was killed (a serve under
+ * SIGKILL, say), and the lock is left to go stale. Taking it at once spares the next command the wait.
+ */
+function ownerGone(dataDir: string): boolean {
+  try {
+    const pid = Number(/PID:\s*(\d+)/.exec(readFileSync(join(dataDir, OWNER_FILE), 'utf8'))?.[1]);
+    if (!pid || pid === process.pid) return false;
+    process.kill(pid, 0);
+    return false;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
+
 /** Locks held by this process, by data directory: within one process the engine shares a directory between connections. */
 const heldLocks = new Map<string, { users: number; release: Promise<() => Promise<void>> }>();
 
@@ -77,6 +92,7 @@ async function acquire(options: LockOptions): Promise<() => Promise<void>> {
   const { default: lockfile } = await import('proper-lockfile');
   const { dataDir } = options;
   const deadline = Date.now() + options.waitMs;
+  let takenOver = false;
   for (;;) {
     try {
       const release = await lockfile.lock(dataDir, {
@@ -98,6 +114,11 @@ async function acquire(options: LockOptions): Promise<() => Promise<void>> {
       await release(); // a process that is not savedq holds the engine
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ELOCKED') throw toWarehouseError(err, `data directory ${dataDir}`);
+      if (!takenOver && ownerGone(dataDir) && !holderOf(dataDir)) {
+        takenOver = true;
+        rmSync(join(dataDir, LOCK_FILE), { recursive: true, force: true });
+        continue;
+      }
     }
     // Waiting holds nothing of the engine, so an interrupt can end the wait at once.
     if (options.signal?.aborted) throw options.signal.reason;

@@ -1,0 +1,138 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { chmodSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { binPath, cli, NO_CONFIG, startServe, tempDir } from './helpers.js';
+
+// One engine per data directory: while `savedq serve` runs it owns the embedded engine and every other
+// savedq process sends its statements there. Real processes throughout: serve, a polling client, the CLI.
+const dir = tempDir();
+const queries = join(dir, 'queries');
+mkdirSync(queries);
+writeFileSync(join(queries, 'slow.sql'), 'SELECT count() AS n FROM numbers(20000000000) WHERE number % 7 = 3\n');
+writeFileSync(join(queries, 'rows.of.sql'), '/*\nparams:\n  p: { type: string, required: true }\n*/\nSELECT count() AS n, uniqExact(id) AS ids FROM edge_logs WHERE project = @p\n');
+// A second's lock wait: a command that waited for the data directory rather than use serve would fail.
+const env = { SAVEDQ_DATA_DIR: join(dir, 'data'), SAVEDQ_CACHE_FILE: join(dir, 'cache.sqlite'), SAVEDQ_QUERIES: queries, SAVEDQ_LOCK_WAIT: '1' };
+const KEY = 'shared-engine-key';
+
+/** An NDJSON file of `n` events of a project, over the last hours. */
+function events(file: string, project: string, n: number): string {
+  const now = Date.now();
+  const lines = Array.from({ length: n }, (_, i) =>
+    JSON.stringify({ id: randomUUID(), timestamp: new Date(now - (i % 36_000) * 1000).toISOString(), project, event_message: `e${i}`, metadata: { request: { path: `/rest/v1/t${i % 50}` } } }),
+  );
+  writeFileSync(file, `${lines.join('\n')}\n`);
+  return file;
+}
+
+async function rowsOf(project: string): Promise<{ n: number; ids: number }> {
+  const r = await cli(['run', 'rows.of', '-p', `p=${project}`, '--no-cache'], { env });
+  expect(r.code, r.stderr).toBe(0);
+  return (JSON.parse(r.stdout) as { n: number; ids: number }[])[0] as { n: number; ids: number };
+}
+
+beforeAll(async () => {
+  const r = await cli(['load', '--sample'], { env });
+  expect(r.code, r.stderr).toBe(0);
+});
+
+describe('a running serve shares its engine', () => {
+  it('run, warm, load, check and cache list all succeed while a client polls through serve, no lock wait, no error anywhere', async () => {
+    const server = await startServe({ ...env, SAVEDQ_API_KEYS: KEY });
+    const socket = statSync(join(env.SAVEDQ_DATA_DIR, 'savedq.sock'));
+    expect(socket.isSocket()).toBe(true);
+    expect(socket.mode & 0o777).toBe(0o600);
+
+    const polled: { status: number; ms: number }[] = [];
+    let polling = true;
+    const poller = (async () => {
+      while (polling) {
+        const started = Date.now();
+        const res = await fetch(`${server.url}/api/endpoints/query/logs.all?project=acme-shop&project_tier=PAYG`, { headers: { 'X-API-KEY': KEY } });
+        await res.arrayBuffer();
+        polled.push({ status: res.status, ms: Date.now() - started });
+        await new Promise((r) => setTimeout(r, 300));
+      }
+    })();
+
+    const file = events(join(dir, 'shared.ndjson'), 'shared-load', 60_000);
+    const [run, counts, warm, load, check, cacheList] = await Promise.all([
+      cli(['run', 'logs.all', '-p', 'project=acme-shop', '-p', 'project_tier=PAYG', '--no-cache'], { env }),
+      cli(['run', 'usage.api-counts', '-p', 'project=acme', '-p', 'interval=daily'], { env }),
+      cli(['warm'], { env }),
+      cli(['load', 'edge_logs', file, '--batch-mb', '1'], { env }),
+      cli(['check'], { env }),
+      cli(['cache', 'list', '-f', 'json'], { env }),
+    ]);
+    polling = false;
+    await poller;
+    for (const [name, r] of Object.entries({ run, counts, warm, load, check, cacheList })) expect(r.code, `${name}: ${r.stderr}`).toBe(0);
+    expect(load.stderr).toBe('loaded 60000 rows into edge_logs, rejected 0 lines\n');
+    expect(await rowsOf('shared-load')).toEqual({ n: 60_000, ids: 60_000 });
+    // The same rows through the CLI as through serve.
+    const http = await fetch(`${server.url}/api/endpoints/query/logs.all?project=acme-shop&project_tier=PAYG`, { headers: { 'X-API-KEY': KEY } });
+    expect(((await http.json()) as { result: unknown[] }).result).toEqual(JSON.parse(run.stdout));
+    // The poller was never refused, and its queries got their turn between the load's batches.
+    expect(polled.length).toBeGreaterThan(2);
+    expect(polled.filter((p) => p.status !== 200)).toEqual([]);
+    expect(Math.max(...polled.map((p) => p.ms))).toBeLessThan(5_000);
+    expect(server.stderr()).not.toMatch(/failed|error/i);
+
+    server.child.kill('SIGTERM');
+    expect(await server.exited).toBe(0);
+  }, 120_000);
+
+  it('a load through serve interrupted with Ctrl-C, then run again, stores every row once', async () => {
+    const server = await startServe({ ...env, SAVEDQ_API_KEYS: KEY });
+    const file = events(join(dir, 'interrupted.ndjson'), 'interrupted-load', 300_000);
+    const child = spawn(process.execPath, [binPath, 'load', 'edge_logs', file, '--batch-mb', '2'], {
+      env: { PATH: process.env.PATH ?? '', XDG_CONFIG_HOME: NO_CONFIG, ...env },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    await new Promise((r) => setTimeout(r, 1_500));
+    child.kill('SIGINT');
+    expect(await exited, stderr).toBe(130);
+    const partial = await rowsOf('interrupted-load');
+    expect(partial.n).toBeLessThan(300_000);
+    const again = await cli(['load', 'edge_logs', file, '--batch-mb', '2'], { env });
+    expect(again.code, again.stderr).toBe(0);
+    expect(await rowsOf('interrupted-load')).toEqual({ n: 300_000, ids: 300_000 });
+    server.child.kill('SIGTERM');
+    expect(await server.exited).toBe(0);
+  }, 120_000);
+
+  it('a serve killed under a request leaves the client a clear error (exit 1) at once; the next command opens the engine itself', async () => {
+    const server = await startServe({ ...env, SAVEDQ_API_KEYS: KEY });
+    const started = Date.now();
+    const pending = cli(['run', 'slow', '--no-cache'], { env: { ...env, SAVEDQ_TIMEOUT: '120' } });
+    await new Promise((r) => setTimeout(r, 1_000));
+    server.child.kill('SIGKILL');
+    const r = await pending;
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/^savedq: savedq serve at .* stopped answering \(it closed the connection\); run the command again\.\n$/);
+    expect(Date.now() - started).toBeLessThan(15_000);
+    // The socket and the lock the killed serve left behind do not hold the next command up.
+    const next = Date.now();
+    expect(await rowsOf('shared-load')).toEqual({ n: 60_000, ids: 60_000 });
+    expect(Date.now() - next).toBeLessThan(5_000);
+  }, 60_000);
+
+  it('refuses the socket to another user', () => {
+    const who = spawnSync('id', ['-u']).stdout.toString().trim();
+    if (who !== '0' || spawnSync('setpriv', ['--version']).status !== 0) return; // needs root and setpriv
+    const open = join(dir, 'open');
+    mkdirSync(open);
+    // Directories anyone may pass through, so that only the socket's own permission stands in the way.
+    for (const d of [dir, open]) chmodSync(d, 0o755);
+    const data = join(open, 'data');
+    const server = spawnSync('sh', ['-c', `SAVEDQ_API_KEYS=k SAVEDQ_DATA_DIR=${data} XDG_CONFIG_HOME=${NO_CONFIG} timeout 20 ${process.execPath} ${binPath} serve --port 0 & sleep 3; ls -l ${data}/savedq.sock; setpriv --reuid=nobody --regid=nogroup --clear-groups ${process.execPath} -e "require('net').connect('${data}/savedq.sock').on('connect', () => { console.log('CONNECTED'); process.exit(0); }).on('error', (e) => { console.log(e.code); process.exit(0); })"; kill %1`], { encoding: 'utf8', timeout: 30_000 });
+    expect(server.stdout).toMatch(/^srw------- /m);
+    expect(server.stdout).toMatch(/^EACCES$/m);
+    expect(server.stdout).not.toContain('CONNECTED');
+  }, 40_000);
+});
