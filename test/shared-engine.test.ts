@@ -1,6 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { chmodSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { binPath, cli, NO_CONFIG, startServe, tempDir } from './helpers.js';
@@ -86,17 +86,24 @@ describe('a running serve shares its engine', () => {
   it('a load through serve interrupted with Ctrl-C, then run again, stores every row once', async () => {
     const server = await startServe({ ...env, SAVEDQ_API_KEYS: KEY });
     const file = events(join(dir, 'interrupted.ndjson'), 'interrupted-load', 300_000);
-    const child = spawn(process.execPath, [binPath, 'load', 'edge_logs', file, '--batch-mb', '2'], {
+    const lines = readFileSync(file);
+    const half = lines.indexOf(0x0a, lines.length >> 1) + 1;
+    // The first half through a pipe that then stays open: the load stores what it has and waits for more.
+    const child = spawn(process.execPath, [binPath, 'load', 'edge_logs', '-', '--batch-mb', '2'], {
       env: { PATH: process.env.PATH ?? '', XDG_CONFIG_HOME: NO_CONFIG, ...env },
-      stdio: ['ignore', 'ignore', 'pipe'],
+      stdio: ['pipe', 'ignore', 'pipe'],
     });
     let stderr = '';
     child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    await new Promise((r) => setTimeout(r, 1_500));
+    child.stdin.on('error', () => undefined); // what the load had not read when it stopped
+    child.stdin.write(lines.subarray(0, half));
+    const deadline = Date.now() + 30_000;
+    while ((await rowsOf('interrupted-load')).n === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
     child.kill('SIGINT');
     expect(await exited, stderr).toBe(130);
     const partial = await rowsOf('interrupted-load');
+    expect(partial.n).toBeGreaterThan(0);
     expect(partial.n).toBeLessThan(300_000);
     const again = await cli(['load', 'edge_logs', file, '--batch-mb', '2'], { env });
     expect(again.code, again.stderr).toBe(0);
@@ -122,15 +129,30 @@ describe('a running serve shares its engine', () => {
     expect(Date.now() - next).toBeLessThan(5_000);
   }, 60_000);
 
-  it('refuses the socket to another user', () => {
-    const who = spawnSync('id', ['-u']).stdout.toString().trim();
-    if (who !== '0' || spawnSync('setpriv', ['--version']).status !== 0) return; // needs root and setpriv
+  it('a second serve on the directory says at once that one already serves it (exit 1), and the first keeps serving', async () => {
+    const server = await startServe({ ...env, SAVEDQ_API_KEYS: KEY });
+    const started = Date.now();
+    const second = await cli(['serve', '--port', '0'], { env: { ...env, SAVEDQ_API_KEYS: KEY, SAVEDQ_LOCK_WAIT: '30' } });
+    expect(second.code).toBe(1);
+    expect(second.stderr).toBe(
+      `savedq: data directory ${env.SAVEDQ_DATA_DIR} is already served by a running savedq serve: one serve a data directory (stop that one, or give this one a --data-dir of its own).\n`,
+    );
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(statSync(join(env.SAVEDQ_DATA_DIR, 'savedq.sock')).isSocket()).toBe(true);
+    expect(await rowsOf('shared-load')).toEqual({ n: 60_000, ids: 60_000 });
+    server.child.kill('SIGTERM');
+    expect(await server.exited).toBe(0);
+  }, 60_000);
+
+  // Needs root (to become another user) and setpriv.
+  const canSwitchUser = process.getuid?.() === 0 && spawnSync('setpriv', ['--version']).status === 0;
+  it.runIf(canSwitchUser)('refuses the socket to another user', () => {
     const open = join(dir, 'open');
     mkdirSync(open);
     // Directories anyone may pass through, so that only the socket's own permission stands in the way.
     for (const d of [dir, open]) chmodSync(d, 0o755);
     const data = join(open, 'data');
-    const server = spawnSync('sh', ['-c', `SAVEDQ_API_KEYS=k SAVEDQ_DATA_DIR=${data} XDG_CONFIG_HOME=${NO_CONFIG} timeout 20 ${process.execPath} ${binPath} serve --port 0 & sleep 3; ls -l ${data}/savedq.sock; setpriv --reuid=nobody --regid=nogroup --clear-groups ${process.execPath} -e "require('net').connect('${data}/savedq.sock').on('connect', () => { console.log('CONNECTED'); process.exit(0); }).on('error', (e) => { console.log(e.code); process.exit(0); })"; kill %1`], { encoding: 'utf8', timeout: 30_000 });
+    const server = spawnSync('sh', ['-c', `SAVEDQ_API_KEYS=k SAVEDQ_DATA_DIR=${data} XDG_CONFIG_HOME=${NO_CONFIG} timeout 30 ${process.execPath} ${binPath} serve --port 0 & for i in $(seq 100); do [ -S ${data}/savedq.sock ] && break; sleep 0.2; done; ls -l ${data}/savedq.sock; setpriv --reuid=nobody --regid=nogroup --clear-groups ${process.execPath} -e "require('net').connect('${data}/savedq.sock').on('connect', () => { console.log('CONNECTED'); process.exit(0); }).on('error', (e) => { console.log(e.code); process.exit(0); })"; kill %1`], { encoding: 'utf8', timeout: 30_000 });
     expect(server.stdout).toMatch(/^srw------- /m);
     expect(server.stdout).toMatch(/^EACCES$/m);
     expect(server.stdout).not.toContain('CONNECTED');

@@ -160,3 +160,24 @@ describe('serve and SIGHUP', () => {
     expect(await server.exited).toBe(0);
   });
 });
+
+describe('SQL the engine cannot parse', () => {
+  const unparsable = join(dir, 'unparsable');
+  const withIt = { ...env, SAVEDQ_QUERIES: unparsable };
+
+  it('is the definition’s mistake: exit 2 naming the file and line; over HTTP a 500 that shows neither, logged in full', async () => {
+    mkdirSync(unparsable);
+    writeFileSync(join(unparsable, 'typo.sql'), '/*\ndescription: a missing parenthesis\n*/\nSELECT\n  count( AS n\nFROM edge_logs\n');
+    const r = await cli(['run', 'typo'], { env: withIt });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^savedq: .*unparsable\/typo\.sql:5: the engine refuses the query: Syntax error.*\(SYNTAX_ERROR\)\n$/);
+
+    const server = await startServe({ ...withIt, SAVEDQ_API_KEYS: 'k' });
+    const res = await fetch(`${server.url}/api/endpoints/query/typo`, { headers: { 'X-API-KEY': 'k' } });
+    expect(res.status).toBe(500);
+    expect(await res.json()).toEqual({ error: { code: 'bad_definition', message: 'this saved query cannot run; the server log says why.' } });
+    await server.waitFor(/typo\.sql:5: the engine refuses the query: Syntax error/);
+    server.child.kill('SIGTERM');
+    expect(await server.exited).toBe(0);
+  });
+});

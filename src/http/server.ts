@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { BusyError, InputError, MethodNotAllowedError, NotFoundError, SavedqError, UnauthorizedError, UriTooLongError } from '../errors.js';
+import { BusyError, DefinitionError, InputError, MethodNotAllowedError, NotFoundError, SavedqError, UnauthorizedError, UriTooLongError } from '../errors.js';
 import type { RawParams } from '../queries/params.js';
 import type { PreparedCall, RunResult, Savedq } from '../library.js';
 import type { Row } from '../queries/types.js';
@@ -89,6 +89,12 @@ function sendError(res: ServerResponse, err: unknown, log: (line: string) => voi
   if (!(err instanceof SavedqError)) {
     log(`internal error: ${err instanceof Error ? err.message : String(err)}`);
     send(res, 500, errorBody('internal', 'internal error.'));
+    return;
+  }
+  if (err instanceof DefinitionError) {
+    // Which file and what the engine quoted of its SQL are for the server's owner, not its callers.
+    log(err.message);
+    send(res, err.httpStatus, errorBody(err.code, 'this saved query cannot run; the server log says why.'));
     return;
   }
   if (err instanceof MethodNotAllowedError) res.setHeader('Allow', 'GET, HEAD');

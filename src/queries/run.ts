@@ -1,8 +1,9 @@
 import type { ClickHouseSettings } from '@clickhouse/client';
-import { InputError, type EngineFailure, type WarehouseError } from '../errors.js';
+import { DefinitionError, InputError, type EngineFailure, type WarehouseError } from '../errors.js';
 import { toClickHouseDateTime, type Micros } from '../time.js';
-import { isBadPattern, isRefusal } from '../warehouse/errors.js';
+import { isBadPattern, isRefusal, isSyntaxError } from '../warehouse/errors.js';
 import type { Warehouse } from '../warehouse/index.js';
+import { displayPath } from './catalog.js';
 import { bindValue, type BoundValue } from './param-types.js';
 import { quoteValue } from './params.js';
 import { NOW_PARAM } from './sql.js';
@@ -51,6 +52,11 @@ export async function executeQuery(
   try {
     rows = await warehouse.query(query.boundSql, bindValues(query, params, options.now), settings);
   } catch (err) {
+    // The embedded engine is as new as savedq: SQL it cannot parse is the definition's mistake.
+    if (warehouse.embedded && isSyntaxError(err)) {
+      const { line, message } = objection(query, err as WarehouseError);
+      throw new DefinitionError(`${displayPath(query.file)}:${line}: ${message}`);
+    }
     throw asInputError(err, query, params) ?? err;
   }
   const jsonFields = query.fields.filter((f) => f.type === 'object' || f.type === 'array').map((f) => f.name);
@@ -123,14 +129,19 @@ export async function explainQuery(
     // Only the engine refusing the query is the query's fault; anything else (unreachable, busy, out of
     // time) fails the check as it would fail a run.
     if (!isRefusal(err)) throw err;
-    const engine = (err as WarehouseError).engine as EngineFailure;
-    // The engine quotes the query back ("in scope SELECT …", with the settings savedq adds): the file
-    // is the user's own, so the line is enough.
-    const message = engine.message.replace(/ in scope .*?(?=\. Maybe you meant|$)/, '').trim();
-    const text = message.length > 300 ? `${message.slice(0, 297)}...` : message;
-    const kind = engine.type ?? `code ${engine.code ?? '?'}`;
-    return { line: objectionLine(query, message), message: `the engine refuses the query: ${text} (${kind})` };
+    return objection(query, err as WarehouseError);
   }
+}
+
+/** The engine's refusal of a saved query, as one line about the file: the line it points at, and what it said. */
+function objection(query: SavedQuery, err: WarehouseError): { line: number; message: string } {
+  const engine = err.engine as EngineFailure;
+  // The engine quotes the query back ("in scope SELECT …", with the settings savedq adds): the file
+  // is the user's own, so the line is enough.
+  const message = engine.message.replace(/ in scope .*?(?=\. Maybe you meant|$)/, '').trim();
+  const text = message.length > 300 ? `${message.slice(0, 297)}...` : message;
+  const kind = engine.type ?? `code ${engine.code ?? '?'}`;
+  return { line: objectionLine(query, message), message: `the engine refuses the query: ${text} (${kind})` };
 }
 
 /** The line of the file an objection of the engine points at: its own line number, or the first line naming the identifier it means. */

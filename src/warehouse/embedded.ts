@@ -8,12 +8,10 @@ import { makeDirectory } from '../fs.js';
 import { BASE_SETTINGS, clientStatements } from './client.js';
 import { toWarehouseError } from './errors.js';
 import { inLane } from './lane.js';
+import { connectShared, hasSocket } from './share.js';
 import { stagedSource } from './staging.js';
 import { lockDataDir, StopWaiting } from './lock.js';
 import type { StagedLines, Warehouse } from './types.js';
-
-/** The socket a `savedq serve` shares the engine on (warehouse/share.ts). */
-const SOCKET = 'savedq.sock';
 
 /** What the embedded engine needs: its data directory, and how long to wait for another process to let go of it. */
 export interface EmbeddedOptions {
@@ -94,10 +92,12 @@ export async function openEmbedded(options: EmbeddedOptions): Promise<Warehouse>
   prepareDataDir(dataDir);
   const useShared = options.useShared !== false;
   for (;;) {
-    if (useShared) {
-      const { connectShared } = await import('./share.js');
-      const shared = await connectShared(dataDir, options.timeoutSeconds);
-      if (shared) return shared;
+    const shared = await connectShared(dataDir, options.timeoutSeconds);
+    if (shared && useShared) return shared;
+    if (shared) {
+      // Another serve would wait for the directory for as long as this one runs: say so at once.
+      await shared.close();
+      throw new WarehouseError(`data directory ${dataDir} is already served by a running savedq serve: one serve a data directory (stop that one, or give this one a --data-dir of its own).`);
     }
     try {
       return await openEngine(options, useShared);
@@ -119,7 +119,7 @@ async function openEngine(options: EmbeddedOptions, useShared: boolean): Promise
       signal: options.signal,
       // A batch a killed load staged: nothing else can be reading it now.
       onTaken: () => rmSync(join(dataDir, STAGING_DIR), { recursive: true, force: true }),
-      stopIf: useShared ? () => existsSync(join(dataDir, SOCKET)) : undefined,
+      stopIf: useShared ? () => hasSocket(dataDir) : undefined,
     }),
   ]);
   if (loaded.status === 'rejected') {

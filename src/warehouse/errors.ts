@@ -104,6 +104,11 @@ export function isRefusal(err: unknown): boolean {
   return !['AUTHENTICATION_FAILED', 'WRONG_PASSWORD', 'UNKNOWN_USER', 'REQUIRED_PASSWORD', 'UNKNOWN_DATABASE', 'TIMEOUT_EXCEEDED', 'NOT_ENOUGH_SPACE', 'MEMORY_LIMIT_EXCEEDED', 'TOO_MANY_SIMULTANEOUS_QUERIES'].includes(engine.type ?? '');
 }
 
+/** Whether a failure is the engine unable to parse a statement (62, SYNTAX_ERROR). */
+export function isSyntaxError(err: unknown): boolean {
+  return err instanceof WarehouseError && (err.engine?.code === SYNTAX_ERROR_CODE || err.engine?.type === 'SYNTAX_ERROR');
+}
+
 /** Whether a failure is the engine not knowing a table (60, UNKNOWN_TABLE). */
 export function isUnknownTable(err: unknown): boolean {
   return err instanceof WarehouseError && (err.engine?.code === 60 || err.engine?.type === 'UNKNOWN_TABLE');
