@@ -27,3 +27,14 @@ export function makeDirectory(dir: string): void {
     }
   }
 }
+
+/** Runs `fn` (synchronous: nothing else runs meanwhile) with the process standing in `dir`, then back where it was. */
+export function inDirectory<T>(dir: string, fn: () => T): T {
+  const previous = process.cwd();
+  process.chdir(dir);
+  try {
+    return fn();
+  } finally {
+    process.chdir(previous);
+  }
+}

@@ -1,6 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { binPath, cli, NO_CONFIG, startServe, tempDir } from './helpers.js';
@@ -142,6 +142,23 @@ describe('a running serve shares its engine', () => {
     expect(await rowsOf('shared-load')).toEqual({ n: 60_000, ids: 60_000 });
     server.child.kill('SIGTERM');
     expect(await server.exited).toBe(0);
+  }, 60_000);
+
+  it('shares a data directory whose socket path is too long for a socket address, from inside it', async () => {
+    const parent = join(dir, 'a'.repeat(60), 'b'.repeat(40));
+    const deep = { ...env, SAVEDQ_DATA_DIR: join(parent, 'data') };
+    expect(Buffer.byteLength(join(deep.SAVEDQ_DATA_DIR, 'savedq.sock'))).toBeGreaterThan(107);
+    const server = await startServe({ ...deep, SAVEDQ_API_KEYS: KEY });
+    expect(statSync(join(deep.SAVEDQ_DATA_DIR, 'savedq.sock')).isSocket()).toBe(true);
+    // With serve holding the directory and a second's lock wait, only the socket can answer this.
+    const r = await cli(['run', 'logs.all', '-p', 'project=acme-shop', '--no-cache'], { env: deep });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toBe('[]\n');
+    server.child.kill('SIGTERM');
+    expect(await server.exited).toBe(0);
+    // Nothing was made beside the data directory (Node would have bound a cut-short path there).
+    expect(readdirSync(parent)).toEqual(['data']);
+    expect(existsSync(join(deep.SAVEDQ_DATA_DIR, 'savedq.sock'))).toBe(false);
   }, 60_000);
 
   // Needs root (to become another user) and setpriv.

@@ -4,7 +4,7 @@ import { rm, writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { WarehouseError } from '../errors.js';
-import { makeDirectory } from '../fs.js';
+import { inDirectory, makeDirectory } from '../fs.js';
 import { BASE_SETTINGS, clientStatements } from './client.js';
 import { toWarehouseError } from './errors.js';
 import { inLane } from './lane.js';
@@ -71,15 +71,9 @@ function prepareDataDir(dataDir: string): void {
  * The engine reads a `config.xml` from the current directory when it starts; start it from the data
  * directory (which holds none) so a stray file where the user stands cannot reconfigure it.
  */
-function inDirectory<T>(dir: string, fn: () => T): T {
-  const previous = process.cwd();
+function startedInside<T>(dir: string, start: () => T): T {
   if (existsSync(`${dir}/config.xml`)) throw new WarehouseError(`data directory ${dir} holds a config.xml; remove it.`);
-  process.chdir(dir);
-  try {
-    return fn();
-  } finally {
-    process.chdir(previous);
-  }
+  return inDirectory(dir, start);
 }
 
 /**
@@ -130,7 +124,7 @@ async function openEngine(options: EmbeddedOptions, useShared: boolean): Promise
   const [[{ createClient, ClickHouseLogLevel }, { createChdbConnection }], release] = [loaded.value, locked.value];
   const location = `the embedded engine at ${dataDir}`;
   try {
-    const connection = inDirectory(dataDir, () => createChdbConnection({ path: dataDir }));
+    const connection = startedInside(dataDir, () => createChdbConnection({ path: dataDir }));
     // chdb declares the Connection type of @clickhouse/client-common, which the client now bundles as
     // its own copy: the same shape under two names, hence the cast.
     const client = createClient({

@@ -3,7 +3,7 @@ import { rmSync } from 'node:fs';
 import { createServer, type Socket } from 'node:net';
 import { WarehouseError } from '../errors.js';
 import { readFrames, writeFrame } from './frames.js';
-import { socketPath, toWire, type Answer, type Request } from './share.js';
+import { atSocket, socketPath, toWire, type Answer, type Request } from './share.js';
 import type { StagedLines, Warehouse } from './types.js';
 
 /** A service a serve offers the processes it serves, besides the engine: a JSON payload in, a JSON answer out. */
@@ -109,15 +109,22 @@ export async function shareWarehouse(
   }, 60_000);
   sweep.unref();
 
-  // Made with no permission but the owner's: another user can neither connect nor read.
+  const listening = new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', reject);
+  });
+  // Made with no permission but the owner's: another user can neither connect nor read. The socket is
+  // bound within listen(), so the mask is the process's only for that moment.
   const umask = process.umask(0o177);
   try {
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(path, () => resolve());
-    });
+    atSocket(dataDir, (at) => server.listen(at));
   } finally {
     process.umask(umask);
+  }
+  try {
+    await listening;
+  } catch (err) {
+    throw new WarehouseError(`cannot share the engine at ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}.`, { cause: err });
   }
   log(`sharing the engine with other savedq processes at ${path}`);
   return {

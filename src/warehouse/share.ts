@@ -2,6 +2,7 @@ import type { ClickHouseSettings } from '@clickhouse/client';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { BusyError, InterruptedError, QueryTimeoutError, SavedqError, WarehouseError, type EngineFailure } from '../errors.js';
+import { inDirectory } from '../fs.js';
 import { stagedSource } from './staging.js';
 import type { LinesFormat, StatementParams, Warehouse, WarehouseRow } from './types.js';
 
@@ -17,6 +18,19 @@ export const SOCKET = 'savedq.sock';
 /** Path of the socket of a data directory. */
 export function socketPath(dataDir: string): string {
   return join(dataDir, SOCKET);
+}
+
+/** The longest path a Unix socket is bound or reached by (the address holds 108 bytes with its NUL). */
+const SOCKET_PATH_MAX = 107;
+
+/**
+ * Binds or reaches the socket of a data directory (`use` must do so at once, as listen() and
+ * connect() do): by its path, or, when that is too long for a socket's address, from inside the data
+ * directory by its bare name. (Node would cut the long path short and bind a file of another name.)
+ */
+export function atSocket<T>(dataDir: string, use: (path: string) => T): T {
+  const path = socketPath(dataDir);
+  return Buffer.byteLength(path) <= SOCKET_PATH_MAX ? use(path) : inDirectory(dataDir, () => use(`./${SOCKET}`));
 }
 
 /** A failure as it travels back to the process that asked: its kind in the family, its text, the engine's word. */
@@ -94,7 +108,7 @@ export async function connectShared(dataDir: string, timeoutSeconds: number): Pr
   const [{ connect }, { readFrames, writeFrame }] = await Promise.all([import('node:net'), import('./frames.js')]);
   // Only a savedq serve makes this socket (and removes it when it stops): a connection is its answer.
   const location = `savedq serve at ${dataDir}`;
-  const socket = connect(socketPath(dataDir));
+  const socket = atSocket(dataDir, (at) => connect(at));
   const connected = await new Promise<NodeJS.ErrnoException | undefined>((resolve) => {
     socket.once('connect', () => resolve(undefined));
     socket.once('error', (err) => resolve(err));
