@@ -8,7 +8,7 @@
 // the bundle and compiling the functions a run calls. Node 22 has a built-in compile cache; Node 20
 // does not. What each step bought is in the README, Performance.
 import { spawnSync } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { build } from 'esbuild';
 import { codeCacheFile, WRITE_CODE_CACHE_ENV } from './dist/launch.js';
 
@@ -18,7 +18,19 @@ import { codeCacheFile, WRITE_CODE_CACHE_ENV } from './dist/launch.js';
 // a query runs. The main bundle every run compiles stays small.
 const apart = { yaml: 'yaml', re2: 're2js' };
 /** Every bundle: one CommonJS file of dist/ for Node. */
-const cjsBundle = { outdir: 'dist', outExtension: { '.js': '.cjs' }, bundle: true, platform: 'node', target: 'node20', format: 'cjs', logLevel: 'warning' };
+const cjsBundle = {
+  outdir: 'dist',
+  outExtension: { '.js': '.cjs' },
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  format: 'cjs',
+  // Every run reads the bundle whole: no comments or indentation (half its size), and ASCII only, which
+  // the launcher reads as Latin-1, without decoding UTF-8. Names stay, so stack traces stay readable.
+  minifyWhitespace: true,
+  charset: 'ascii',
+  logLevel: 'warning',
+};
 await build({ ...cjsBundle, entryPoints: apart });
 
 await build({
@@ -35,6 +47,11 @@ await build({
   define: { 'import.meta.url': '__bundleUrl' },
   sourcemap: true,
 });
+
+// The launcher reads each bundle as Latin-1 (src/launch.ts): a byte past ASCII would be misread.
+for (const name of ['savedq', 'launch', ...Object.keys(apart)]) {
+  if (readFileSync(`dist/${name}.cjs`).some((byte) => byte > 0x7f)) throw new Error(`dist/${name}.cjs is not ASCII only`);
+}
 
 // The code caches: one run of the CLI that builds its commands, reads the built-in definitions and
 // prints (`list`, which needs no data), writing the caches of the CLI and of the YAML parser as it

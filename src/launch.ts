@@ -67,7 +67,7 @@ export function codeCacheFile(bundle: string): string {
 
 /** The bundle compiled as a CommonJS module, from its code cache when that is fresh. */
 export function compileBundle(bundle: string): Script {
-  return new Script(Module.wrap(readFileSync(bundle, 'utf8')), {
+  return new Script(Module.wrap(readFileSync(bundle, 'latin1')), {
     filename: bundle,
     cachedData: freshCodeCache(bundle, codeCacheFile(bundle)),
   });
