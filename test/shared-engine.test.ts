@@ -129,6 +129,58 @@ describe('a running serve shares its engine', () => {
     expect(Date.now() - next).toBeLessThan(5_000);
   }, 60_000);
 
+  it('a serve killed under a load sent to it: the load exits 1 at once; run again without serve, every row is stored once', async () => {
+    const server = await startServe({ ...env, SAVEDQ_API_KEYS: KEY });
+    const file = events(join(dir, 'orphaned.ndjson'), 'orphaned-load', 300_000);
+    const lines = readFileSync(file);
+    const child = spawn(process.execPath, [binPath, 'load', 'edge_logs', '-', '--batch-mb', '1'], {
+      env: { PATH: process.env.PATH ?? '', XDG_CONFIG_HOME: NO_CONFIG, ...env },
+      stdio: ['pipe', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    child.stdin.on('error', () => undefined);
+    // All of it, in 1 MiB batches: the load is busy storing them when serve goes.
+    child.stdin.end(lines);
+    const deadline = Date.now() + 30_000;
+    while ((await rowsOf('orphaned-load')).n === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    server.child.kill('SIGKILL');
+    expect(await server.exited).toBe(null);
+    expect(await exited).toBe(1);
+    expect(stderr).toMatch(/savedq: savedq serve at .* stopped answering \(it closed the connection\); run the command again\.\n$/);
+    const again = await cli(['load', 'edge_logs', file, '--batch-mb', '1'], { env });
+    expect(again.code, again.stderr).toBe(0);
+    expect(await rowsOf('orphaned-load')).toEqual({ n: 300_000, ids: 300_000 });
+  }, 120_000);
+
+  it('a command waiting for the directory beside a socket no one answers waits without spinning, then names the holder', async () => {
+    // A load holds the directory, reading a pipe that stays quiet; beside it, a socket a killed serve left.
+    const holder = spawn(process.execPath, [binPath, 'load', 'edge_logs', '-'], {
+      env: { PATH: process.env.PATH ?? '', XDG_CONFIG_HOME: NO_CONFIG, ...env },
+      stdio: ['pipe', 'ignore', 'ignore'],
+    });
+    const exited = new Promise<number | null>((resolve) => holder.on('exit', (code) => resolve(code)));
+    const owner = join(env.SAVEDQ_DATA_DIR, '.savedq.owner');
+    const deadline = Date.now() + 30_000;
+    while (!(existsSync(owner) && readFileSync(owner, 'utf8').includes(`PID: ${holder.pid}`)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    const socket = join(env.SAVEDQ_DATA_DIR, 'savedq.sock');
+    spawnSync(process.execPath, ['-e', `require('net').createServer().listen(${JSON.stringify(socket)}, () => process.exit(0))`]);
+    expect(statSync(socket).isSocket()).toBe(true);
+
+    const waited = spawnSync('bash', ['--norc', '--noprofile', '-c', `TIMEFORMAT='cpu %U %S'; time ${process.execPath} ${binPath} run logs.all -p project=acme-shop --no-cache --lock-wait 3`], {
+      env: { PATH: process.env.PATH ?? '', XDG_CONFIG_HOME: NO_CONFIG, ...env },
+      encoding: 'utf8',
+      timeout: 30_000, // it used to spin for good, past its lock wait
+    });
+    expect(waited.stderr).toMatch(new RegExp(`^savedq: data directory .* is in use by process ${holder.pid} .*; gave up after 3 s \\(see --lock-wait\\)\\.\n`));
+    // Spinning, it had burnt about a core for the 3 s (connecting to the dead socket over and over).
+    const [user, sys] = (/cpu ([\d.]+) ([\d.]+)/.exec(waited.stderr) ?? []).slice(1).map(Number);
+    expect((user ?? 99) + (sys ?? 99)).toBeLessThan(1.2);
+    holder.kill('SIGINT');
+    expect(await exited).toBe(130);
+  }, 60_000);
+
   it('a second serve on the directory says at once that one already serves it (exit 1), and the first keeps serving', async () => {
     const server = await startServe({ ...env, SAVEDQ_API_KEYS: KEY });
     const started = Date.now();

@@ -8,7 +8,7 @@ import { inDirectory, makeDirectory } from '../fs.js';
 import { BASE_SETTINGS, clientStatements } from './client.js';
 import { toWarehouseError } from './errors.js';
 import { inLane } from './lane.js';
-import { connectShared, hasSocket } from './share.js';
+import { connectShared, socketPath } from './share.js';
 import { stagedSource } from './staging.js';
 import { lockDataDir, StopWaiting } from './lock.js';
 import type { StagedLines, Warehouse } from './types.js';
@@ -67,6 +67,12 @@ function prepareDataDir(dataDir: string): void {
   }
 }
 
+/** Which socket file the data directory holds, if any: a serve that begins to share the engine makes a new one. */
+function socketIdentity(dataDir: string): string | undefined {
+  const stat = statSync(socketPath(dataDir), { throwIfNoEntry: false });
+  return stat && `${stat.ino}:${stat.mtimeMs}`;
+}
+
 /**
  * The engine reads a `config.xml` from the current directory when it starts; start it from the data
  * directory (which holds none) so a stray file where the user stands cannot reconfigure it.
@@ -94,7 +100,10 @@ export async function openEmbedded(options: EmbeddedOptions): Promise<Warehouse>
       throw new WarehouseError(`data directory ${dataDir} is already served by a running savedq serve: one serve a data directory (stop that one, or give this one a --data-dir of its own).`);
     }
     try {
-      return await openEngine(options, useShared);
+      // A socket there now answers no one (connectShared found none that does): the wait below ends
+      // only for a socket made since, by a serve that has begun to share the engine.
+      const stale = socketIdentity(dataDir);
+      return await openEngine(options, useShared ? () => socketIdentity(dataDir) !== stale : undefined);
     } catch (err) {
       if (!(err instanceof StopWaiting)) throw err;
     }
@@ -102,7 +111,7 @@ export async function openEmbedded(options: EmbeddedOptions): Promise<Warehouse>
 }
 
 /** The engine itself, once this process holds the directory: its statements one at a time, queries first. */
-async function openEngine(options: EmbeddedOptions, useShared: boolean): Promise<Warehouse> {
+async function openEngine(options: EmbeddedOptions, stopIf: (() => boolean) | undefined): Promise<Warehouse> {
   const { dataDir } = options;
   // The lock is taken while the client and the engine load, rather than one after the other.
   const [loaded, locked] = await Promise.allSettled([
@@ -112,8 +121,13 @@ async function openEngine(options: EmbeddedOptions, useShared: boolean): Promise
       waitMs: options.lockWaitMs,
       signal: options.signal,
       // A batch a killed load staged: nothing else can be reading it now.
-      onTaken: () => rmSync(join(dataDir, STAGING_DIR), { recursive: true, force: true }),
-      stopIf: useShared ? () => hasSocket(dataDir) : undefined,
+      // What a killed process left, which nothing can be using now: a batch a load staged, and the
+      // socket of a serve (a serve holds the directory for as long as it answers).
+      onTaken: () => {
+        rmSync(join(dataDir, STAGING_DIR), { recursive: true, force: true });
+        rmSync(socketPath(dataDir), { force: true });
+      },
+      stopIf,
     }),
   ]);
   if (loaded.status === 'rejected') {
