@@ -41,10 +41,16 @@ describe('savedq (the built CLI)', () => {
 
   it('prints ndjson, csv and table on request', async () => {
     const args = ['run', 'functions.invocation-stats', '-p', 'project=acme-shop', '-p', 'interval=7day'];
-    const json = JSON.parse((await run(...args, '-f', 'json')).stdout) as unknown[];
-    const ndjson = (await run(...args, '-f', 'ndjson')).stdout.trim().split('\n').map((l) => JSON.parse(l) as unknown);
+    /** Standard output of a run that must succeed (its standard error is the message when it does not). */
+    const output = async (...more: string[]) => {
+      const r = await run(...args, ...more);
+      expect(r.code, r.stderr).toBe(0);
+      return r.stdout;
+    };
+    const json = JSON.parse(await output('-f', 'json')) as unknown[];
+    const ndjson = (await output('-f', 'ndjson')).trim().split('\n').map((l) => JSON.parse(l) as unknown);
     expect(ndjson).toEqual(json);
-    const csv = (await run(...args, '-f', 'csv')).stdout.split('\r\n');
+    const csv = (await output('-f', 'csv')).split('\r\n');
     expect(csv[0]).toBe('timestamp,min_execution_time,max_execution_time,avg_execution_time,p95_execution_time,p99_execution_time,count,error_count');
     expect(csv.filter((l) => l !== '')).toHaveLength(json.length + 1);
     // A table fits 80 columns unless COLUMNS says otherwise; eight columns fit 200.
