@@ -11,6 +11,8 @@ const dir = tempDir();
 const queries = join(dir, 'queries');
 mkdirSync(queries);
 writeFileSync(join(queries, 'slow.sql'), 'SELECT count() AS n FROM numbers(20000000000) WHERE number % 7 = 3\n');
+// Two seconds, whatever the machine: four rows, half a second each.
+writeFileSync(join(queries, 'nap.sql'), 'SELECT sleepEachRow(0.5) AS z FROM numbers(4)\n');
 writeFileSync(join(queries, 'rows.of.sql'), '/*\nparams:\n  p: { type: string, required: true }\n*/\nSELECT count() AS n, uniqExact(id) AS ids FROM edge_logs WHERE project = @p\n');
 // A second's lock wait: a command that waited for the data directory rather than use serve would fail.
 const env = { SAVEDQ_DATA_DIR: join(dir, 'data'), SAVEDQ_CACHE_FILE: join(dir, 'cache.sqlite'), SAVEDQ_QUERIES: queries, SAVEDQ_LOCK_WAIT: '1' };
@@ -198,6 +200,21 @@ describe('a running serve shares its engine', () => {
     expect((user ?? 99) + (sys ?? 99)).toBeLessThan(1.2);
     holder.kill('SIGINT');
     expect(await exited).toBe(130);
+  }, 60_000);
+
+  it('a query whose process was killed while it waited its turn in serve is not run', async () => {
+    await serve();
+    const started = Date.now();
+    const first = cli(['run', 'nap', '--no-cache'], { env }); // runs 2 s in serve
+    await new Promise((r) => setTimeout(r, 500));
+    const waiting = spawn(process.execPath, [binPath, 'run', 'nap', '--no-cache'], { env: { PATH: process.env.PATH ?? '', XDG_CONFIG_HOME: NO_CONFIG, ...env }, stdio: 'ignore' });
+    await new Promise((r) => setTimeout(r, 500));
+    waiting.kill('SIGKILL'); // its query is queued behind the first
+    const quick = await cli(['run', 'rows.of', '-p', 'p=acme-shop', '--no-cache'], { env });
+    expect(quick.code, quick.stderr).toBe(0);
+    // After the first nap (2 s), not after a second one as well (4 s).
+    expect(Date.now() - started).toBeLessThan(3_500);
+    expect((await first).code).toBe(0);
   }, 60_000);
 
   it('a second serve on the directory says at once that one already serves it (exit 1), and the first keeps serving', async () => {

@@ -28,7 +28,11 @@ export function inLane(warehouse: Warehouse): Warehouse {
     });
   return {
     ...warehouse,
-    query: (...args) => inTurn('query', () => warehouse.query(...args)),
+    // A query whose caller has gone (its signal aborted: a client of serve that was interrupted) before
+    // its turn is not run. Once running it runs to its end: the embedded engine cannot interrupt a
+    // statement, only its time limit ends one.
+    query: (sql, params, settings, signal) =>
+      inTurn('query', () => (signal?.aborted ? Promise.reject(signal.reason as Error) : warehouse.query(sql, params, settings))),
     command: (...args) => inTurn('query', () => warehouse.command(...args)),
     async stage(lines): Promise<StagedLines> {
       const staged = await warehouse.stage(lines);

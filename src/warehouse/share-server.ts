@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { createServer, type Socket } from 'node:net';
-import { WarehouseError } from '../errors.js';
+import { InterruptedError, WarehouseError } from '../errors.js';
 import { readFrames, writeFrame } from './frames.js';
 import { atSocket, socketPath, toWire, type Answer, type Request } from './share.js';
 import type { StagedLines, Warehouse } from './types.js';
@@ -44,11 +44,11 @@ export async function shareWarehouse(
     return entry.lines;
   };
 
-  async function handle(r: Request, body: Buffer): Promise<unknown> {
+  async function handle(r: Request, body: Buffer, gone: AbortSignal): Promise<unknown> {
     const s = r.statement;
     switch (r.op) {
       case 'query':
-        return warehouse.query(s?.sql ?? '', s?.params ?? {}, s?.settings);
+        return warehouse.query(s?.sql ?? '', s?.params ?? {}, s?.settings, gone);
       case 'command':
         await warehouse.command(s?.sql ?? '', s?.params ?? {}, s?.settings);
         return null;
@@ -79,12 +79,17 @@ export async function shareWarehouse(
 
   const server = createServer((socket) => {
     connections.add(socket);
-    socket.on('close', () => connections.delete(socket));
+    // A process that goes (interrupted, killed) takes its queries still waiting their turn with it.
+    const gone = new AbortController();
+    socket.on('close', () => {
+      connections.delete(socket);
+      gone.abort(new InterruptedError('the process that sent the statement has gone.'));
+    });
     socket.on('error', () => socket.destroy());
     readFrames(socket, (header, body) => {
       const request = header as Request;
       underway += 1;
-      void handle(request, body)
+      void handle(request, body, gone.signal)
         .then(
           (value): Answer => ({ id: request.id, value }),
           (err: unknown): Answer => ({ id: request.id, error: toWire(err) }),
