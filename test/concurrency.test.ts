@@ -1,4 +1,5 @@
-import { writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import sqlite3 from 'sqlite3';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -80,5 +81,41 @@ describe('many processes on one cache file and one data directory', () => {
     expect(waited).toBeGreaterThanOrEqual(1000);
     expect(served.code, served.stderr).toBe(0);
     expect(served.stdout).toBe('[]\n');
+  });
+
+  it('an engine of another program on the directory: savedq waits, then fails naming it; once it is gone, savedq goes on', async () => {
+    const status = join(env.SAVEDQ_DATA_DIR, 'status');
+    // chdb itself, not through savedq: only the engine's own status file says it holds the directory.
+    const foreign = spawn(process.execPath, ['-e', `const { Session } = require('chdb'); new Session(${JSON.stringify(env.SAVEDQ_DATA_DIR)}); setInterval(() => {}, 1000);`], {
+      cwd: join(import.meta.dirname, '..'),
+      stdio: 'ignore',
+    });
+    try {
+      const deadline = Date.now() + 20_000;
+      while (!(existsSync(status) && readFileSync(status, 'utf8').includes(`PID: ${foreign.pid}`)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      const blocked = await cli(['run', 'logs.all', '-p', 'project=x', '--lock-wait', '1'], { env });
+      expect(blocked.code).toBe(1);
+      expect(blocked.stderr).toMatch(new RegExp(`^savedq: data directory .* is in use by process ${foreign.pid} \\(started [^)]+\\); gave up after 1 s`));
+    } finally {
+      foreign.kill('SIGKILL');
+      await new Promise((r) => foreign.once('exit', r));
+    }
+    // Killed outright, it left its status file behind, naming a process that is gone.
+    expect(existsSync(status)).toBe(true);
+    const after = await cli(['run', 'logs.all', '-p', 'project=x', '--lock-wait', '1'], { env });
+    expect(after.code, after.stderr).toBe(0);
+  }, 60_000);
+
+  it('a status file a killed engine left, whose PID another process has now, does not hold the directory', async () => {
+    // As after a restart: the PID in the file is some other live process's, which has nothing open there.
+    const other = spawn('sleep', ['60'], { stdio: 'ignore' });
+    try {
+      writeFileSync(join(env.SAVEDQ_DATA_DIR, 'status'), `PID: ${other.pid}\nStarted at: 2026-01-01 00:00:00\nRevision: 1\n`);
+      const r = await cli(['run', 'logs.all', '-p', 'project=x', '--lock-wait', '1'], { env });
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toBe('[]\n');
+    } finally {
+      other.kill();
+    }
   });
 });

@@ -1,4 +1,4 @@
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BusyError } from '../errors.js';
 import { toWarehouseError } from './errors.js';
@@ -25,20 +25,49 @@ const LOCK_STALE_MS = 10_000;
 const LOCK_FILE = '.savedq.lock';
 const OWNER_FILE = '.savedq.owner';
 
+/** The engine's own status file in a data directory: its PID, kept open while the engine runs. */
+const ENGINE_STATUS_FILE = 'status';
+
 /** The live process named in an owner file (ours, or the engine's own status file). */
 function holderOf(dataDir: string): { pid: number; since: string } | undefined {
-  for (const name of [OWNER_FILE, 'status']) {
+  for (const name of [OWNER_FILE, ENGINE_STATUS_FILE]) {
     try {
-      const status = readFileSync(join(dataDir, name), 'utf8');
+      const file = join(dataDir, name);
+      const status = readFileSync(file, 'utf8');
       const pid = Number(/PID:\s*(\d+)/.exec(status)?.[1]);
       if (!pid || pid === process.pid) continue;
       process.kill(pid, 0);
+      if (name === ENGINE_STATUS_FILE && !holdsOpen(pid, file)) continue;
       return { pid, since: /Started at:\s*(.+)/.exec(status)?.[1]?.trim() ?? '' };
     } catch {
       // no such file, or its process is gone
     }
   }
   return undefined;
+}
+
+/**
+ * Whether a live process has a file open. An engine killed outright leaves its status file behind, and
+ * once its PID is given to another process (after a restart, say) the file names a process that has
+ * nothing to do with the directory; a copy of a directory made while its engine ran names that engine,
+ * which holds the original. Where /proc cannot tell (another system, another user), it is taken as open.
+ */
+function holdsOpen(pid: number, file: string): boolean {
+  let target: string;
+  let fds: string[];
+  try {
+    target = realpathSync(file);
+    fds = readdirSync(`/proc/${pid}/fd`);
+  } catch {
+    return true;
+  }
+  return fds.some((fd) => {
+    try {
+      return readlinkSync(`/proc/${pid}/fd/${fd}`) === target;
+    } catch {
+      return false; // closed meanwhile
+    }
+  });
 }
 
 /**
