@@ -146,7 +146,7 @@ describe('savedq (the built CLI)', () => {
 
   it('says on standard error, with --verbose, that a result came from the cache and how old it is', async () => {
     const args = ['run', 'usage.api-counts', '-p', 'project=verbose', '-p', 'interval=daily'];
-    expect((await run('--verbose', ...args)).stderr).toBe('usage.api-counts: 0 rows (cached)\n');
+    expect((await run('--verbose', ...args)).stderr).toBe('usage.api-counts: 0 rows, kept in the cache for 900 s\n');
     const hit = await run('--verbose', ...args);
     expect(hit.stderr).toMatch(/^usage.api-counts: from cache, computed \d+ s ago\n$/);
     expect(hit.stdout).toBe('[]\n');

@@ -28,6 +28,7 @@ export async function runCommand(lib: Savedq, options: RunOptions, io: Io): Prom
     const age = Math.max(0, Math.round((lib.clock() - result.computedAt) / 1000));
     note(io, options, `${result.endpoint.name}: from cache, computed ${age} s ago`);
   } else {
-    note(io, options, `${result.endpoint.name}: ${result.rows.length} rows${result.cache === 'miss' ? ' (cached)' : ''}`);
+    const kept = result.cache === 'miss' ? `, kept in the cache for ${result.endpoint.cacheSeconds} s` : '';
+    note(io, options, `${result.endpoint.name}: ${result.rows.length} rows${kept}`);
   }
 }
