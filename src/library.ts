@@ -131,6 +131,14 @@ interface Shared<T> {
   readonly leader: boolean;
 }
 
+/** Identical work in flight, and how many of its callers still wait for it. */
+interface InFlight {
+  readonly work: Promise<RunResult>;
+  /** Aborted when every caller has given up: work that has not begun is then never begun. */
+  readonly controller: AbortController;
+  waiting: number;
+}
+
 /**
  * The endpoint library: every surface (CLI commands, HTTP) goes through it. It opens the warehouse only
  * when a statement must actually run (a cache hit never loads the engine), and closes it on `close()`.
@@ -144,7 +152,7 @@ export class Savedq {
   #reported: QueryCatalog | undefined;
   #warehouse: Promise<Warehouse> | undefined;
   /** Identical work in flight, shared. */
-  readonly #inFlight = new Map<string, Promise<RunResult>>();
+  readonly #inFlight = new Map<string, InFlight>();
   readonly #ownsEngine: boolean;
   #share: Promise<SharedWarehouse | undefined> | undefined;
   readonly #signal: AbortSignal | undefined;
@@ -278,7 +286,7 @@ export class Savedq {
   async runPrepared(call: PreparedCall, mode: CacheMode = 'use', signal?: AbortSignal): Promise<RunResult> {
     const { cached, key } = this.#keyOf(call);
     if (call.endpoint.cacheSeconds === 0 || mode === 'bypass') {
-      const result = await untilAborted(this.#shared(`uncached:${key}`, () => this.execute(call)).work, signal);
+      const result = await untilAborted(this.#shared(`uncached:${key}`, (gone) => this.execute(call, gone), signal).work, signal);
       return { ...result, warnings: this.takeWarnings() };
     }
 
@@ -290,11 +298,15 @@ export class Savedq {
     // run stored its result would otherwise start that run again after it had finished.
     const shared =
       mode === 'use'
-        ? this.#shared(`lookup:${key}`, async () => {
-            const hit = await this.cache.get(key);
-            return hit && this.#fresh(call, hit, this.clock()) ? hitResult(call, hit) : this.#refresh(key, call).work;
-          })
-        : this.#refresh(key, call);
+        ? this.#shared(
+            `lookup:${key}`,
+            async (gone) => {
+              const hit = await this.cache.get(key);
+              return hit && this.#fresh(call, hit, this.clock()) ? hitResult(call, hit) : this.#refresh(key, call, gone).work;
+            },
+            signal,
+          )
+        : this.#refresh(key, call, signal);
     const result = await untilAborted(shared.work, signal);
     if (result.cache === 'hit') return this.#answer(key, cached, call, result, this.clock());
     // The caller that ran the query records it as served; those that joined it go by the throttle.
@@ -330,12 +342,16 @@ export class Savedq {
   }
 
   /** Runs a call and stores its result; identical calls already running share that run. */
-  #refresh(key: string, call: PreparedCall): Shared<RunResult> {
-    return this.#shared(key, async () => {
-      const result = await this.execute(call);
-      await this.cache.set(key, { rows: result.rows, computedAt: result.computedAt });
-      return { ...result, cache: 'miss' as const };
-    });
+  #refresh(key: string, call: PreparedCall, signal?: AbortSignal): Shared<RunResult> {
+    return this.#shared(
+      key,
+      async (gone) => {
+        const result = await this.execute(call, gone);
+        await this.cache.set(key, { rows: result.rows, computedAt: result.computedAt });
+        return { ...result, cache: 'miss' as const };
+      },
+      signal,
+    );
   }
 
   /**
@@ -355,13 +371,44 @@ export class Savedq {
     if (due) await this.cache.markServed(key, { call, servedAt: now, computedAt: result.computedAt });
   }
 
-  /** Identical work already in flight is joined rather than started again. */
-  #shared(key: string, work: () => Promise<RunResult>): Shared<RunResult> {
-    const pending = this.#inFlight.get(key);
-    if (pending) return { work: pending, leader: false };
-    const started = work().finally(() => this.#inFlight.delete(key));
-    this.#inFlight.set(key, started);
-    return { work: started, leader: true };
+  /**
+   * Identical work already in flight is joined rather than started again. A caller with a signal (an
+   * HTTP client, an interruptible command) may give up; when every caller has, the work is told so
+   * (`gone`): a query still waiting for its turn in the engine is then never run, and the next
+   * identical call starts afresh. A caller without a signal keeps the work going.
+   */
+  #shared(key: string, work: (gone: AbortSignal) => Promise<RunResult>, signal?: AbortSignal): Shared<RunResult> {
+    let entry = this.#inFlight.get(key);
+    const leader = entry === undefined;
+    if (!entry) {
+      const controller = new AbortController();
+      const made: InFlight = {
+        work: work(controller.signal).finally(() => {
+          if (this.#inFlight.get(key) === made) this.#inFlight.delete(key);
+        }),
+        controller,
+        waiting: 0,
+      };
+      this.#inFlight.set(key, made);
+      entry = made;
+    }
+    const joined = entry;
+    joined.waiting += 1;
+    if (signal) {
+      const leave = () => {
+        joined.waiting -= 1;
+        if (joined.waiting > 0) return;
+        if (this.#inFlight.get(key) === joined) this.#inFlight.delete(key);
+        joined.work.catch(() => undefined); // no one is left to hear how it ended
+        joined.controller.abort(signal.reason);
+      };
+      if (signal.aborted) leave();
+      else {
+        signal.addEventListener('abort', leave, { once: true });
+        void joined.work.finally(() => signal.removeEventListener('abort', leave)).catch(() => undefined);
+      }
+    }
+    return { work: joined.work, leader };
   }
 
   /**
@@ -369,7 +416,7 @@ export class Savedq {
    * server's client also gives up a little after it): it counts from when the query starts, never while
    * the data directory is awaited, which is bounded on its own (a busy directory is a BusyError).
    */
-  async execute(call: PreparedCall): Promise<RunResult> {
+  async execute(call: PreparedCall, signal?: AbortSignal): Promise<RunResult> {
     checkPatterns(call.endpoint, call.params);
     // The runner (and the warehouse client's types) is only needed when a query really runs: not on a hit.
     const { executeQuery } = await import('./queries/run.js');
@@ -378,6 +425,7 @@ export class Savedq {
       const rows = await executeQuery(warehouse, call.endpoint, call.params, {
         now: call.at ?? microsFromDate(startedAt),
         timeoutSeconds: this.config.queryTimeoutSeconds,
+        signal,
       });
       return { endpoint: call.endpoint, params: call.params, rows, cache: 'off' as const, computedAt: startedAt, warnings: [] };
     });

@@ -13,6 +13,7 @@ mkdirSync(queries);
 writeFileSync(join(queries, 'slow.sql'), 'SELECT count() AS n FROM numbers(20000000000) WHERE number % 7 = 3\n');
 // Two seconds, whatever the machine: four rows, half a second each.
 writeFileSync(join(queries, 'nap.sql'), 'SELECT sleepEachRow(0.5) AS z FROM numbers(4)\n');
+writeFileSync(join(queries, 'nap.again.sql'), 'SELECT sleepEachRow(0.5) AS again FROM numbers(4)\n');
 writeFileSync(join(queries, 'rows.of.sql'), '/*\nparams:\n  p: { type: string, required: true }\n*/\nSELECT count() AS n, uniqExact(id) AS ids FROM edge_logs WHERE project = @p\n');
 // A second's lock wait: a command that waited for the data directory rather than use serve would fail.
 const env = { SAVEDQ_DATA_DIR: join(dir, 'data'), SAVEDQ_CACHE_FILE: join(dir, 'cache.sqlite'), SAVEDQ_QUERIES: queries, SAVEDQ_LOCK_WAIT: '1' };
@@ -200,6 +201,32 @@ describe('a running serve shares its engine', () => {
     expect((user ?? 99) + (sys ?? 99)).toBeLessThan(1.2);
     holder.kill('SIGINT');
     expect(await exited).toBe(130);
+  }, 60_000);
+
+  it('a query whose HTTP client went away while it waited its turn is not run; the log says 499', async () => {
+    const server = await serve();
+    const get = (what: string, signal?: AbortSignal) => fetch(`${server.url}/api/endpoints/query/${what}`, { headers: { 'X-API-KEY': KEY }, signal });
+    const firstDone = get('nap').then(async (r) => {
+      expect(r.status).toBe(200);
+      await r.text();
+      return Date.now();
+    }); // runs 2 s
+    await new Promise((r) => setTimeout(r, 500));
+    const impatient = new AbortController();
+    const second = get('nap.again', impatient.signal).catch((err: unknown) => err); // queued behind the first
+    await new Promise((r) => setTimeout(r, 500));
+    impatient.abort();
+    expect(await second).toBeInstanceOf(Error);
+    const quick = await get('rows.of?p=acme-shop');
+    const quickDone = Date.now();
+    expect(quick.status).toBe(200);
+    // Right after the first nap, not after a second one (2 s more).
+    expect(quickDone - (await firstDone)).toBeLessThan(1_500);
+    await server.waitFor(/ GET nap\.again 499 \d+ms /);
+    // The same query asked again is run afresh, not joined to the one given up.
+    const again = await get('nap.again');
+    expect(again.status).toBe(200);
+    expect(await again.json()).toEqual({ result: [{ again: 0 }, { again: 0 }, { again: 0 }, { again: 0 }] });
   }, 60_000);
 
   it('a query whose process was killed while it waited its turn in serve is not run', async () => {

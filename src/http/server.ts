@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { BusyError, DefinitionError, InputError, MethodNotAllowedError, NotFoundError, SavedqError, UnauthorizedError, UriTooLongError } from '../errors.js';
+import { BusyError, DefinitionError, InputError, InterruptedError, MethodNotAllowedError, NotFoundError, SavedqError, UnauthorizedError, UriTooLongError } from '../errors.js';
 import type { RawParams } from '../queries/params.js';
 import type { PreparedCall, RunResult, Savedq } from '../library.js';
 import type { Row } from '../queries/types.js';
@@ -160,7 +160,7 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     return body;
   };
 
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<{ what: string; cache: string }> {
+  async function handle(req: IncomingMessage, res: ServerResponse, gone: AbortSignal): Promise<{ what: string; cache: string }> {
     const rawUrl = req.url ?? '/';
     if (rawUrl.length > MAX_URL_LENGTH) throw new UriTooLongError(`the request URL is longer than ${MAX_URL_LENGTH} bytes.`);
     const q = rawUrl.indexOf('?');
@@ -185,8 +185,9 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     const cacheControl = req.headers['cache-control'];
     const refresh = cacheControl !== undefined && /(^|,)\s*no-cache\s*(,|$)/i.test(cacheControl);
     // The query's time limit is the library's, counted from when the query starts (not while the data
-    // directory is awaited: a busy one answers 503 with Retry-After).
-    return reply(res, await lib.runPrepared(await prepared(path, search), refresh ? 'refresh' : 'use'));
+    // directory is awaited: a busy one answers 503 with Retry-After). A client that goes away first
+    // stops waiting; its query, when no one else waits for it and it has not begun, is not run.
+    return reply(res, await lib.runPrepared(await prepared(path, search), refresh ? 'refresh' : 'use', gone));
   }
 
   /** A query answered from what was served a moment ago: no await, no promise (the hot path of a busy server). */
@@ -205,10 +206,10 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
 
   const server = createServer({ maxHeaderSize: 16 * 1024, requestTimeout: (options.timeoutSeconds + 30) * 1000, headersTimeout: 20_000 }, (req, res) => {
     const started = performance.now();
-    const done = (what: string, cache: string) => {
+    const done = (what: string, cache: string, status = res.statusCode) => {
       if (options.logRequests === false) return;
       const ms = Math.round(performance.now() - started);
-      options.log(`${timestamp()} ${req.method} ${what} ${res.statusCode} ${ms}ms cache=${cache}`);
+      options.log(`${timestamp()} ${req.method} ${what} ${status} ${ms}ms cache=${cache}`);
     };
     const quick = answerAtOnce(req, res);
     if (quick) {
@@ -218,7 +219,11 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     inFlight += 1;
     let what = '-';
     let cache = '-';
-    handle(req, res)
+    const gone = new AbortController();
+    res.once('close', () => {
+      if (!res.writableEnded) gone.abort(new InterruptedError('the client closed the connection before the answer.'));
+    });
+    handle(req, res, gone.signal)
       .then((r) => ({ what, cache } = r))
       .catch((err: unknown) => sendError(res, err, options.log))
       .finally(() => {
@@ -226,7 +231,8 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
           const path = (req.url ?? '').split('?')[0] ?? '';
           what = path.startsWith(QUERY_PREFIX) ? path.slice(QUERY_PREFIX.length, QUERY_PREFIX.length + 64) : path.slice(0, 64);
         }
-        done(what, cache);
+        // 499, as nginx logs it: the client closed the connection before the answer.
+        done(what, cache, gone.signal.aborted ? 499 : res.statusCode);
         inFlight -= 1;
         if (inFlight === 0) drained?.();
       });

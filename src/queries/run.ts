@@ -15,6 +15,8 @@ export interface ExecuteOptions {
   readonly now: Micros;
   /** Per-query time limit, enforced by the engine. */
   readonly timeoutSeconds: number;
+  /** Aborted when no one waits for the answer any more: a query not yet begun is not begun. */
+  readonly signal?: AbortSignal | undefined;
 }
 
 /** A saved query can read, never write, and cannot take the whole machine. */
@@ -50,7 +52,7 @@ export async function executeQuery(
   const settings = querySettings(query, options.timeoutSeconds);
   let rows;
   try {
-    rows = await warehouse.query(query.boundSql, bindValues(query, params, options.now), settings);
+    rows = await warehouse.query(query.boundSql, bindValues(query, params, options.now), settings, options.signal);
   } catch (err) {
     // The embedded engine is as new as savedq: SQL it cannot parse is the definition's mistake.
     if (warehouse.embedded && isSyntaxError(err)) {
