@@ -53,6 +53,7 @@ LIMIT @top
 `,
 );
 write('edited', '/*\ncache: 900\nwarm: 300\n*/\nSELECT 1 AS version\n');
+write('echo', '/*\nparams:\n  s: { type: string, required: true }\ncache: 60\n*/\nSELECT @s AS s, length(@s) AS bytes\n');
 
 const lib = testLibrary({ queries: [folder] });
 const KEY = 'user-query-key';
@@ -274,6 +275,17 @@ describe('a user query over HTTP', () => {
     const byId = await get(`/api/endpoints/query/${id}?project=shop&days=7`);
     expect(byId).toMatchObject({ status: 200, body: byName.body });
     expect(byId.headers.get('x-cache')).toBe('HIT');
+  });
+
+  it('sends text beyond ASCII whole, its Content-Length in bytes, on a miss and on a hit', async () => {
+    const text = 'héllo – ✓ 😀 ñ';
+    for (const cache of ['MISS', 'HIT']) {
+      const res = await fetch(`${server.url}/api/endpoints/query/echo?s=${encodeURIComponent(text)}`, { headers: { 'X-API-KEY': KEY } });
+      const raw = Buffer.from(await res.arrayBuffer());
+      expect(res.headers.get('x-cache')).toBe(cache);
+      expect(res.headers.get('content-length')).toBe(String(raw.length));
+      expect(JSON.parse(raw.toString('utf8'))).toEqual({ result: [{ s: text, bytes: Buffer.byteLength(text) }] });
+    }
   });
 
   it('refuses a value not of its type with 400, naming the parameter', async () => {

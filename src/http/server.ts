@@ -140,21 +140,22 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     for (const warning of result.warnings) options.log(`warning: ${warning}`);
     const body = bodyOf(result.rows);
     if (result.endpoint.cacheSeconds === 0) {
-      res.writeHead(200, ['Content-Type', JSON_TYPE, 'Content-Length', String(body.length)]);
-      res.end(body);
+      res.writeHead(200, ['Content-Type', JSON_TYPE, 'Content-Length', body.length]);
+      res.end(body.text);
       return { what: result.endpoint.name, cache: '-' };
     }
     const cache = result.cache === 'hit' ? 'HIT' : 'MISS';
     const age = String(Math.max(0, Math.floor((lib.clock() - result.computedAt) / 1000)));
-    res.writeHead(200, ['Content-Type', JSON_TYPE, 'Content-Length', String(body.length), 'X-Cache', cache, 'Age', age]);
-    res.end(body);
+    res.writeHead(200, ['Content-Type', JSON_TYPE, 'Content-Length', body.length, 'X-Cache', cache, 'Age', age]);
+    res.end(body.text);
     return { what: result.endpoint.name, cache };
   };
-  const bodies = new WeakMap<readonly Row[], Buffer>();
-  const bodyOf = (rows: Row[]): Buffer => {
+  const bodies = new WeakMap<readonly Row[], { text: string; length: string }>();
+  const bodyOf = (rows: Row[]): { text: string; length: string } => {
     let body = bodies.get(rows);
     if (!body) {
-      body = Buffer.from(JSON.stringify({ result: rows }));
+      const text = JSON.stringify({ result: rows });
+      body = { text, length: String(Buffer.byteLength(text)) };
       bodies.set(rows, body);
     }
     return body;
