@@ -102,8 +102,8 @@ export function atText(at: Micros | undefined): string {
 }
 
 /** A call's answer from a stored result. */
-function hitResult(call: PreparedCall, hit: CachedResult): RunResult {
-  return { endpoint: call.endpoint, params: call.params, rows: hit.rows, cache: 'hit', computedAt: hit.computedAt, warnings: [] };
+function hitResult(call: PreparedCall, hit: CachedResult, warnings: readonly string[] = []): RunResult {
+  return { endpoint: call.endpoint, params: call.params, rows: hit.rows, cache: 'hit', computedAt: hit.computedAt, warnings };
 }
 
 function memoKey(source: DefinitionSource): string {
@@ -327,7 +327,7 @@ export class Savedq {
     if (!recent || now - recent.seenAt >= RECENT_MS || !this.#fresh(call, recent.result, now)) return undefined;
     void this.#served(key, cached, recent.result, now);
     const warnings = this.cache.warnings.length > 0 || this.#reported !== this.#queries ? this.takeWarnings() : NO_WARNINGS;
-    return { ...hitResult(call, recent.result), warnings };
+    return hitResult(call, recent.result, warnings);
   }
 
   /** Whether a stored result is young enough to serve for this call. */
@@ -338,7 +338,7 @@ export class Savedq {
   /** Serves a result from the cache. */
   async #answer(key: string, cached: CachedCall, call: PreparedCall, hit: CachedResult, now: number): Promise<RunResult> {
     await this.#served(key, cached, hit, now);
-    return { ...hitResult(call, hit), warnings: this.takeWarnings() };
+    return hitResult(call, hit, this.takeWarnings());
   }
 
   /** Runs a call and stores its result; identical calls already running share that run. */
@@ -358,7 +358,7 @@ export class Savedq {
    * Remembers a result just served, and records the call as served (which keeps it in the warm set);
    * a busy server writes that record at most every SERVED_EVERY_MS per call.
    */
-  async #served(key: string, call: CachedCall, result: CachedResult, now: number, force = false): Promise<void> {
+  #served(key: string, call: CachedCall, result: CachedResult, now: number, force = false): Promise<void> | undefined {
     const previous = this.#recent.get(key);
     const due = force || !previous || now < previous.markedAt || now - previous.markedAt >= SERVED_EVERY_MS;
     this.#recent.delete(key);
@@ -368,7 +368,8 @@ export class Savedq {
       markedAt: due ? now : (previous?.markedAt ?? now),
     });
     if (this.#recent.size > RECENT_ENTRIES) this.#recent.delete(this.#recent.keys().next().value as string);
-    if (due) await this.cache.markServed(key, { call, servedAt: now, computedAt: result.computedAt });
+    // Synchronous when there is nothing to write: a busy server's hot path makes no promise here.
+    return due ? this.cache.markServed(key, { call, servedAt: now, computedAt: result.computedAt }) : undefined;
   }
 
   /**
