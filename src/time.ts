@@ -70,3 +70,11 @@ export function toIsoMicros(micros: Micros): string {
   const { date, fraction } = splitMicros(micros);
   return `${date.toISOString().slice(0, 19)}.${fraction}Z`;
 }
+
+/** The time now as ISO 8601, made once a millisecond however many log lines a millisecond has. */
+let stamp = { ms: 0, text: '' };
+export function isoNow(): string {
+  const ms = Date.now();
+  if (ms !== stamp.ms) stamp = { ms, text: new Date(ms).toISOString() };
+  return stamp.text;
+}

@@ -222,7 +222,7 @@ describe('a running serve shares its engine', () => {
     expect(quick.status).toBe(200);
     // Right after the first nap, not after a second one (2 s more).
     expect(quickDone - (await firstDone)).toBeLessThan(1_500);
-    await server.waitFor(/ GET nap\.again 499 \d+ms /);
+    await server.waitFor(/^\d{4}-\d\d-\d\dT[\d:.]+Z GET nap\.again 499 \d+ms cache=-$/m);
     // The same query asked again is run afresh, not joined to the one given up.
     const again = await get('nap.again');
     expect(again.status).toBe(200);

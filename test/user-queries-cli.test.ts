@@ -143,7 +143,7 @@ describe('serve and SIGHUP', () => {
     writeFileSync(join(folder, 'two.sql'), '/*\ndescription: second\n*/\nSELECT 2 AS n\n');
     writeFileSync(join(folder, 'one.sql'), '/*\ndescription: first, edited\n*/\nSELECT 11 AS n\n');
     server.child.kill('SIGHUP');
-    await server.waitFor(/reloaded: 5 saved queries/);
+    await server.waitFor(/^\d{4}-\d\d-\d\dT[\d:.]+Z reloaded: 5 saved queries$/m);
     expect(await get('two')).toEqual({ status: 200, body: { result: [{ n: 2 }] } });
     expect(await get('one')).toEqual({ status: 200, body: { result: [{ n: 11 }] } });
     const paths = Object.keys(((await (await fetch(`${server.url}/openapi.json`)).json()) as { paths: object }).paths);
@@ -152,12 +152,16 @@ describe('serve and SIGHUP', () => {
     writeFileSync(join(folder, 'two.sql'), '/*\ndescription: broken now\nparams:\n  x: { type: nope }\n*/\nSELECT @x\n');
     writeFileSync(join(folder, 'three.sql'), '/*\ndescription: third\n*/\nSELECT 3 AS n\n');
     server.child.kill('SIGHUP');
-    await server.waitFor(/reload failed, still serving the previous queries: .*two\.sql:4: unknown type 'nope'/);
+    await server.waitFor(/^\d{4}-\d\d-\d\dT[\d:.]+Z reload failed, still serving the previous queries: .*two\.sql:4: unknown type 'nope'/m);
     expect(await get('two')).toEqual({ status: 200, body: { result: [{ n: 2 }] } });
     expect((await get('three')).status).toBe(404);
 
     server.child.kill('SIGTERM');
     expect(await server.exited).toBe(0);
+    // Every line of its log has its time: requests, reloads, stopping.
+    const lines = server.stderr().trimEnd().split('\n');
+    expect(lines.filter((l) => !/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z \S/.test(l))).toEqual([]);
+    expect(lines.some((l) => / SIGTERM: finishing requests in flight, then stopping$/.test(l))).toBe(true);
   });
 });
 

@@ -4,6 +4,7 @@ import { problemText, QueryCatalog, type DefinitionSource } from '../queries/cat
 import { startServer, type RunningServer } from '../http/server.js';
 import type { EngineShare } from '../warehouse/share-server.js';
 import type { Savedq } from '../library.js';
+import { isoNow } from '../time.js';
 import type { CommonOptions, Io } from './io.js';
 
 /** Options of `savedq serve`. */
@@ -74,9 +75,7 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
   }
   options.onListening?.();
   // Said even with --quiet: it is where the server is (with --port 0, the only way to know).
-  io.stderr.write(
-    `savedq serve listening on ${server.url} (${lib.config.url === undefined ? 'embedded engine' : 'ClickHouse server'}, ${queries.length} saved queries)\n`,
-  );
+  log.always(`savedq serve listening on ${server.url} (${lib.config.url === undefined ? 'embedded engine' : 'ClickHouse server'}, ${queries.length} saved queries)`);
   const onHangup = () => void reloadQueries(lib, log);
   await new Promise<void>((resolve) => {
     let stopping = false;
@@ -121,13 +120,13 @@ export async function reloadQueries(lib: Savedq, log: (line: string) => void): P
 }
 
 /**
- * The server's log on standard error (one line a request): gathered and written once per turn of the
- * event loop, so a busy server does not stop to write each line. Only warnings and failures with --quiet.
+ * The server's log on standard error, each line with its time (one line a request, and what the server
+ * does: reloads, warming, stopping): gathered and written once per turn of the event loop, so a busy
+ * server does not stop to write each line. Only warnings and failures with --quiet.
  */
-function bufferedLog(io: Io, options: CommonOptions): (line: string) => void {
+function bufferedLog(io: Io, options: CommonOptions): ServerLog {
   let pending: string[] = [];
-  return (line) => {
-    if (options.quiet && !line.startsWith('warning') && !line.includes('failed')) return;
+  const always = (line: string) => {
     if (pending.length === 0) {
       setImmediate(() => {
         const text = pending.join('');
@@ -135,6 +134,17 @@ function bufferedLog(io: Io, options: CommonOptions): (line: string) => void {
         io.stderr.write(text);
       });
     }
-    pending.push(`${line}\n`);
+    pending.push(`${isoNow()} ${line}\n`);
   };
+  const log = (line: string) => {
+    if (options.quiet && !line.startsWith('warning') && !line.includes('failed')) return;
+    always(line);
+  };
+  return Object.assign(log, { always });
+}
+
+/** The server's log: a line, unless --quiet leaves it out; `always`, a line even with --quiet. */
+interface ServerLog {
+  (line: string): void;
+  always(line: string): void;
 }

@@ -58,14 +58,6 @@ function decode(text: string): string {
   }
 }
 
-/** The time now as ISO 8601, made once a millisecond however many log lines a millisecond has. */
-let stamp = { ms: 0, text: '' };
-function timestamp(): string {
-  const ms = Date.now();
-  if (ms !== stamp.ms) stamp = { ms, text: new Date(ms).toISOString() };
-  return stamp.text;
-}
-
 /** Answers with a JSON body (an object, or JSON text already serialised). */
 function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
@@ -210,7 +202,7 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     const done = (what: string, cache: string, status = res.statusCode) => {
       if (options.logRequests === false) return;
       const ms = Math.round(performance.now() - started);
-      options.log(`${timestamp()} ${req.method} ${what} ${status} ${ms}ms cache=${cache}`);
+      options.log(`${req.method} ${what} ${status} ${ms}ms cache=${cache}`);
     };
     const quick = answerAtOnce(req, res);
     if (quick) {
