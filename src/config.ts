@@ -126,6 +126,9 @@ export function resolveServeSettings(flags: ServeFlags, env: Env = process.env):
   };
 }
 
+/** The longest API key, in bytes (UTF-8): keys are compared in buffers of one length (http/keys.ts). */
+export const MAX_API_KEY_BYTES = 511;
+
 function apiKeys(file: string | undefined, envKeys: string | undefined): string[] {
   let list: string;
   if (file !== undefined) {
@@ -144,6 +147,8 @@ function apiKeys(file: string | undefined, envKeys: string | undefined): string[
     .map((k) => k.trim())
     .filter((k) => k !== '' && !k.startsWith('#'));
   if (keys.length === 0) throw new InputError('serve needs at least one API key: set SAVEDQ_API_KEYS or give --api-key-file.');
+  const long = keys.findIndex((k) => Buffer.byteLength(k) > MAX_API_KEY_BYTES);
+  if (long >= 0) throw new InputError(`API key ${long + 1} is ${Buffer.byteLength(keys[long] as string)} bytes long; a key is at most ${MAX_API_KEY_BYTES}.`);
   return keys;
 }
 

@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { resolveConfig } from '../src/config.js';
 import { startServer, type RunningServer } from '../src/http/server.js';
+import { keyChecker } from '../src/http/keys.js';
 import { Savedq } from '../src/library.js';
 import { shareWarehouse } from '../src/warehouse/share-server.js';
 import { binPath, cli, endpoints, findEndpoint, load, startServe, tempDir } from './helpers.js';
@@ -233,6 +234,18 @@ describe('savedq serve faults', () => {
     const r = await cli(['serve', '--port', '0'], { env: { SAVEDQ_DATA_DIR: join(dir, 'd2') } });
     expect(r.code).toBe(2);
     expect(r.stderr).toBe('savedq: serve needs at least one API key: set SAVEDQ_API_KEYS or give --api-key-file.\n');
+  });
+
+  it('refuses a key longer than it can compare (exit 2, naming which); takes one just short of it', async () => {
+    const long = 'k'.repeat(600);
+    const r = await cli(['serve', '--port', '0'], { env: { SAVEDQ_DATA_DIR: join(dir, 'd3'), SAVEDQ_API_KEYS: `short,${long}` } });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe('savedq: API key 2 is 600 bytes long; a key is at most 511.\n');
+    // 511 bytes, some of them in characters of two bytes: accepted whole, and only whole.
+    const key = `${'é'.repeat(100)}${'x'.repeat(311)}`;
+    expect(Buffer.byteLength(key)).toBe(511);
+    const isKey = keyChecker([key, 'other']);
+    expect([isKey(key), isKey(key.slice(0, -1)), isKey(`${key}x`), isKey(long), isKey('other'), isKey('')]).toEqual([true, false, false, false, true, false]);
   });
 
   /** `savedq serve` as a child process on a data directory of its own, once it listens. */

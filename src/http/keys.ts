@@ -1,13 +1,15 @@
 import { timingSafeEqual } from 'node:crypto';
+import { MAX_API_KEY_BYTES } from '../config.js';
 
-/** Keys are compared in a buffer of this many bytes; a longer presented key is simply wrong. */
-const KEY_BYTES = 512;
+/** Keys are compared in a buffer of this many bytes (a zero at least after each); a longer presented key is simply wrong. */
+const KEY_BYTES = MAX_API_KEY_BYTES + 1;
 
-/** Text in a zero-padded buffer of KEY_BYTES, or undefined when it does not fit. */
-function padded(text: string): Buffer | undefined {
+/** A key in a zero-padded buffer of KEY_BYTES (the configuration refuses a key too long for one). */
+function padded(key: string): Buffer {
+  if (Buffer.byteLength(key) > MAX_API_KEY_BYTES) throw new Error(`an API key is longer than ${MAX_API_KEY_BYTES} bytes`);
   const buffer = Buffer.alloc(KEY_BYTES);
-  const written = buffer.write(text, 'utf8');
-  return Buffer.byteLength(text) === written && written < KEY_BYTES ? buffer : undefined;
+  buffer.write(key, 'utf8');
+  return buffer;
 }
 
 /**
@@ -16,7 +18,7 @@ function padded(text: string): Buffer | undefined {
  * presented key's length is compared in the buffer too (the padding is zeros, which no key holds).
  */
 export function keyChecker(keys: readonly string[]): (presented: string | undefined) => boolean {
-  const accepted = keys.map(padded).filter((k): k is Buffer => k !== undefined);
+  const accepted = keys.map(padded);
   const candidate = Buffer.alloc(KEY_BYTES);
   return (presented) => {
     if (presented === undefined || presented === '') return false;
