@@ -3,7 +3,7 @@ import type { Config } from './config.js';
 import { InputError } from './errors.js';
 import type { LoadInput, LoadOptions, LoadReport } from './load/index.js';
 import { builtinQueriesDir } from './package.js';
-import { brokenText, QueryCatalog, type DefinitionMemo, type DefinitionSource } from './queries/catalog.js';
+import { brokenText, QueryCatalog, sourceKey, type DefinitionMemo } from './queries/catalog.js';
 import { checkPatterns, normaliseParams, quoteValue, type RawParams } from './queries/params.js';
 import type { NormalisedParams, Row, SavedQuery } from './queries/types.js';
 import { microsFromDate, parseIsoTimestamp, toIsoMicros, type Micros } from './time.js';
@@ -104,10 +104,6 @@ export function atText(at: Micros | undefined): string {
 /** A call's answer from a stored result. */
 function hitResult(call: PreparedCall, hit: CachedResult, warnings: readonly string[] = []): RunResult {
   return { endpoint: call.endpoint, params: call.params, rows: hit.rows, cache: 'hit', computedAt: hit.computedAt, warnings };
-}
-
-function memoKey(source: DefinitionSource): string {
-  return `${source.version}:${source.builtin ? 'b' : 'u'}:${source.stem}:${source.text}`;
 }
 
 function cachedCall(call: PreparedCall): CachedCall {
@@ -255,8 +251,8 @@ export class Savedq {
 
   /** The results cache as a memo of definitions read before, keyed by their whole text (exact; no digest to compute). */
   readonly #definitions: DefinitionMemo = {
-    get: (source) => this.cache.getDefinition(memoKey(source)),
-    set: (source, reading) => this.cache.setDefinition(memoKey(source), reading),
+    get: (source) => this.cache.getDefinition(sourceKey(source)),
+    set: (source, reading) => this.cache.setDefinition(sourceKey(source), reading),
   };
 
   /** Runs a saved query, through the results cache when the endpoint is cached. */

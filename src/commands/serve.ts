@@ -1,6 +1,6 @@
 import { resolveServeSettings } from '../config.js';
 import { DefinitionError, InputError } from '../errors.js';
-import { problemText, QueryCatalog, type DefinitionSource } from '../queries/catalog.js';
+import { problemText, QueryCatalog, readSource, sourceKey, type DefinitionSource } from '../queries/catalog.js';
 import { startServer, type RunningServer } from '../http/server.js';
 import type { EngineShare } from '../warehouse/share-server.js';
 import type { Savedq } from '../library.js';
@@ -39,13 +39,13 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
   let share: EngineShare | undefined;
   if (lib.config.url === undefined) {
     const warehouse = await lib.warehouse();
-    const [{ shareWarehouse }, { readSource }] = await Promise.all([import('../warehouse/share-server.js'), import('../queries/catalog.js')]);
+    const { shareWarehouse } = await import('../warehouse/share-server.js');
     // Besides the engine, the server reads definitions for the others (its YAML parser is loaded), and
     // remembers each reading: a definition is a pure function of its text.
     const readings = new Map<string, Promise<unknown>>();
     const definition = (payload: unknown) => {
       const source = payload as DefinitionSource;
-      const key = `${source.version}:${source.builtin ? 'b' : 'u'}:${source.stem}:${source.text}`;
+      const key = sourceKey(source);
       let reading = readings.get(key);
       if (!reading) {
         if (readings.size >= 1000) readings.delete(readings.keys().next().value as string);

@@ -14,6 +14,11 @@ export interface DefinitionSource {
   readonly text: string;
 }
 
+/** A source as a memo's key: the whole of it (exact; no digest to compute). */
+export function sourceKey(source: DefinitionSource): string {
+  return `${source.version}:${source.builtin ? 'b' : 'u'}:${source.stem}:${source.text}`;
+}
+
 /**
  * Definitions read elsewhere, by their source (a pure function of it): the results cache remembers
  * them, and a running `serve` reads them for the processes it serves, so a run need not load the YAML
