@@ -139,6 +139,12 @@ GROUP BY path ORDER BY errors DESC;`,
     }
   });
 
+  it('lists a file’s problems in the order of its lines', () => {
+    // The SQL's ; and undeclared @dayz (line 8) are found before the unused `days` (line 3) is.
+    const found = problems(definition('params:\n  days: { type: integer, default: 7 }\ndescription: x', 'SELECT 1\nFROM t\nWHERE x > @dayz;\nSELECT 2'));
+    expect(found.map((p) => Number(p.split(':')[0]))).toEqual([3, 8, 8]);
+  });
+
   it('reports every problem of a file, not just the first', () => {
     const found = problems(definition('parms: {}\nparams:\n  v:\n    type: int\n  w: {}', 'SELECT @w, @x'));
     // The SQL is checked against the parameters once the header reads cleanly.

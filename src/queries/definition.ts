@@ -113,7 +113,8 @@ export function readDefinition(file: string, text: string, defaultName: string, 
   for (const { definition, line } of header.params) {
     if (!used.has(definition.name)) problem(line, `parameter '${definition.name}' is declared but the SQL never uses @${definition.name}.`);
   }
-  if (problems.length > 0) return { problems };
+  // In the order of the file, as an editor walks them (the checks above go by kind).
+  if (problems.length > 0) return { problems: problems.sort((a, b) => a.line - b.line) };
 
   const params = header.params.map((p) => p.definition);
   const types = new Map(params.map((p) => [p.name, clickhouseType(p)]));
