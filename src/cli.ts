@@ -357,7 +357,6 @@ function interruptible(): void {
   process.on('SIGTERM', onSignal);
 }
 
-
 interruptible();
 void main(process.argv).then((code) => {
   process.exitCode = afterOutput(code);

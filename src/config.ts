@@ -62,7 +62,7 @@ function number(value: string, what: string, bounds: { min: number; max: number;
   return n;
 }
 
-/** A yes/no environment variable: set and not empty, `0` or `false` is yes. */
+/** A yes/no environment variable: yes when set to anything but empty, `0` or `false`. */
 function envFlag(value: string | undefined): boolean {
   return value !== undefined && value !== '' && value !== '0' && value.toLowerCase() !== 'false';
 }

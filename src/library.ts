@@ -7,7 +7,7 @@ import { brokenText, QueryCatalog, sourceKey, type DefinitionMemo } from './quer
 import { checkPatterns, normaliseParams, quoteValue, type RawParams } from './queries/params.js';
 import type { NormalisedParams, Row, SavedQuery } from './queries/types.js';
 import { microsFromDate, parseIsoTimestamp, toIsoMicros, type Micros } from './time.js';
-import type { Warehouse } from './warehouse/index.js';
+import type { Warehouse, WarehouseOptions } from './warehouse/index.js';
 import type { SharedWarehouse } from './warehouse/share.js';
 import type { TableName } from './warehouse/schema.js';
 
@@ -27,7 +27,8 @@ export interface RunRequest {
   readonly cache?: CacheMode;
   /**
    * When aborted, this caller stops waiting (with the abort's reason). The query itself runs on for any
-   * identical call that joined it, and is stored as usual.
+   * identical call that joined it, and is stored as usual; when every such caller has given up before
+   * it began, it is not run.
    */
   readonly signal?: AbortSignal | undefined;
 }
@@ -174,11 +175,6 @@ export class Savedq {
     this.#signal = options.signal;
   }
 
-  /** Runs `fn` with the warehouse, opened on first use and kept open until `close()`. */
-  async #withWarehouse<T>(fn: (warehouse: Warehouse) => Promise<T>): Promise<T> {
-    return fn(await this.warehouse());
-  }
-
   async #closeWarehouse(): Promise<void> {
     const warehouse = this.#warehouse;
     this.#warehouse = undefined;
@@ -187,15 +183,13 @@ export class Savedq {
 
   /**
    * The warehouse, opened on first use (the engine and the client are imported only then): the engine a
-   * `savedq serve` shares on the data directory when one does, else the engine itself. For tests and tools.
+   * `savedq serve` shares on the data directory when one does, else the engine itself. Kept open until
+   * `close()`.
    */
   warehouse(): Promise<Warehouse> {
     if (!this.#warehouse) {
-      const { url, dataDir, lockWaitMs, queryTimeoutSeconds } = this.config;
       this.#warehouse = this.#engineShare().then(
-        async (shared) =>
-          shared ??
-          (await import('./warehouse/index.js')).openWarehouse({ url, dataDir, lockWaitMs, timeoutSeconds: queryTimeoutSeconds, signal: this.#signal, useShared: !this.#ownsEngine }),
+        async (shared) => shared ?? (await import('./warehouse/index.js')).openWarehouse({ ...this.#engineOptions(), signal: this.#signal, useShared: !this.#ownsEngine }),
       );
       this.#warehouse.catch(() => {
         this.#warehouse = undefined;
@@ -211,7 +205,7 @@ export class Savedq {
       this.#share =
         url !== undefined || this.#ownsEngine
           ? Promise.resolve(undefined)
-          : import('./warehouse/share.js').then((m) => (m.hasSocket(dataDir) ? m.connectShared(dataDir, queryTimeoutSeconds) : undefined));
+          : import('./warehouse/share.js').then((m) => m.connectShared(dataDir, queryTimeoutSeconds));
       this.#share.catch(() => (this.#share = undefined));
     }
     return this.#share;
@@ -417,15 +411,14 @@ export class Savedq {
     checkPatterns(call.endpoint, call.params);
     // The runner (and the warehouse client's types) is only needed when a query really runs: not on a hit.
     const { executeQuery } = await import('./queries/run.js');
-    return this.#withWarehouse(async (warehouse) => {
-      const startedAt = this.clock();
-      const rows = await executeQuery(warehouse, call.endpoint, call.params, {
-        now: call.at ?? microsFromDate(startedAt),
-        timeoutSeconds: this.config.queryTimeoutSeconds,
-        signal,
-      });
-      return { endpoint: call.endpoint, params: call.params, rows, cache: 'off' as const, computedAt: startedAt, warnings: [] };
+    const warehouse = await this.warehouse();
+    const startedAt = this.clock();
+    const rows = await executeQuery(warehouse, call.endpoint, call.params, {
+      now: call.at ?? microsFromDate(startedAt),
+      timeoutSeconds: this.config.queryTimeoutSeconds,
+      signal,
     });
+    return { endpoint: call.endpoint, params: call.params, rows, cache: 'off', computedAt: startedAt, warnings: [] };
   }
 
   /**
@@ -434,7 +427,7 @@ export class Savedq {
    */
   async explain(query: SavedQuery): Promise<{ line: number; message: string } | undefined> {
     const { explainQuery } = await import('./queries/run.js');
-    return this.#withWarehouse((warehouse) => explainQuery(warehouse, query, microsFromDate(this.clock())));
+    return explainQuery(await this.warehouse(), query, microsFromDate(this.clock()));
   }
 
   /**
@@ -521,6 +514,12 @@ export class Savedq {
     return views.sort((a, b) => a.endpoint.localeCompare(b.endpoint) || (a.ageSeconds ?? 0) - (b.ageSeconds ?? 0));
   }
 
+  /** Where the warehouse is, as the configuration says. */
+  #engineOptions(): Pick<WarehouseOptions, 'url' | 'dataDir' | 'lockWaitMs' | 'timeoutSeconds'> {
+    const { url, dataDir, lockWaitMs, queryTimeoutSeconds } = this.config;
+    return { url, dataDir, lockWaitMs, timeoutSeconds: queryTimeoutSeconds };
+  }
+
   /** Forgets every cached result; returns how many calls were forgotten. */
   clearCache(): Promise<number> {
     return this.cache.clear();
@@ -553,8 +552,7 @@ export class Savedq {
       throw new InputError('init needs a ClickHouse server: give --url or SAVEDQ_CLICKHOUSE_URL (the embedded engine creates its tables itself).');
     }
     const [{ openWarehouse }, statements] = await Promise.all([import('./warehouse/index.js'), this.schema(cluster)]);
-    const { url, dataDir, lockWaitMs, queryTimeoutSeconds } = this.config;
-    const warehouse = await openWarehouse({ url, dataDir, lockWaitMs, timeoutSeconds: queryTimeoutSeconds, createTables: false });
+    const warehouse = await openWarehouse({ ...this.#engineOptions(), createTables: false });
     try {
       for (const statement of statements) {
         await warehouse.command(statement);

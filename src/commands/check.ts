@@ -11,7 +11,6 @@ export interface CheckOptions extends CommonOptions {
   readonly format?: string | undefined;
 }
 
-
 /** What `check` found of one definition file. */
 export interface CheckedDefinition {
   readonly file: string;

@@ -62,7 +62,7 @@ function decode(text: string): string {
 function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
   res.writeHead(status, {
-    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Type': JSON_TYPE,
     'Content-Length': Buffer.byteLength(text),
     ...headers,
   });

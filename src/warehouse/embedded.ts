@@ -78,7 +78,7 @@ function socketIdentity(dataDir: string): string | undefined {
  * directory (which holds none) so a stray file where the user stands cannot reconfigure it.
  */
 function startedInside<T>(dir: string, start: () => T): T {
-  if (existsSync(`${dir}/config.xml`)) throw new WarehouseError(`data directory ${dir} holds a config.xml; remove it.`);
+  if (existsSync(join(dir, 'config.xml'))) throw new WarehouseError(`data directory ${dir} holds a config.xml; remove it.`);
   return inDirectory(dir, start);
 }
 
@@ -120,7 +120,6 @@ async function openEngine(options: EmbeddedOptions, stopIf: (() => boolean) | un
       dataDir,
       waitMs: options.lockWaitMs,
       signal: options.signal,
-      // A batch a killed load staged: nothing else can be reading it now.
       // What a killed process left, which nothing can be using now: a batch a load staged, and the
       // socket of a serve (a serve holds the directory for as long as it answers).
       onTaken: () => {

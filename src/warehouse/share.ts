@@ -74,7 +74,7 @@ export interface SharedWarehouse extends Warehouse {
 }
 
 /** Whether a data directory has a socket a `savedq serve` may be answering on. */
-export function hasSocket(dataDir: string): boolean {
+function hasSocket(dataDir: string): boolean {
   return existsSync(socketPath(dataDir));
 }
 
