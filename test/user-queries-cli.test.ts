@@ -104,7 +104,8 @@ describe('a broken definition among good ones', () => {
   it('check reports every file, ok or its problems, and exits 2', async () => {
     const r = await run('check');
     expect(r.code).toBe(2);
-    expect(r.stdout).toMatch(/^ok {5}status\.by-code/m);
+    expect(r.stdout).toMatch(/^ok {5}status\.by-code +\S*queries\/status\.by-code\.sql$/m);
+    expect(r.stdout).toMatch(/^ok {5}logs\.all {2,}built-in$/m);
     expect(r.stdout).toMatch(/^error {2}.*broken\.sql:6: unknown key 'requird'/m);
     expect(r.stderr).toBe('savedq: check: 4 ok, 1 broken.\n');
   });

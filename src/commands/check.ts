@@ -47,8 +47,10 @@ export async function checkCommand(lib: Savedq, options: CheckOptions, io: Io): 
     io.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
   } else {
     const width = Math.max(0, ...checked.map((c) => c.name?.length ?? 0));
+    // The built-ins by that word: their path, in the installed package, only makes the line wrap.
+    const builtins = new Set(queries.filter((q) => q.builtin).map((q) => q.file));
     for (const c of checked) {
-      if (c.ok) io.stdout.write(`ok     ${(c.name ?? '').padEnd(width)}  ${displayPath(c.file)}\n`);
+      if (c.ok) io.stdout.write(`ok     ${(c.name ?? '').padEnd(width)}  ${builtins.has(c.file) ? 'built-in' : displayPath(c.file)}\n`);
       else for (const p of c.problems) io.stdout.write(`error  ${problemText({ file: c.file, ...p })}\n`);
     }
   }
