@@ -164,6 +164,9 @@ describe('savedq (the built CLI)', () => {
       served_seconds_ago: expect.any(Number),
       expires_in_seconds: expect.any(Number),
     });
+    // In a table, as -p takes them, the empty ones left out.
+    const table = await cli(['cache', 'list', '-f', 'table'], { env: { ...env, COLUMNS: '160' } });
+    expect(table.stdout).toMatch(/│ functions\.invocation-stats +│ project=listed interval=5min +│/);
     const cleared = await run('cache', 'clear');
     expect(cleared.code).toBe(0);
     expect(cleared.stderr).toMatch(/^cache cleared: \d+ entr(y|ies) removed\n$/);

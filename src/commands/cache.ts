@@ -9,7 +9,7 @@ export interface CacheListOptions extends CommonOptions {
 
 const FIELDS = [
   { name: 'endpoint', type: 'string', key: true },
-  { name: 'params', type: 'object' },
+  { name: 'params', type: 'string' },
   { name: 'at', type: 'string' },
   { name: 'age_seconds', type: 'integer' },
   { name: 'served_seconds_ago', type: 'integer' },
@@ -21,7 +21,8 @@ export async function cacheListCommand(lib: Savedq, options: CacheListOptions, i
   const format = outputFormat(io, options.format);
   const rows: Row[] = (await lib.cachedCalls()).map((c) => ({
     endpoint: c.endpoint,
-    params: c.params,
+    // In a table, as -p would give them (those given); for tools, the call's parameters whole.
+    params: format === 'table' ? asFlags(c.params) : c.params,
     at: c.at,
     age_seconds: c.ageSeconds,
     served_seconds_ago: c.servedSecondsAgo,
@@ -30,6 +31,14 @@ export async function cacheListCommand(lib: Savedq, options: CacheListOptions, i
   warn(io, options, lib.takeWarnings());
   await writeRows(io, options, format, rows, FIELDS);
   return rows;
+}
+
+/** Parameters as `run` takes them, `name=value` each, leaving out the ones that are empty. */
+function asFlags(params: Readonly<Record<string, string>>): string {
+  return Object.entries(params)
+    .filter(([, value]) => value !== '')
+    .map(([name, value]) => `${name}=${value}`)
+    .join(' ');
 }
 
 /** `savedq cache clear`: forgets every cached result. */
