@@ -88,6 +88,9 @@ export function cli(args: readonly string[], options: { env?: Record<string, str
     const child = spawn(process.execPath, [binPath, ...args], {
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', XDG_CONFIG_HOME: NO_CONFIG, ...options.env },
       stdio: ['pipe', 'pipe', 'pipe'],
+      // A command that never ends (a serve a failed test started, say) is not left running after the tests.
+      timeout: 120_000,
+      killSignal: 'SIGKILL',
     });
     let stdout = '';
     let stderr = '';
