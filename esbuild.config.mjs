@@ -8,7 +8,9 @@
 // the bundle and compiling the functions a run calls. Node 22 has a built-in compile cache; Node 20
 // does not. What each step bought is in the README, Performance.
 import { spawnSync } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { build } from 'esbuild';
 import { codeCacheFile, WRITE_CODE_CACHE_ENV } from './dist/launch.js';
 
@@ -62,10 +64,17 @@ const training = [
   [['run', 'usage.api-counts', '-p', 'project=^https://(acme|initech)[0-9]*\\.example/[a-z]+(', '-p', 'interval=daily', '--no-cache'], ['re2.cjs'], 2],
 ];
 for (const [, caches] of training) for (const c of caches) rmSync(codeCacheFile(`dist/${c}`), { force: true });
-for (const [args, caches, expected] of training) {
-  const trained = spawnSync(process.execPath, ['bin/savedq.js', ...args], {
-    env: { ...process.env, [WRITE_CODE_CACHE_ENV]: caches.join(','), XDG_CONFIG_HOME: '/nonexistent/savedq-build', SAVEDQ_QUERIES: '' },
-    stdio: ['ignore', 'ignore', 'ignore'],
-  });
-  if (trained.status !== expected) throw new Error(`writing the code caches ${caches.join(', ')} failed (exit ${trained.status ?? trained.signal})`);
+// A cache file of their own, new: the definitions are read (and the YAML parser run), whatever the
+// user's cache file remembers, and the user's is never touched.
+const scratch = mkdtempSync(join(tmpdir(), 'savedq-build-'));
+try {
+  for (const [args, caches, expected] of training) {
+    const trained = spawnSync(process.execPath, ['bin/savedq.js', ...args], {
+      env: { ...process.env, [WRITE_CODE_CACHE_ENV]: caches.join(','), XDG_CONFIG_HOME: '/nonexistent/savedq-build', SAVEDQ_QUERIES: '', SAVEDQ_CACHE_FILE: join(scratch, 'cache.sqlite') },
+      stdio: ['ignore', 'ignore', 'ignore'],
+    });
+    if (trained.status !== expected) throw new Error(`writing the code caches ${caches.join(', ')} failed (exit ${trained.status ?? trained.signal})`);
+  }
+} finally {
+  rmSync(scratch, { recursive: true, force: true });
 }

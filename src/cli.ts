@@ -7,7 +7,8 @@ import { packageRoot } from './package.js';
 import { FORMATS } from './output/index.js';
 import type { CliShape, CommandShape, OptionShape } from './commands/completion.js';
 import { CHECK_FORMATS, SHELLS } from './commands/choices.js';
-import type { CommonOptions, Io } from './commands/io.js';
+import { note, report, type CommonOptions, type Io } from './commands/io.js';
+import type { Reporter } from './report.js';
 import { TABLES } from './warehouse/schema.js';
 
 // Standard input is opened only by the commands that read it: a cache hit, which reads none, is mostly start-up.
@@ -32,8 +33,10 @@ const STOP_WITHIN_MS = 5_000;
 let serving = false;
 
 let library: Savedq | undefined;
-function lib(flags: GlobalFlags, options: { ownsEngine?: boolean } = {}): Savedq {
-  library ??= new Savedq(resolveConfig(flags, io.env), { ...options, signal: interrupt.signal });
+/** The library, made once a run; what it has to say goes to standard error (`serve`: to its log). */
+function lib(flags: GlobalFlags, options: { ownsEngine?: boolean; reporter?: Reporter } = {}): Savedq {
+  const reporter: Reporter = options.reporter ?? { warn: (message) => report(io, flags, `warning: ${message}`), note: (message) => note(io, flags, message) };
+  library ??= new Savedq(resolveConfig(flags, io.env), { ...options, reporter, signal: interrupt.signal });
   return library;
 }
 
@@ -83,7 +86,7 @@ const program = new Command('savedq')
 program
   .command('run')
   .description('run a saved query and print its rows')
-  .argument('<endpoint>', 'endpoint name or id')
+  .argument('<query>', 'saved query name or id')
   .option('-p, --param <name=value>', 'a parameter (repeatable)', collect, [])
   .addOption(formatOption())
   .option('--no-cache', 'neither read nor write the results cache')
@@ -98,14 +101,14 @@ program
       'savedq run 0f4c6b2e-7f3a-4a51-9a8e-3d2b1c5e6f01 -p project=acme-shop --at 2026-11-21T12:00:00Z -f csv',
     ),
   )
-  .action(async (endpoint: string, opts: { param: string[]; format?: string; cache: boolean; refresh?: boolean; at?: string }, cmd: Command) => {
+  .action(async (nameOrId: string, opts: { param: string[]; format?: string; cache: boolean; refresh?: boolean; at?: string }, cmd: Command) => {
     const flags = cmd.optsWithGlobals<GlobalFlags>();
     const { runCommand } = await import('./commands/run.js');
     await runCommand(
       lib(flags),
       {
         ...flags,
-        endpoint,
+        nameOrId,
         params: opts.param,
         format: opts.format,
         at: opts.at,
@@ -147,20 +150,20 @@ program
 program
   .command('warm')
   .description('refresh cached results people still use (for cron: */5 * * * * savedq warm)')
-  .argument('[endpoint]', 'warm only this call: endpoint name or id, with its -p parameters')
+  .argument('[query]', 'warm only this call: saved query name or id, with its -p parameters')
   .option('-p, --param <name=value>', 'a parameter of the one call to warm (repeatable)', collect, [])
   .option('--at <iso>', 'the --at instant of the one call to warm')
   .addHelpText('after', examples('savedq warm', 'savedq warm usage.api-counts -p project=acme-shop -p interval=daily', '# crontab: */5 * * * * savedq warm --quiet'))
-  .action(async (endpoint: string | undefined, opts: { param: string[]; at?: string }, cmd: Command) => {
+  .action(async (nameOrId: string | undefined, opts: { param: string[]; at?: string }, cmd: Command) => {
     const flags = cmd.optsWithGlobals<GlobalFlags>();
     const { warmCommand } = await import('./commands/warm.js');
-    await warmCommand(lib(flags), { ...flags, endpoint, params: opts.param, at: opts.at, signal: interrupt.signal }, io);
+    await warmCommand(lib(flags), { ...flags, nameOrId, params: opts.param, at: opts.at, signal: interrupt.signal }, io);
   });
 
 const cache = program.command('cache').description('inspect or clear the results cache');
 cache
   .command('list')
-  .description('list cached calls: endpoint, parameters, age, last served, expiry')
+  .description('list cached calls: query, parameters, age, last served, expiry')
   .addOption(formatOption())
   .action(async (opts: { format?: string }, cmd: Command) => {
     const flags = cmd.optsWithGlobals<GlobalFlags>();
@@ -178,7 +181,7 @@ cache
 
 program
   .command('serve')
-  .description('serve the endpoints over HTTP at /api/endpoints/query/<name|id>, behind X-API-KEY')
+  .description('serve the saved queries over HTTP at /api/endpoints/query/<name|id>, behind X-API-KEY')
   .option('--host <host>', 'address to bind', '127.0.0.1')
   .option('--port <port>', 'port to listen on (0 = any free port)', '4000')
   .option('--api-key-file <file>', 'file of accepted API keys, one a line (else env SAVEDQ_API_KEYS, comma-separated)')
@@ -191,20 +194,22 @@ program
   )
   .action(async (opts: { host: string; port: string; apiKeyFile?: string }, cmd: Command) => {
     const flags = cmd.optsWithGlobals<GlobalFlags>();
-    const { serveCommand } = await import('./commands/serve.js');
+    const { serveCommand, serverLog } = await import('./commands/serve.js');
+    const log = serverLog(io, flags);
     // The server owns the engine while it runs, and shares it with every other savedq process.
-    await serveCommand(lib(flags, { ownsEngine: true }), { ...flags, ...opts, version, onListening: () => (serving = true) }, io);
+    const reporter: Reporter = { warn: (message) => log(`warning: ${message}`), note: log };
+    await serveCommand(lib(flags, { ownsEngine: true, reporter }), { ...flags, ...opts, version, log, onListening: () => (serving = true) }, io);
   });
 
 program
   .command('describe')
-  .description('show what an endpoint does: parameters, row fields, cache settings and its SQL')
-  .argument('<endpoint>', 'endpoint name or id')
+  .description('show what a saved query does: parameters, row fields, cache settings and its SQL')
+  .argument('<query>', 'saved query name or id')
   .addHelpText('after', examples('savedq describe usage.api-counts'))
-  .action(async (endpoint: string, _opts: unknown, cmd: Command) => {
+  .action(async (nameOrId: string, _opts: unknown, cmd: Command) => {
     const flags = cmd.optsWithGlobals<GlobalFlags>();
     const { describeCommand } = await import('./commands/describe.js');
-    await describeCommand(lib(flags), endpoint, flags, io);
+    await describeCommand(lib(flags), nameOrId, flags, io);
   });
 
 program
@@ -317,10 +322,6 @@ async function main(argv: string[]): Promise<number> {
     }
     const debug = program.opts<GlobalFlags>().debug === true;
     if (err instanceof InterruptedError) return err.exitCode;
-    // Broken definitions read on the way to the error: they may be why.
-    if (library && program.opts<GlobalFlags>().quiet !== true) {
-      for (const warning of library.takeWarnings()) io.stderr.write(`warning: ${warning}\n`);
-    }
     if (err instanceof SavedqError) {
       io.stderr.write(`savedq: ${err.message}\n`);
       if (debug && err.cause instanceof Error) io.stderr.write(`${err.cause.stack ?? err.cause.message}\n`);

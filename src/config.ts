@@ -1,10 +1,11 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { errnoText } from './errno.js';
 import { InputError } from './errors.js';
 
 // Every setting of savedq is resolved here, once: a flag beats the environment, the environment beats
-// the default (CONTRACT §2). Below this module, code takes the typed values and reads no flag and no
+// the default (README, "Configuration"). Below this module, code takes the typed values and reads no flag and no
 // environment variable.
 
 /** Everything the library needs to know about where things are. */
@@ -134,10 +135,10 @@ function apiKeys(file: string | undefined, envKeys: string | undefined): string[
   if (file !== undefined) {
     try {
       // A pipe or a device would hold the read (and the server's start) forever.
-      if (!statSync(file).isFile()) throw Object.assign(new Error('not a regular file'), { code: 'not a regular file' });
+      if (!statSync(file).isFile()) throw new Error('not a regular file');
       list = readFileSync(file, 'utf8');
     } catch (err) {
-      throw new InputError(`cannot read API key file ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}.`);
+      throw new InputError(`cannot read API key file ${file}: ${errnoText(err)}.`);
     }
   } else {
     list = (envKeys ?? '').replace(/,/g, '\n');

@@ -35,6 +35,13 @@ export class DefinitionError extends SavedqError {
   override readonly exitCode = 2;
   override readonly httpStatus = 500;
   override readonly code = 'bad_definition';
+  /** The definition files the error is about (their problems are in its message). */
+  readonly files: readonly string[];
+
+  constructor(message: string, options?: { cause?: unknown; files?: readonly string[] }) {
+    super(message, options);
+    this.files = options?.files ?? [];
+  }
 }
 
 /** What the engine said of a failure, parsed once (warehouse/errors.ts) for whoever needs to know. */

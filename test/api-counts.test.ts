@@ -15,7 +15,7 @@ function request(host: string, path: string, timestamp: string): object {
 
 async function counts(project: string, interval: string) {
   const result = await lib.run({
-    endpoint: 'usage.api-counts',
+    nameOrId: 'usage.api-counts',
     params: [
       ['project', project],
       ['interval', interval],
@@ -100,14 +100,14 @@ describe('usage.api-counts', () => {
 
   it('rejects a missing or unknown interval, listing the three', async () => {
     await expect(counts('x', 'weekly')).rejects.toThrow(/'interval': one of minutely, hourly, daily/);
-    await expect(lib.run({ endpoint: 'usage.api-counts', params: [['project', 'x']] })).rejects.toThrow(
+    await expect(lib.run({ nameOrId: 'usage.api-counts', params: [['project', 'x']] })).rejects.toThrow(
       /missing parameter 'interval'.*minutely, hourly, daily/,
     );
   });
 
   it('answers the same by id as by name', async () => {
     const byId = await lib.run({
-      endpoint: findEndpoint('usage.api-counts').id,
+      nameOrId: findEndpoint('usage.api-counts').id,
       params: [
         ['interval', 'daily'],
         ['project', 'edges'],

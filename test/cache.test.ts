@@ -15,7 +15,7 @@ function event(project: string, timestamp: string): object {
 }
 
 const counts = (project: string, cache: 'use' | 'bypass' | 'refresh' = 'use', extra: Array<[string, string]> = []) =>
-  lib.run({ endpoint: 'usage.api-counts', params: [['project', project], ['interval', 'hourly'], ...extra], cache });
+  lib.run({ nameOrId: 'usage.api-counts', params: [['project', project], ['interval', 'hourly'], ...extra], cache });
 
 /** A library on the same cache file whose warehouse cannot be reached: it can only answer from the cache. */
 function cacheOnlyLibrary(): Savedq {
@@ -32,7 +32,7 @@ describe('results cache', () => {
     expect(first.cache).toBe('miss');
     now += 10 * SECOND;
     const other = cacheOnlyLibrary();
-    const second = await other.run({ endpoint: 'usage.api-counts', params: [['interval', 'hourly'], ['project', 'cached']] });
+    const second = await other.run({ nameOrId: 'usage.api-counts', params: [['interval', 'hourly'], ['project', 'cached']] });
     await other.close();
     expect(second.cache).toBe('hit');
     expect(second.rows).toEqual(first.rows);
@@ -40,7 +40,7 @@ describe('results cache', () => {
   });
 
   it('shares one entry between equivalent spellings of the parameters', async () => {
-    const stats = (params: Array<[string, string]>) => lib.run({ endpoint: 'functions.invocation-stats', params });
+    const stats = (params: Array<[string, string]>) => lib.run({ nameOrId: 'functions.invocation-stats', params });
     expect((await stats([['project', 'eq']])).cache).toBe('miss');
     expect((await stats([['interval', '1day'], ['project', 'eq']])).cache).toBe('hit');
     expect((await stats([['project', 'eq'], ['function_id', ''], ['interval', 'nonsense']])).cache).toBe('hit');
@@ -49,16 +49,16 @@ describe('results cache', () => {
 
   it('keys on --at', async () => {
     const at = (instant: string) =>
-      lib.run({ endpoint: 'usage.api-counts', params: [['project', 'at'], ['interval', 'daily']], at: instant });
+      lib.run({ nameOrId: 'usage.api-counts', params: [['project', 'at'], ['interval', 'daily']], at: instant });
     expect((await at('2026-03-01T00:00:00Z')).cache).toBe('miss');
     expect((await at('2026-03-01T01:00:00+01:00')).cache).toBe('hit');
     expect((await at('2026-03-02T00:00:00Z')).cache).toBe('miss');
   });
 
   it('never caches logs.all', async () => {
-    const r = await lib.run({ endpoint: 'logs.all', params: [['project', 'cached']] });
+    const r = await lib.run({ nameOrId: 'logs.all', params: [['project', 'cached']] });
     expect(r.cache).toBe('off');
-    expect((await lib.cache.entries()).some((e) => e.call.endpoint === r.endpoint.id)).toBe(false);
+    expect((await lib.cache.entries()).some((e) => e.call.query === r.query.id)).toBe(false);
   });
 
   it('--no-cache neither reads nor writes; --refresh recomputes and replaces', async () => {
@@ -134,32 +134,35 @@ describe('results cache', () => {
 describe('a broken cache never breaks a query', () => {
   const dir = tempDir();
 
-  function libraryWithCache(file: string): Savedq {
+  /** A library on another cache file, and the warnings it has reported so far (as it reported them, in order). */
+  function libraryWithCache(file: string): { other: Savedq; warnings: string[] } {
+    const warnings: string[] = [];
     // Same data directory as the main library: this process has the engine open already.
-    return new Savedq(resolveConfig({ dataDir: lib.config.dataDir, cacheFile: file }, {}), { clock: () => now });
+    const reporter = { warn: (message: string) => warnings.push(message), note: () => undefined };
+    return { other: new Savedq(resolveConfig({ dataDir: lib.config.dataDir, cacheFile: file }, {}), { clock: () => now, reporter }), warnings };
   }
 
   it('moves a damaged cache file aside, warns once, answers, and caches again', async () => {
     const file = join(dir, 'damaged.sqlite');
     writeFileSync(file, 'this is not a SQLite database, just some text that is long enough to have a header'.repeat(20));
-    const other = libraryWithCache(file);
-    const r = await other.run({ endpoint: 'usage.api-counts', params: [['project', 'cached'], ['interval', 'hourly']] });
+    const { other, warnings } = libraryWithCache(file);
+    const r = await other.run({ nameOrId: 'usage.api-counts', params: [['project', 'cached'], ['interval', 'hourly']] });
     expect(r.rows).toHaveLength(1);
-    expect(r.warnings).toEqual([expect.stringMatching(/was damaged; moved it aside and started a new one/)]);
+    expect(warnings).toEqual([expect.stringMatching(/was damaged; moved it aside and started a new one/)]);
     expect(readdirSync(dir).some((f) => f.startsWith('damaged.sqlite.corrupt-'))).toBe(true);
-    const again = await other.run({ endpoint: 'usage.api-counts', params: [['project', 'cached'], ['interval', 'hourly']] });
+    const again = await other.run({ nameOrId: 'usage.api-counts', params: [['project', 'cached'], ['interval', 'hourly']] });
     expect(again.cache).toBe('hit');
-    expect(again.warnings).toEqual([]);
+    expect(warnings).toHaveLength(1);
   });
 
   it('answers with a warning when the cache file cannot be created', async () => {
     const blocker = join(dir, 'a-file');
     writeFileSync(blocker, '');
-    const other = libraryWithCache(join(blocker, 'cache.sqlite'));
-    const r = await other.run({ endpoint: 'usage.api-counts', params: [['project', 'cached'], ['interval', 'hourly']] });
+    const { other, warnings } = libraryWithCache(join(blocker, 'cache.sqlite'));
+    const r = await other.run({ nameOrId: 'usage.api-counts', params: [['project', 'cached'], ['interval', 'hourly']] });
     expect(r.rows).toHaveLength(1);
     expect(r.cache).toBe('miss');
-    expect(r.warnings).toEqual([expect.stringMatching(/results cache .*a-file\/cache.sqlite is not usable/)]);
+    expect(warnings).toEqual([expect.stringMatching(/results cache .*a-file\/cache.sqlite is not usable/)]);
     expect(existsSync(join(blocker, 'cache.sqlite'))).toBe(false);
   });
 });

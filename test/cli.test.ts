@@ -96,7 +96,7 @@ describe('savedq (the built CLI)', () => {
   });
 
   it('gives exit 2 and one line for every kind of bad input', async () => {
-    await expectBadInput(['run', 'logs.al', '-p', 'project=x'], /^savedq: unknown endpoint 'logs.al'. Did you mean logs.all\?/);
+    await expectBadInput(['run', 'logs.al', '-p', 'project=x'], /^savedq: unknown query 'logs.al'. Did you mean logs.all\?/);
     await expectBadInput(['run', 'logs.all'], /missing parameter 'project' for logs.all/);
     await expectBadInput(['run', 'logs.all', '-p', 'project=x', '-p', 'tier=PRO'], /unknown parameter "tier"/);
     await expectBadInput(['run', 'logs.all', '-p', 'project'], /invalid parameter "project": expected name=value/);
@@ -157,7 +157,7 @@ describe('savedq (the built CLI)', () => {
     await run('run', 'functions.invocation-stats', '-p', 'project=listed', '-p', 'interval=5min');
     const list = JSON.parse((await run('cache', 'list', '-f', 'json')).stdout) as Array<Record<string, unknown>>;
     expect(list).toContainEqual({
-      endpoint: 'functions.invocation-stats',
+      query: 'functions.invocation-stats',
       params: { project: 'listed', function_id: '', interval: '5min' },
       at: null,
       age_seconds: expect.any(Number),
@@ -188,6 +188,6 @@ describe('savedq (the built CLI)', () => {
   it('prints help with usage and exits 0', async () => {
     const r = await run('run', '--help');
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/Usage: savedq run \[options\] <endpoint>/);
+    expect(r.stdout).toMatch(/Usage: savedq run \[options\] <query>/);
   });
 });

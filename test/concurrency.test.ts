@@ -5,7 +5,7 @@ import sqlite3 from 'sqlite3';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { resolveConfig } from '../src/config.js';
 import { Savedq } from '../src/library.js';
-import { cli, tempDir } from './helpers.js';
+import { cli, eventually, startCli, tempDir } from './helpers.js';
 
 const dir = tempDir();
 const env = { SAVEDQ_DATA_DIR: join(dir, 'data'), SAVEDQ_CACHE_FILE: join(dir, 'cache.sqlite'), SAVEDQ_LOCK_WAIT: '120' };
@@ -69,10 +69,10 @@ describe('many processes on one cache file and one data directory', () => {
     const blocked = await cli(['run', 'logs.all', '-p', 'project=x', '--lock-wait', '1'], { env });
     const waited = Date.now() - started;
     // Release it while a patient process is waiting: that one gets its turn.
-    const patient = cli(['run', 'logs.all', '-p', 'project=x', '--lock-wait', '60'], { env });
-    await new Promise((r) => setTimeout(r, 1500));
+    const patient = startCli(['run', 'logs.all', '-p', 'project=x', '--lock-wait', '60', '--verbose'], { env });
+    await patient.waitFor(/^waiting for data directory .*, in use by process \d+/m);
     await holder.close();
-    const served = await patient;
+    const served = await patient.done;
     expect(blocked.code).toBe(1);
     expect(blocked.stdout).toBe('');
     expect(blocked.stderr).toMatch(
@@ -91,8 +91,7 @@ describe('many processes on one cache file and one data directory', () => {
       stdio: 'ignore',
     });
     try {
-      const deadline = Date.now() + 20_000;
-      while (!(existsSync(status) && readFileSync(status, 'utf8').includes(`PID: ${foreign.pid}`)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      await eventually('chdb to hold the directory', () => existsSync(status) && readFileSync(status, 'utf8').includes(`PID: ${foreign.pid}`));
       const blocked = await cli(['run', 'logs.all', '-p', 'project=x', '--lock-wait', '1'], { env });
       expect(blocked.code).toBe(1);
       expect(blocked.stderr).toMatch(new RegExp(`^savedq: data directory .* is in use by process ${foreign.pid} \\(started [^)]+\\); gave up after 1 s`));

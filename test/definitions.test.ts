@@ -6,9 +6,9 @@ import { builtinQueriesDir } from '../src/package.js';
 import { brokenText, QueryCatalog } from '../src/queries/catalog.js';
 import { derivedId, readDefinition } from '../src/queries/definition.js';
 import { bindValue, clickhouseType } from '../src/queries/param-types.js';
-import { checkPatterns, normaliseParams } from '../src/queries/params.js';
+import { normaliseParams } from '../src/queries/params.js';
 import type { SavedQuery } from '../src/queries/types.js';
-import { tempDir } from './helpers.js';
+import { eventually, tempDir } from './helpers.js';
 
 /** A definition file's text: a header of YAML lines, then SQL. */
 const definition = (header: string, sql: string) => `/*\n${header}\n*/\n${sql}\n`;
@@ -206,12 +206,12 @@ describe('parameter types', () => {
     }
   });
 
-  it('checks a regular expression with RE2 before anything runs', () => {
+  it('checks a regular expression with RE2 as it checks every other value, before anything runs', () => {
     const q = withParam('type: regex');
-    expect(() => checkPatterns(q, normaliseParams(q, [['v', '(unclosed']]))).toThrow(
+    expect(() => normaliseParams(q, [['v', '(unclosed']])).toThrow(
       /invalid value "\(unclosed" for parameter 'v': not an RE2 regular expression \(missing closing \)/,
     );
-    expect(() => checkPatterns(q, normaliseParams(q, [['v', '(a|b)+$']]))).not.toThrow();
+    expect(normaliseParams(q, [['v', '(a|b)+$']]).v).toBe('(a|b)+$');
   });
 
   it('binds as typed ClickHouse parameters, Nullable only when optional without a default', () => {
@@ -284,14 +284,42 @@ describe('the catalog of saved queries', () => {
     ]);
   });
 
-  it('finds a query by name from its own file alone, and one named in its header or by id after reading them all', async () => {
-    const dir = folder({ 'mine.sql': good(), 'broken.sql': '/* parms: */ SELECT 1', 'x.sql': definition('name: renamed', 'SELECT 3') });
+  it('finds a query by its name, one named in its header, or by id; a name another header takes is a clash of both files', async () => {
+    const dir = folder({ 'mine.sql': good(), 'broken.sql': '/* parms: */ SELECT 1', 'x.sql': definition('name: renamed', 'SELECT 3'), 'good.one.sql': good(), 'dup.sql': definition('name: good.one', 'SELECT 2') });
     const catalog = new QueryCatalog({ builtin: builtinQueriesDir, user: [dir] });
     expect((await catalog.find('mine')).name).toBe('mine');
-    expect(catalog.scanned()).toBeUndefined(); // the other files were not read
     expect((await catalog.find('renamed')).file).toBe(join(dir, 'x.sql'));
     expect((await catalog.find(derivedId('mine'))).name).toBe('mine');
-    expect(catalog.scanned()?.broken.map((b) => b.file)).toEqual([join(dir, 'broken.sql')]);
+    const clash = await catalog.find('good.one').catch((e: unknown) => e);
+    expect(clash).toBeInstanceOf(DefinitionError);
+    expect((clash as DefinitionError).files).toEqual([join(dir, 'dup.sql'), join(dir, 'good.one.sql')]);
+    expect((clash as Error).message.split('\n')).toEqual([
+      expect.stringMatching(/dup\.sql:2: name 'good\.one' is also defined by .*good\.one\.sql\.$/),
+      expect.stringMatching(/good\.one\.sql:1: name 'good\.one' is also defined by .*dup\.sql\.$/),
+    ]);
+    expect(catalog.scanned()?.broken.map((b) => b.file).sort()).toEqual([join(dir, 'broken.sql'), join(dir, 'dup.sql'), join(dir, 'good.one.sql')]);
+  });
+
+  it('once the folders have settled, finds a query through the memo’s index: its own file read, the others only stat’ed', async () => {
+    const dir = folder({ 'mine.sql': good(), 'other.sql': definition('name: another', 'SELECT 3'), 'good.one.sql': good(), 'dup.sql': definition('name: good.one', 'SELECT 2') });
+    const stored = new Map<string, unknown>();
+    const asked: string[] = [];
+    const memo = { get: async (key: string) => (asked.push(key), stored.get(key)), set: async (key: string, value: unknown) => void stored.set(key, value) };
+    // Files written a moment ago are not trusted to an index (a second write in the same tick would not show).
+    await eventually('the folder to settle and its index to be made', async () => {
+      await new QueryCatalog({ builtin: builtinQueriesDir, user: [dir] }, memo).find('mine');
+      return [...stored.keys()].some((k) => k.startsWith('index:'));
+    });
+    asked.length = 0;
+    const catalog = new QueryCatalog({ builtin: builtinQueriesDir, user: [dir] }, memo);
+    expect((await catalog.find('mine')).file).toBe(join(dir, 'mine.sql'));
+    expect(asked.filter((k) => k.startsWith('definition:'))).toHaveLength(1);
+    expect(catalog.scanned()).toBeUndefined();
+    // The clash is in the index too: both files are broken, and the error says so.
+    await expect(catalog.find('good.one')).rejects.toThrow(/dup\.sql:2: name 'good\.one' is also defined by/);
+    // An edit, even at the same size, changes the files' identity: the index is not used for it.
+    writeFileSync(join(dir, 'mine.sql'), good().replace('SELECT', 'select'));
+    expect((await new QueryCatalog({ builtin: builtinQueriesDir, user: [dir] }, memo).find('mine')).sql).toMatch(/^select/);
   });
 
   it('answers a broken query with its file and line (exit 2), an unknown one with a suggestion (exit 2)', async () => {

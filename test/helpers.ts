@@ -160,3 +160,65 @@ export async function startServe(env: Record<string, string>, args: readonly str
   const url = /listening on (http:\S+)/.exec(stderr)?.[1] as string;
   return { child, url, exited, stderr: () => stderr, waitFor };
 }
+
+/** How long a test waits for an event before it calls it a hang: generous, so only a real hang reaches it. */
+export const EVENT_DEADLINE_MS = 60_000;
+
+/**
+ * Waits for an event: asks `probe` every few milliseconds until it gives something other than
+ * undefined or false, and resolves with that. Past the deadline it fails, saying what it waited for.
+ */
+export async function eventually<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, deadlineMs = EVENT_DEADLINE_MS): Promise<T> {
+  const until = Date.now() + deadlineMs;
+  for (;;) {
+    const found = await probe();
+    if (found !== undefined && found !== false) return found;
+    if (Date.now() > until) throw new Error(`gave up after ${deadlineMs / 1000} s waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/** A running serve's engine queue, from /health. */
+export async function engineQueue(url: string): Promise<{ running: number; waiting: number; dropped: number }> {
+  const body = (await (await fetch(`${url}/health`)).json()) as { queue?: { running: number; waiting: number; dropped: number } };
+  return body.queue ?? { running: 0, waiting: 0, dropped: 0 };
+}
+
+/** A CLI child process under way: what it has printed so far, and its result once it ends. */
+export interface RunningCli {
+  readonly child: ChildProcess;
+  stderr(): string;
+  /** Waits until its standard error matches (an event it says it has reached). */
+  waitFor(pattern: RegExp): Promise<void>;
+  readonly done: Promise<CliResult>;
+}
+
+/** Starts `bin/savedq.js` with arguments and environment additions, for a test to follow as it goes. */
+export function startCli(args: readonly string[], options: { env?: Record<string, string> } = {}): RunningCli {
+  const child = spawn(process.execPath, [binPath, ...args], {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', XDG_CONFIG_HOME: NO_CONFIG, ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    timeout: 120_000,
+    killSignal: 'SIGKILL',
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+  child.stderr?.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  const done = new Promise<CliResult>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+  return {
+    child,
+    stderr: () => stderr,
+    waitFor: async (pattern) => {
+      await eventually(`${args.join(' ')} to print ${pattern}`, () => {
+        if (pattern.test(stderr)) return true;
+        if (child.exitCode !== null) throw new Error(`${args.join(' ')} exited before printing ${pattern}; it printed:\n${stderr}`);
+        return false;
+      });
+    },
+    done,
+  };
+}

@@ -39,7 +39,7 @@ describe('hostile parameter values', () => {
     for (const value of HOSTILE) {
       for (const e of endpoints) {
         const params: Array<[string, string]> = e.params.filter((p) => p.required).map((p) => [p.name, p.allowed?.[0] ?? value]);
-        const outcome = await lib.run({ endpoint: e.name, params, cache: 'bypass' }).then(
+        const outcome = await lib.run({ nameOrId: e.name, params, cache: 'bypass' }).then(
           (r) => r.rows,
           (err: unknown) => err,
         );
@@ -47,7 +47,7 @@ describe('hostile parameter values', () => {
         else expect(outcome).toEqual([]);
       }
     }
-    const quoted = await lib.run({ endpoint: 'logs.all', params: [['project', "o'brien"]] });
+    const quoted = await lib.run({ nameOrId: 'logs.all', params: [['project', "o'brien"]] });
     expect(quoted.rows).toHaveLength(1);
     expect((await (await lib.warehouse()).query('SELECT count() AS n FROM edge_logs', {}))[0]).toEqual({ n: 1 });
   });
@@ -68,7 +68,7 @@ describe('hostile parameter values', () => {
       { timestamp: new Date().toISOString(), project: 'redos', metadata: { request: { url: `https://x/${'a'.repeat(5000)}`, path: '/rest' } } },
     ]);
     const started = Date.now();
-    const r = await lib.run({ endpoint: 'usage.api-counts', params: [['project', '(a+)+$|(a|aa)*c'], ['interval', 'daily']], cache: 'bypass' });
+    const r = await lib.run({ nameOrId: 'usage.api-counts', params: [['project', '(a+)+$|(a|aa)*c'], ['interval', 'daily']], cache: 'bypass' });
     expect(Date.now() - started).toBeLessThan(5000);
     expect(r.rows.reduce((n, row) => n + (row.total_rest_requests as number), 0)).toBe(1);
   });

@@ -107,14 +107,14 @@ describe('savedq load', () => {
     await loadCommand(lib, { sample: true }, captureIo());
     const now = new Date().toISOString();
     for (const interval of ['5min', '15min', '1hr', '1day', '7day']) {
-      const r = await lib.run({ endpoint: 'functions.invocation-stats', params: [['project', 'acme-shop'], ['interval', interval]], at: now });
+      const r = await lib.run({ nameOrId: 'functions.invocation-stats', params: [['project', 'acme-shop'], ['interval', interval]], at: now });
       expect(r.rows.length, interval).toBeGreaterThan(0);
     }
     for (const interval of ['minutely', 'hourly', 'daily']) {
-      const r = await lib.run({ endpoint: 'usage.api-counts', params: [['project', 'acme-shop'], ['interval', interval]], at: now });
+      const r = await lib.run({ nameOrId: 'usage.api-counts', params: [['project', 'acme-shop'], ['interval', interval]], at: now });
       expect(r.rows.length, interval).toBeGreaterThan(0);
     }
-    const logs = await lib.run({ endpoint: 'logs.all', params: [['project', 'globex-api']], at: now });
+    const logs = await lib.run({ nameOrId: 'logs.all', params: [['project', 'globex-api']], at: now });
     expect(logs.rows).toHaveLength(100);
   });
 });

@@ -17,7 +17,7 @@ function edge(project: string, timestamp: string, message = `at ${timestamp}`): 
 }
 
 async function messages(params: Record<string, string>): Promise<string[]> {
-  const result = await lib.run({ endpoint: 'logs.all', params: Object.entries(params), at: AT });
+  const result = await lib.run({ nameOrId: 'logs.all', params: Object.entries(params), at: AT });
   return result.rows.map((r) => r.event_message as string);
 }
 
@@ -107,7 +107,7 @@ describe('logs.all', () => {
   });
 
   it('returns id, ISO timestamps with microseconds, the message and metadata as an object', async () => {
-    const result = await lib.run({ endpoint: 'logs.all', params: [['project', 'range']], at: AT });
+    const result = await lib.run({ nameOrId: 'logs.all', params: [['project', 'range']], at: AT });
     const row = result.rows[0] as Record<string, unknown>;
     expect(Object.keys(row)).toEqual(['id', 'timestamp', 'event_message', 'metadata']);
     expect(row.timestamp).toBe(atOffset(-1 * MINUTE));
@@ -120,8 +120,8 @@ describe('logs.all', () => {
   });
 
   it('answers the same by id as by name', async () => {
-    const byId = await lib.run({ endpoint: findEndpoint('logs.all').id, params: [['project', 'many']], at: AT });
-    const byName = await lib.run({ endpoint: 'logs.all', params: [['project', 'many']], at: AT });
+    const byId = await lib.run({ nameOrId: findEndpoint('logs.all').id, params: [['project', 'many']], at: AT });
+    const byName = await lib.run({ nameOrId: 'logs.all', params: [['project', 'many']], at: AT });
     expect(byId.rows).toEqual(byName.rows);
   });
 

@@ -74,7 +74,7 @@ describe('paths that are not what they seem', () => {
   it('a data directory under /proc: a clear error (exit 1), at once', async () => {
     const r = await cli(['run', 'many', '--no-cache'], { env: { ...env, SAVEDQ_DATA_DIR: '/proc/savedq/data' } });
     expect(r).toMatchObject({ code: 1, stdout: '' });
-    expect(r.stderr).toBe('savedq: cannot use data directory /proc/savedq/data: ENOENT.\n');
+    expect(r.stderr).toBe('savedq: cannot use data directory /proc/savedq/data: no such directory.\n');
   });
 
   it('a key file that is a pipe: refused (exit 2), not read forever', async () => {

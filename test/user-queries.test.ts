@@ -98,7 +98,7 @@ afterAll(async () => {
   await server?.close();
 });
 
-const run = (endpoint: string, params: Record<string, string>, at = AT) => lib.run({ endpoint, params: Object.entries(params), at });
+const run = (nameOrId: string, params: Record<string, string>, at = AT) => lib.run({ nameOrId, params: Object.entries(params), at });
 
 describe('a saved query of the user', () => {
   const all = { s: `it's "quoted"`, r: '^a.c$', i: '-42', n: '2.50', b: '0', t: '2026-03-10T14:34:56.789012+02:00', d: '2024-02-29', l: 'a, b,c' };
@@ -204,7 +204,7 @@ describe('the example queries', () => {
 
 describe('the cache and an edited query', () => {
   it('never serves a result of the old text after an edit, and does not warm it', async () => {
-    const call = { endpoint: 'edited', params: [], at: AT } as const;
+    const call = { nameOrId: 'edited', params: [], at: AT } as const;
     expect((await lib.run(call)).cache).toBe('miss');
     expect((await lib.run(call)).cache).toBe('hit');
     write('edited', '/*\ncache: 900\nwarm: 300\n*/\nSELECT 2 AS version\n');
@@ -212,10 +212,10 @@ describe('the cache and an edited query', () => {
     expect(after).toMatchObject({ cache: 'miss', rows: [{ version: 2 }] });
     // Seen 400 s later, both results are old enough to warm, but only the one of today's text is.
     const later = new Savedq(lib.config, { clock: () => Date.now() + 400_000 });
-    const stored = (await later.cache.entries()).filter((e) => e.call.endpoint === after.endpoint.id);
+    const stored = (await later.cache.entries()).filter((e) => e.call.query === after.query.id);
     expect(stored).toHaveLength(2);
-    const due = (await later.dueForWarming()).filter((e) => e.call.endpoint === after.endpoint.id);
-    expect(due.map((e) => e.call.digest)).toEqual([after.endpoint.digest]);
+    const due = (await later.dueForWarming()).filter((e) => e.call.query === after.query.id);
+    expect(due.map((e) => e.call.digest)).toEqual([after.query.digest]);
     await later.close();
   });
 });

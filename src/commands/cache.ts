@@ -1,6 +1,6 @@
 import type { Savedq } from '../library.js';
 import type { Row } from '../queries/types.js';
-import { outputFormat, report, warn, writeRows, type CommonOptions, type Io } from './io.js';
+import { outputFormat, report, writeRows, type CommonOptions, type Io } from './io.js';
 
 /** Options of `savedq cache list`. */
 export interface CacheListOptions extends CommonOptions {
@@ -8,7 +8,7 @@ export interface CacheListOptions extends CommonOptions {
 }
 
 const FIELDS = [
-  { name: 'endpoint', type: 'string', key: true },
+  { name: 'query', type: 'string', key: true },
   { name: 'params', type: 'string' },
   { name: 'at', type: 'string' },
   { name: 'age_seconds', type: 'integer' },
@@ -20,7 +20,7 @@ const FIELDS = [
 export async function cacheListCommand(lib: Savedq, options: CacheListOptions, io: Io): Promise<Row[]> {
   const format = outputFormat(io, options.format);
   const rows: Row[] = (await lib.cachedCalls()).map((c) => ({
-    endpoint: c.endpoint,
+    query: c.query,
     // In a table, as -p would give them (those given); for tools, the call's parameters whole.
     params: format === 'table' ? asFlags(c.params) : c.params,
     at: c.at,
@@ -28,7 +28,6 @@ export async function cacheListCommand(lib: Savedq, options: CacheListOptions, i
     served_seconds_ago: c.servedSecondsAgo,
     expires_in_seconds: c.expiresInSeconds,
   }));
-  warn(io, options, lib.takeWarnings());
   await writeRows(io, options, format, rows, FIELDS);
   return rows;
 }
@@ -44,7 +43,6 @@ function asFlags(params: Readonly<Record<string, string>>): string {
 /** `savedq cache clear`: forgets every cached result. */
 export async function cacheClearCommand(lib: Savedq, options: CommonOptions, io: Io): Promise<number> {
   const n = await lib.clearCache();
-  warn(io, options, lib.takeWarnings());
   report(io, options, `cache cleared: ${n} ${n === 1 ? 'entry' : 'entries'} removed`);
   return n;
 }

@@ -30,8 +30,8 @@ export async function checkCommand(lib: Savedq, options: CheckOptions, io: Io): 
     throw new InputError(`invalid format ${JSON.stringify(options.format)}: one of ${CHECK_FORMATS.join(', ')}.`);
   }
   const json = options.format === 'json';
+  // The broken definitions are this command's report, not warnings beside it: the catalog's own scan.
   const { queries, broken } = await lib.queries.scan();
-  lib.takeWarnings(); // the broken definitions are this command's report, not warnings beside it
   const checked: CheckedDefinition[] = [];
   for (const query of queries) {
     options.signal?.throwIfAborted();

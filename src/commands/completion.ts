@@ -2,7 +2,7 @@ import { InputError } from '../errors.js';
 import type { Savedq } from '../library.js';
 import type { SavedQuery } from '../queries/types.js';
 import { SHELLS } from './choices.js';
-import { warn, type CommonOptions, type Io } from './io.js';
+import type { CommonOptions, Io } from './io.js';
 
 /** An option as completion knows it: its flags, and the values it takes when they are a fixed list. */
 export interface OptionShape {
@@ -17,7 +17,7 @@ export interface CommandShape {
   readonly name: string;
   readonly description: string;
   readonly options: readonly OptionShape[];
-  /** Its arguments in order: a saved query (`endpoint`), a fixed list of values, or anything (files). */
+  /** Its arguments in order: a saved query (`query`), a fixed list of values, or anything (files). */
   readonly args: readonly { readonly name: string; readonly choices?: readonly string[] | undefined }[];
   readonly subcommands: readonly CommandShape[];
 }
@@ -29,22 +29,22 @@ export interface CliShape {
 }
 
 /** `name=` for free parameters, `name=value` for each allowed value. */
-function paramWords(endpoint: SavedQuery): string[] {
-  return endpoint.params.flatMap((p) => (p.allowed ? p.allowed.map((v) => `${p.name}=${v}`) : [`${p.name}=`]));
+function paramWords(query: SavedQuery): string[] {
+  return query.params.flatMap((p) => (p.allowed ? p.allowed.map((v) => `${p.name}=${v}`) : [`${p.name}=`]));
 }
 
 const words = (list: readonly string[]) => list.join(' ');
 const flagsOf = (options: readonly OptionShape[]) => options.flatMap((o) => o.flags);
 
 /** The bash lines that complete one command's words after its name. */
-function bashCommand(command: CommandShape, endpoints: readonly SavedQuery[]): string {
+function bashCommand(command: CommandShape, queries: readonly SavedQuery[]): string {
   const lines: string[] = [];
   for (const option of command.options.filter((o) => o.choices)) {
     lines.push(`        case "$prev" in ${option.flags.join('|')}) COMPREPLY=( $(compgen -W "${words(option.choices ?? [])}" -- "$cur") ); return ;; esac`);
   }
-  const takesEndpoint = command.args[0]?.name === 'endpoint';
-  if (takesEndpoint && command.options.some((o) => o.flags.includes('--param'))) {
-    const cases = endpoints.map((e) => `            ${e.name}|${e.id}) words="${words(paramWords(e))}" ;;`).join('\n');
+  const takesQuery = command.args[0]?.name === 'query';
+  if (takesQuery && command.options.some((o) => o.flags.includes('--param'))) {
+    const cases = queries.map((e) => `            ${e.name}|${e.id}) words="${words(paramWords(e))}" ;;`).join('\n');
     lines.push(`        if [ "$prev" = "-p" ] || [ "$prev" = "--param" ]; then
             words=""
             case "\${COMP_WORDS[2]}" in
@@ -55,21 +55,21 @@ ${cases}
             return
         fi`);
   }
-  const first = takesEndpoint ? endpoints.flatMap((e) => [e.name, e.id]) : [...(command.args[0]?.choices ?? []), ...command.subcommands.map((s) => s.name)];
+  const first = takesQuery ? queries.flatMap((e) => [e.name, e.id]) : [...(command.args[0]?.choices ?? []), ...command.subcommands.map((s) => s.name)];
   if (first.length > 0) {
     lines.push(`        if [ "$COMP_CWORD" -eq 2 ] && [ "\${cur#-}" = "$cur" ]; then COMPREPLY=( $(compgen -W "${words(first)}" -- "$cur") ); return; fi`);
   }
   const options = flagsOf(command.options);
-  if (command.args.length > 0 && !takesEndpoint && !command.args.some((a) => a.choices) && command.subcommands.length === 0) {
+  if (command.args.length > 0 && !takesQuery && !command.args.some((a) => a.choices) && command.subcommands.length === 0) {
     lines.push(`        if [ "\${cur#-}" = "$cur" ]; then COMPREPLY=( $(compgen -f -- "$cur") ); return; fi`);
-  } else if (command.args.length > 1 && !takesEndpoint) {
+  } else if (command.args.length > 1 && !takesQuery) {
     lines.push(`        if [ "$COMP_CWORD" -gt 2 ] && [ "\${cur#-}" = "$cur" ]; then COMPREPLY=( $(compgen -f -- "$cur") ); return; fi`);
   }
   lines.push(`        COMPREPLY=( $(compgen -W "${words([...options, '--help'])}" -- "$cur") )`);
   return `    ${command.name})\n${lines.join('\n')}\n        ;;`;
 }
 
-function bash(cli: CliShape, endpoints: readonly SavedQuery[]): string {
+function bash(cli: CliShape, queries: readonly SavedQuery[]): string {
   return `# savedq completion for bash: eval "$(savedq completion bash)"
 _savedq() {
     local cur prev words
@@ -80,30 +80,30 @@ _savedq() {
         return
     fi
     case "\${COMP_WORDS[1]}" in
-${cli.commands.map((c) => bashCommand(c, endpoints)).join('\n')}
+${cli.commands.map((c) => bashCommand(c, queries)).join('\n')}
     esac
 }
 complete -F _savedq savedq
 `;
 }
 
-function zsh(cli: CliShape, endpoints: readonly SavedQuery[]): string {
+function zsh(cli: CliShape, queries: readonly SavedQuery[]): string {
   return `# savedq completion for zsh: eval "$(savedq completion zsh)"
 autoload -U +X compinit && compinit
 autoload -U +X bashcompinit && bashcompinit
-${bash(cli, endpoints).replace(/^# savedq completion for bash.*\n/, '')}`;
+${bash(cli, queries).replace(/^# savedq completion for bash.*\n/, '')}`;
 }
 
 /** Text inside fish's single quotes. */
 const fishQuote = (text: string) => `'${text.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
 
-function fish(cli: CliShape, endpoints: readonly SavedQuery[]): string {
+function fish(cli: CliShape, queries: readonly SavedQuery[]): string {
   const lines = ['# savedq completion for fish: savedq completion fish | source', 'complete -c savedq -f'];
   for (const command of cli.commands) {
     lines.push(`complete -c savedq -n '__fish_use_subcommand' -a ${command.name} -d ${fishQuote(command.description)}`);
     const when = `-n '__fish_seen_subcommand_from ${command.name}'`;
-    if (command.args[0]?.name === 'endpoint') {
-      lines.push(`complete -c savedq ${when} -a ${fishQuote(words(endpoints.flatMap((e) => [e.name, e.id])))}`);
+    if (command.args[0]?.name === 'query') {
+      lines.push(`complete -c savedq ${when} -a ${fishQuote(words(queries.flatMap((e) => [e.name, e.id])))}`);
     }
     const fixed = [...(command.args[0]?.choices ?? []), ...command.subcommands.map((s) => s.name)];
     if (fixed.length > 0) lines.push(`complete -c savedq ${when} -a ${fishQuote(words(fixed))}`);
@@ -112,7 +112,7 @@ function fish(cli: CliShape, endpoints: readonly SavedQuery[]): string {
       const long = option.flags.find((f) => f.startsWith('--'));
       const parts = [`complete -c savedq ${when}`, short ? `-s ${short.slice(1)}` : '', long ? `-l ${long.slice(2)}` : ''];
       if (option.choices) parts.push(`-x -a ${fishQuote(words(option.choices))}`);
-      else if (long === '--param') parts.push(`-x -a ${fishQuote(words([...new Set(endpoints.flatMap(paramWords))]))}`);
+      else if (long === '--param') parts.push(`-x -a ${fishQuote(words([...new Set(queries.flatMap(paramWords))]))}`);
       else if (option.takesValue) parts.push('-r');
       lines.push(parts.filter((p) => p !== '').join(' '));
     }
@@ -121,21 +121,20 @@ function fish(cli: CliShape, endpoints: readonly SavedQuery[]): string {
 }
 
 /** `savedq completion <shell>`: prints the script; a broken definition is a warning line. */
-export async function completionCommand(lib: Savedq, shell: string, cli: CliShape, options: CommonOptions, io: Io): Promise<void> {
-  const script = completionScript(shell, cli, (await lib.queries.scan()).queries);
-  warn(io, options, lib.takeWarnings());
+export async function completionCommand(lib: Savedq, shell: string, cli: CliShape, _options: CommonOptions, io: Io): Promise<void> {
+  const script = completionScript(shell, cli, (await lib.savedQueries()).queries);
   io.stdout.write(script);
 }
 
 /** A completion script for the shell, for this CLI and these saved queries. */
-export function completionScript(shell: string, cli: CliShape, endpoints: readonly SavedQuery[]): string {
+export function completionScript(shell: string, cli: CliShape, queries: readonly SavedQuery[]): string {
   switch (shell) {
     case 'bash':
-      return bash(cli, endpoints);
+      return bash(cli, queries);
     case 'zsh':
-      return zsh(cli, endpoints);
+      return zsh(cli, queries);
     case 'fish':
-      return fish(cli, endpoints);
+      return fish(cli, queries);
     default:
       throw new InputError(`unknown shell ${JSON.stringify(shell)}: one of ${SHELLS.join(', ')}.`);
   }

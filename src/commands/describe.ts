@@ -2,14 +2,13 @@ import { Chalk } from 'chalk';
 import type { Savedq } from '../library.js';
 import { displayPath } from '../queries/catalog.js';
 import { boundsText, clickhouseType } from '../queries/param-types.js';
-import { colorOf, warn, type CommonOptions, type Io } from './io.js';
+import { colorOf, type CommonOptions, type Io } from './io.js';
 
 /** `savedq describe <name|id>`: where a saved query comes from, its parameters, fields, cache and SQL. */
 export async function describeCommand(lib: Savedq, nameOrId: string, options: CommonOptions, io: Io): Promise<void> {
   // Every definition is read, so a broken one is reported (describe is not on anyone's hot path).
-  await lib.queries.scan();
+  await lib.savedQueries();
   const q = await lib.queries.find(nameOrId);
-  warn(io, options, lib.takeWarnings());
   const c = new Chalk({ level: colorOf(io, options) ? 1 : 0 });
   const params = q.params.map((p) => {
     const facts = [

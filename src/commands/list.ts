@@ -1,13 +1,13 @@
 import type { Savedq } from '../library.js';
 import type { Row, SavedQuery } from '../queries/types.js';
-import { outputFormat, warn, writeRows, type CommonOptions, type Io } from './io.js';
+import { outputFormat, writeRows, type CommonOptions, type Io } from './io.js';
 
 /** Options of `savedq list`. */
 export interface ListOptions extends CommonOptions {
   readonly format?: string | undefined;
 }
 
-/** The saved queries as `list -f json` describes them (CONTRACT §6, with each parameter's type, §8). */
+/** The saved queries as `list -f json` describes them (README, "list"), each parameter with its type. */
 export function describeQueries(queries: readonly SavedQuery[]): Row[] {
   return queries.map((q) => ({
     name: q.name,
@@ -41,8 +41,7 @@ const TABLE_FIELDS = [
 /** `savedq list`: the saved queries, built-in and the user's, by name; a broken definition is a warning line. */
 export async function listCommand(lib: Savedq, options: ListOptions, io: Io): Promise<void> {
   const format = outputFormat(io, options.format);
-  const rows = describeQueries([...(await lib.queries.scan()).queries].sort((a, b) => a.name.localeCompare(b.name)));
-  warn(io, options, lib.takeWarnings());
+  const rows = describeQueries([...(await lib.savedQueries()).queries].sort((a, b) => a.name.localeCompare(b.name)));
   const isTable = format === 'table' || format === 'csv';
   const shown = isTable
     ? rows.map((r) => ({

@@ -1,5 +1,6 @@
 import { closeSync, createReadStream, fstatSync, openSync } from 'node:fs';
 import { resolveBatchBytes } from '../config.js';
+import { errnoText } from '../errno.js';
 import { InputError } from '../errors.js';
 import type { Savedq } from '../library.js';
 import type { LoadInput, LoadReport } from '../load/index.js';
@@ -39,8 +40,6 @@ interface Input {
   interrupt(reason: unknown): void;
 }
 
-const READ_ERRORS: Record<string, string> = { ENOENT: 'no such file', EACCES: 'permission denied', EISDIR: 'a directory' };
-
 /**
  * Opens the input now, so that a missing, unreadable or wrong file is an input error before the engine
  * is even started.
@@ -64,8 +63,7 @@ function openInput(file: string | undefined, io: Io): Input {
     const stream = createReadStream('', { fd, highWaterMark: 1 << 20 });
     return { source: stream, close: () => stream.destroy(), interrupt: (reason) => stream.destroy(asError(reason)) };
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? '';
-    throw new InputError(`cannot read ${file}: ${READ_ERRORS[code] ?? (code || String(err))}.`);
+    throw new InputError(`cannot read ${file}: ${errnoText(err)}.`);
   }
 }
 

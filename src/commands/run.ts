@@ -1,10 +1,11 @@
 import type { CacheMode, Savedq } from '../library.js';
 import { parsePairs } from '../queries/params.js';
-import { checkInterrupted, note, outputFormat, warn, writeRows, type CommonOptions, type Io } from './io.js';
+import { checkInterrupted, note, outputFormat, writeRows, type CommonOptions, type Io } from './io.js';
 
 /** Options of `savedq run`. */
 export interface RunOptions extends CommonOptions {
-  readonly endpoint: string;
+  /** The saved query's name or id. */
+  readonly nameOrId: string;
   /** `name=value` pairs. */
   readonly params: readonly string[];
   readonly format?: string | undefined;
@@ -16,19 +17,18 @@ export interface RunOptions extends CommonOptions {
 export async function runCommand(lib: Savedq, options: RunOptions, io: Io): Promise<void> {
   const format = outputFormat(io, options.format); // a bad format is refused before anything runs
   const result = await lib.run({
-    endpoint: options.endpoint,
+    nameOrId: options.nameOrId,
     params: parsePairs(options.params),
     at: options.at,
     cache: options.cache ?? 'use',
   });
   checkInterrupted(options.signal);
-  await writeRows(io, options, format, result.rows, result.endpoint.fields);
-  warn(io, options, result.warnings);
+  await writeRows(io, options, format, result.rows, result.query.fields);
   if (result.cache === 'hit') {
     const age = Math.max(0, Math.round((lib.clock() - result.computedAt) / 1000));
-    note(io, options, `${result.endpoint.name}: from cache, computed ${age} s ago`);
+    note(io, options, `${result.query.name}: from cache, computed ${age} s ago`);
   } else {
-    const kept = result.cache === 'miss' ? `, kept in the cache for ${result.endpoint.cacheSeconds} s` : '';
-    note(io, options, `${result.endpoint.name}: ${result.rows.length} rows${kept}`);
+    const kept = result.cache === 'miss' ? `, kept in the cache for ${result.query.cacheSeconds} s` : '';
+    note(io, options, `${result.query.name}: ${result.rows.length} rows${kept}`);
   }
 }

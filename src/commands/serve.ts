@@ -1,6 +1,6 @@
 import { resolveServeSettings } from '../config.js';
 import { DefinitionError, InputError } from '../errors.js';
-import { problemText, QueryCatalog, readSource, sourceKey, type DefinitionSource } from '../queries/catalog.js';
+import { problemText } from '../queries/catalog.js';
 import { startServer, type RunningServer } from '../http/server.js';
 import type { EngineShare } from '../warehouse/share-server.js';
 import type { Savedq } from '../library.js';
@@ -13,6 +13,8 @@ export interface ServeCommandOptions extends CommonOptions {
   readonly port?: string | undefined;
   readonly apiKeyFile?: string | undefined;
   readonly version: string;
+  /** The server's log (serverLog), which the library's warnings go to as well. */
+  readonly log: ServerLog;
   /** Called once the server listens: from then on, a signal drains it rather than interrupting its start. */
   readonly onListening?: () => void;
 }
@@ -29,32 +31,17 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
   // Every definition is read now: a server answers one whole, valid set of saved queries.
   const { queries, broken } = await lib.queries.scan();
   if (broken.length > 0) {
-    lib.takeWarnings(); // listed in the error itself
     const lines = broken.flatMap((b) => b.problems.map((p) => `  ${problemText(p)}`));
     throw new DefinitionError(`serve: ${broken.length} saved query ${broken.length === 1 ? 'definition is' : 'definitions are'} broken; fix ${broken.length === 1 ? 'it' : 'them'} first:\n${lines.join('\n')}`);
   }
-  const log = bufferedLog(io, options);
+  const log = options.log;
   // The engine is opened now and kept while the server runs: no request waits for it to start, and every
   // other savedq process on this data directory sends its statements here instead of waiting its turn.
   let share: EngineShare | undefined;
   if (lib.config.url === undefined) {
     const warehouse = await lib.warehouse();
     const { shareWarehouse } = await import('../warehouse/share-server.js');
-    // Besides the engine, the server reads definitions for the others (its YAML parser is loaded), and
-    // remembers each reading: a definition is a pure function of its text.
-    const readings = new Map<string, Promise<unknown>>();
-    const definition = (payload: unknown) => {
-      const source = payload as DefinitionSource;
-      const key = sourceKey(source);
-      let reading = readings.get(key);
-      if (!reading) {
-        if (readings.size >= 1000) readings.delete(readings.keys().next().value as string);
-        reading = readSource(source);
-        readings.set(key, reading);
-      }
-      return reading;
-    };
-    share = await shareWarehouse(warehouse, lib.config.dataDir, log, { definition });
+    share = await shareWarehouse(warehouse, lib.config.dataDir, log);
   }
   let server: RunningServer;
   try {
@@ -108,7 +95,7 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
  * definition they started with.
  */
 export async function reloadQueries(lib: Savedq, log: (line: string) => void): Promise<boolean> {
-  const next = new QueryCatalog(lib.queries.folders);
+  const next = lib.queries.reread();
   const { queries, broken } = await next.scan();
   if (broken.length > 0) {
     for (const b of broken) for (const p of b.problems) log(`reload failed, still serving the previous queries: ${problemText(p)}`);
@@ -124,7 +111,7 @@ export async function reloadQueries(lib: Savedq, log: (line: string) => void): P
  * does: reloads, warming, stopping): gathered and written once per turn of the event loop, so a busy
  * server does not stop to write each line. Only warnings and failures with --quiet.
  */
-function bufferedLog(io: Io, options: CommonOptions): ServerLog {
+export function serverLog(io: Io, options: CommonOptions): ServerLog {
   let pending: string[] = [];
   const always = (line: string) => {
     if (pending.length === 0) {
@@ -144,7 +131,7 @@ function bufferedLog(io: Io, options: CommonOptions): ServerLog {
 }
 
 /** The server's log: a line, unless --quiet leaves it out; `always`, a line even with --quiet. */
-interface ServerLog {
+export interface ServerLog {
   (line: string): void;
   always(line: string): void;
 }

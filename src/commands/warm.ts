@@ -1,12 +1,12 @@
 import { parsePairs } from '../queries/params.js';
 import { WarmFailedError } from '../errors.js';
 import type { Savedq, WarmOutcome } from '../library.js';
-import { checkInterrupted, report, warn, type CommonOptions, type Io } from './io.js';
+import { checkInterrupted, report, type CommonOptions, type Io } from './io.js';
 
 /** Options of `savedq warm`. */
 export interface WarmOptions extends CommonOptions {
-  /** Warm one given call instead of the warm set. */
-  readonly endpoint?: string | undefined;
+  /** Warm one given call (a saved query's name or id, with params and at) instead of the warm set. */
+  readonly nameOrId?: string | undefined;
   readonly params?: readonly string[];
   readonly at?: string | undefined;
 }
@@ -25,16 +25,15 @@ function describeCall(outcome: WarmOutcome): string {
  */
 export async function warmCommand(lib: Savedq, options: WarmOptions, io: Io): Promise<WarmOutcome[]> {
   const calls =
-    options.endpoint === undefined
+    options.nameOrId === undefined
       ? undefined
-      : [await lib.cachedCallOf({ endpoint: options.endpoint, params: parsePairs(options.params ?? []), at: options.at })];
+      : [await lib.cachedCallOf({ nameOrId: options.nameOrId, params: parsePairs(options.params ?? []), at: options.at })];
   const outcomes = await lib.warm(calls, options.signal, (outcome, index, total) => {
     const n = `[${index + 1}/${total}]`;
     if (outcome.error) report(io, options, `${n} failed ${describeCall(outcome)}: ${outcome.error.message}`);
     else report(io, options, `${n} refreshed ${describeCall(outcome)} (${outcome.rows} rows)`);
   });
   checkInterrupted(options.signal);
-  warn(io, options, lib.takeWarnings());
   const failed = outcomes.filter((o) => o.error).length;
   report(io, options, `warm: ${outcomes.length - failed} refreshed, ${failed} failed`);
   if (failed > 0) throw new WarmFailedError(`${failed} of ${outcomes.length} refreshes failed.`);

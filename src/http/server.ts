@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { BusyError, DefinitionError, InputError, InterruptedError, MethodNotAllowedError, NotFoundError, SavedqError, UnauthorizedError, UriTooLongError } from '../errors.js';
 import type { RawParams } from '../queries/params.js';
 import type { PreparedCall, RunResult, Savedq } from '../library.js';
+import { render } from '../output/index.js';
 import type { Row } from '../queries/types.js';
 import { keyChecker } from './keys.js';
 import { openApiDocument } from './openapi.js';
@@ -36,6 +37,14 @@ const QUERY_PREFIX = '/api/endpoints/query/';
 const PREPARED_CALLS = 1_000;
 const JSON_TYPE = 'application/json; charset=utf-8';
 const MAX_URL_LENGTH = 8192;
+/** The JSON renderer takes no width or colour. */
+const BODY_OPTIONS = { fields: [], color: false, width: undefined };
+
+/** An answer's body, and its length in bytes as Content-Length says it. */
+interface Body {
+  readonly text: string;
+  readonly length: string;
+}
 
 /**
  * Parses a query string strictly: `+` is a space, bad percent-encoding is an error (URLSearchParams
@@ -121,32 +130,34 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     const key = `${path}?${search}`;
     let call = calls.get(key);
     if (!call) {
-      call = await lib.prepare({ endpoint: decode(path.slice(QUERY_PREFIX.length)), params: parseQueryString(search) });
+      call = await lib.prepare({ nameOrId: decode(path.slice(QUERY_PREFIX.length)), params: parseQueryString(search) });
       if (calls.size >= PREPARED_CALLS) calls.delete(calls.keys().next().value as string);
       calls.set(key, call);
     }
     return call;
   };
-  /** Sends a query's answer: its rows' body (made once a result), and for a cached query X-Cache and Age. */
-  const reply = (res: ServerResponse, result: RunResult): { what: string; cache: string } => {
-    for (const warning of result.warnings) options.log(`warning: ${warning}`);
-    const body = bodyOf(result.rows);
-    if (result.endpoint.cacheSeconds === 0) {
+  /**
+   * Sends a query's answer: its rows' body (made once a result, and kept with it), and for a cached query
+   * X-Cache and Age.
+   */
+  const reply = (res: ServerResponse, result: RunResult, body: Body): { what: string; cache: string } => {
+    if (result.query.cacheSeconds === 0) {
       res.writeHead(200, ['Content-Type', JSON_TYPE, 'Content-Length', body.length]);
       res.end(body.text);
-      return { what: result.endpoint.name, cache: '-' };
+      return { what: result.query.name, cache: '-' };
     }
     const cache = result.cache === 'hit' ? 'HIT' : 'MISS';
     const age = String(Math.max(0, Math.floor((lib.clock() - result.computedAt) / 1000)));
     res.writeHead(200, ['Content-Type', JSON_TYPE, 'Content-Length', body.length, 'X-Cache', cache, 'Age', age]);
     res.end(body.text);
-    return { what: result.endpoint.name, cache };
+    return { what: result.query.name, cache };
   };
-  const bodies = new WeakMap<readonly Row[], { text: string; length: string }>();
-  const bodyOf = (rows: Row[]): { text: string; length: string } => {
+  const bodies = new WeakMap<readonly Row[], Body>();
+  /** The body of rows: the JSON renderer's array, as `run -f json` prints it, in the envelope. */
+  const bodyOf = async (rows: Row[]): Promise<Body> => {
     let body = bodies.get(rows);
     if (!body) {
-      const text = JSON.stringify({ result: rows });
+      const text = `{"result":${[...(await render('json', rows, BODY_OPTIONS))].join('')}}`;
       body = { text, length: String(Buffer.byteLength(text)) };
       bodies.set(rows, body);
     }
@@ -164,7 +175,9 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     if (!known) throw new NotFoundError('no such path; queries are at /api/endpoints/query/<name|id>.');
     if (req.method !== 'GET' && req.method !== 'HEAD') throw new MethodNotAllowedError(`${req.method ?? 'this method'} is not allowed; use GET.`);
     if (path === '/health') {
-      send(res, 200, { status: 'ok' });
+      // The engine's queue, when this server has it open: what an operator (and a test) waits on.
+      const queue = lib.engineQueue();
+      send(res, 200, queue ? { status: 'ok', queue } : { status: 'ok' });
       return { what: '/health', cache: '-' };
     }
     if (path === '/openapi.json') {
@@ -180,7 +193,8 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     // The query's time limit is the library's, counted from when the query starts (not while the data
     // directory is awaited: a busy one answers 503 with Retry-After). A client that goes away first
     // stops waiting; its query, when no one else waits for it and it has not begun, is not run.
-    return reply(res, await lib.runPrepared(await prepared(path, search), refresh ? 'refresh' : 'use', gone));
+    const result = await lib.runPrepared(await prepared(path, search), refresh ? 'refresh' : 'use', gone);
+    return reply(res, result, await bodyOf(result.rows));
   }
 
   /** A query answered from what was served a moment ago: no await, no promise (the hot path of a busy server). */
@@ -193,8 +207,9 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     const key = req.headers['x-api-key'];
     if (!isKey(Array.isArray(key) ? undefined : key)) return undefined; // the full path answers 401
     const result = lib.answerRecent(call);
-    if (!result) return undefined;
-    return reply(res, result);
+    const body = result && bodies.get(result.rows);
+    if (!result || !body) return undefined;
+    return reply(res, result, body);
   };
 
   const server = createServer({ maxHeaderSize: 16 * 1024, requestTimeout: (options.timeoutSeconds + 30) * 1000, headersTimeout: 20_000 }, (req, res) => {

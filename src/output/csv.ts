@@ -1,6 +1,6 @@
 import { stringify } from 'csv-stringify/sync';
 import type { Row } from '../queries/types.js';
-import { inBatches, type RenderOptions } from './index.js';
+import { inBatches, type RenderOptions } from './types.js';
 
 /** RFC 4180: a header row, CRLF line ends, quoting as needed; nested values as JSON text in their cell. */
 export function* renderCsv(rows: readonly Row[], options: RenderOptions): Generator<string> {

@@ -2,7 +2,7 @@ import { Chalk } from 'chalk';
 import Table from 'cli-table3';
 import stringWidth from 'string-width';
 import type { Row } from '../queries/types.js';
-import type { RenderOptions, TableField } from './index.js';
+import type { RenderOptions, TableField } from './types.js';
 
 /** The narrowest a shortened text column gets before the table gives way to records. */
 const MIN_TEXT_WIDTH = 12;

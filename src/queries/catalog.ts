@@ -1,48 +1,24 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, isAbsolute } from 'node:path';
 import { DefinitionError, NotFoundError } from '../errors.js';
+import { errnoText } from '../errno.js';
 import { closest } from '../suggest.js';
 import type { DefinitionProblem, ReadDefinition } from './definition.js';
-import { NAME_PATTERN, type SavedQuery } from './types.js';
-
-/** A definition file's text, with what its reading depends on besides: the name it gives by default, and whether it is a built-in. */
-export interface DefinitionSource {
-  /** Changes whenever reading a definition changes, so a reading by other code is never taken. */
-  readonly version: number;
-  readonly stem: string;
-  readonly builtin: boolean;
-  readonly text: string;
-}
-
-/** A source as a memo's key: the whole of it (exact; no digest to compute). */
-export function sourceKey(source: DefinitionSource): string {
-  return `${source.version}:${source.builtin ? 'b' : 'u'}:${source.stem}:${source.text}`;
-}
+import type { SavedQuery } from './types.js';
 
 /**
- * Definitions read elsewhere, by their source (a pure function of it): the results cache remembers
- * them, and a running `serve` reads them for the processes it serves, so a run need not load the YAML
- * parser nor read a header.
+ * Where the catalog keeps what it has read (a key-value store; the library gives it one in the cache
+ * file): each valid definition's reading, by the file's whole text, and each folder set's index of
+ * names and ids, by its files' identity. Neither is ever stale: a reading is a pure function of its
+ * text, and an index is taken only for files that have not changed since it was made.
  */
 export interface DefinitionMemo {
-  /** The reading of a valid definition (a SavedQuery without its file, and the lines of its name and id), if known. */
-  get(source: DefinitionSource): Promise<unknown>;
-  set(source: DefinitionSource, reading: unknown): Promise<void>;
+  get(key: string): Promise<unknown>;
+  set(key: string, value: unknown): Promise<void>;
 }
 
 /** Changes whenever reading a definition changes, so a memo of an older reading is never used. */
-export const READER_VERSION = 1;
-
-/**
- * Reads a definition from its source, as a memo keeps it: the query without its file, and the lines of
- * its name and id; undefined when it is broken (its problems are for the process that has the file).
- */
-export async function readSource(source: DefinitionSource): Promise<unknown> {
-  if (source.version !== READER_VERSION) return undefined;
-  const read = (await definitionReader())('', source.text, source.stem, source.builtin);
-  // The file is the asking process's to name: it takes the reading for its own file.
-  return read.query ? { ...read.query, lines: read.lines } : undefined;
-}
+const READER_VERSION = 2;
 
 type Reader = (file: string, text: string, defaultName: string, builtin: boolean) => ReadDefinition;
 /** The definition reader (and the YAML parser under it), loaded on first use: a memo hit needs neither. */
@@ -115,41 +91,65 @@ interface ReadFile {
   readonly problems: DefinitionProblem[];
 }
 
+/** Which file defines each usable name and id, for a set of folders whose files have not changed. */
+interface FolderIndex {
+  readonly names: Readonly<Record<string, string>>;
+  readonly ids: Readonly<Record<string, string>>;
+}
+
 /**
- * The saved queries savedq knows: the built-ins and the user's folders (CONTRACT §8). A value, not a
- * module constant: the library is given one, and `serve` swaps in a new one on SIGHUP.
+ * Files changed this recently are not trusted to an index: a file rewritten within the same tick of the
+ * file system's clock, at the same size, would look unchanged (git's "racy" entries, handled as git does).
+ */
+const SETTLED_MS = 2_000;
+
+/**
+ * The saved queries savedq knows: the built-ins and the user's folders (README, "Your own saved
+ * queries"). A value, not a module constant: the library is given one, and `serve` swaps in a new one on
+ * SIGHUP.
  *
- * Finding a query by name reads only the files that carry its name (`<name>.sql` in each folder), so a
- * cache hit does not pay for a folder of many definitions; anything else (an id, a name given in a
- * header, `list`, `check`, warming) reads every file once. Clashes of names across folders are seen
- * both ways; a clash of ids, or with a name set in another file's header, only when every file is read
- * (`check`, `list`, `serve`).
+ * A name or an id is one file or an error, whichever way a query is found: by name or id, every file's
+ * name and id count, so a file that another file's header clashes with is broken for a run as it is for
+ * `list` and `check`. Reading every header costs a YAML parse each; the memo keeps each definition's
+ * reading by its exact text, and for folders whose files have not changed, which file defines which
+ * name and id, so a run reads one definition's file and stats the others.
  */
 export class QueryCatalog {
   readonly folders: QueryFolders;
+  readonly #memo: DefinitionMemo | undefined;
   #scan: IndexedScan | undefined;
 
-  constructor(folders: QueryFolders) {
+  constructor(folders: QueryFolders, memo?: DefinitionMemo) {
     this.folders = folders;
+    this.#memo = memo;
+  }
+
+  /** The same folders, read afresh (serve on SIGHUP), with the same memo. */
+  reread(): QueryCatalog {
+    return new QueryCatalog(this.folders, this.#memo);
   }
 
   /** Reads every definition (once) and checks them together: a name or an id defined twice is broken. */
   async scan(): Promise<IndexedScan> {
-    if (this.#scan) return this.#scan;
-    const read = await definitionReader();
+    this.#scan ??= await this.#readAll();
+    return this.#scan;
+  }
+
+  /** Reads every definition afresh and checks them together. */
+  async #readAll(): Promise<IndexedScan> {
     const files: ReadFile[] = [];
     const broken: BrokenDefinition[] = [];
     for (const [dir, builtin] of this.#dirs()) {
       let names: string[];
       try {
-        names = readdirSync(dir).filter((n) => n.endsWith('.sql')).sort();
+        names = definitionFiles(dir);
       } catch (err) {
-        broken.push({ file: dir, problems: [{ file: dir, line: 0, message: `cannot read the queries folder: ${reasonOf(err)}.` }] });
+        broken.push({ file: dir, problems: [{ file: dir, line: 0, message: `cannot read the queries folder: ${errnoText(err, 'folder')}.` }] });
         continue;
       }
       for (const name of names) {
         const file = join(dir, name);
-        if (isFile(file)) files.push(readFile(read, file, builtin));
+        if (isFile(file)) files.push(await this.#read(file, builtin));
       }
     }
     markClashes(files, 'name', (f) => f.query?.name);
@@ -157,64 +157,115 @@ export class QueryCatalog {
 
     const queries = files.filter((f) => f.query && f.problems.length === 0).map((f) => f.query as SavedQuery);
     for (const f of files) if (f.problems.length > 0) broken.push({ file: f.file, problems: f.problems });
-    this.#scan = {
+    return {
       queries,
       broken,
       byName: new Map(queries.map((q) => [q.name, q])),
       byId: new Map(queries.map((q) => [q.id, q])),
     };
-    return this.#scan;
   }
 
   /**
    * The saved query with this name or id. An unknown one is a NotFoundError that suggests the closest
-   * name; a broken one is a DefinitionError naming its file and line.
-   *
-   * @param memo definitions read before, consulted and filled when finding a query by its file name.
+   * name; a broken one (a clash included) is a DefinitionError naming its file and line.
    */
-  async find(nameOrId: string, memo?: DefinitionMemo): Promise<SavedQuery> {
+  async find(nameOrId: string): Promise<SavedQuery> {
     const key = nameOrId.trim();
-    if (!this.#scan && NAME_PATTERN.test(key)) {
-      const found = await this.#findByFileName(key, memo);
+    if (!this.#scan) {
+      // Until every definition has been read for good (list, serve), each call reads the files anew.
+      const found = await this.#findByIndex(key);
       if (found) return found;
     }
     const scan = await this.scan();
     const query = scan.byName.get(key) ?? scan.byId.get(key.toLowerCase());
     if (query) return query;
-    const broken = scan.broken.find((b) => b.file.endsWith('.sql') && stemOf(b.file) === key);
-    if (broken) throw definitionError(broken);
+    const broken = scan.broken.filter((b) => b.file.endsWith('.sql') && (stemOf(b.file) === key || b.problems.some((p) => p.clash === key)));
+    if (broken.length > 0) throw definitionError(broken);
     const names = scan.queries.map((q) => q.name);
     const guess = closest(key, names);
     const hint = guess ? ` Did you mean ${guess}?` : '';
-    const all = names.length <= 12 ? ` Endpoints: ${names.join(', ')}.` : ' See savedq list.';
-    throw new NotFoundError(`unknown endpoint '${key}'.${hint}${all}`);
+    const all = names.length <= 12 ? ` Queries: ${names.join(', ')}.` : ' See savedq list.';
+    throw new NotFoundError(`unknown query '${key}'.${hint}${all}`);
   }
 
-  /** The scan, if every definition has been read already (for warnings about broken ones). */
+  /** The scan, if every definition has been read already. */
   scanned(): CatalogScan | undefined {
     return this.#scan;
   }
 
-  /** The query with this id, if it is usable (cache entries name queries by id). */
-  async byId(id: string): Promise<SavedQuery | undefined> {
-    return (await this.scan()).byId.get(id);
+  /**
+   * The query of a name or id by the memo's index of the folders, when the folders' files have not
+   * changed since it was made (else from reading them all, which makes the index again): one file read,
+   * the others only stat'ed. Undefined when no usable file defines it (unknown, or broken: `find` then
+   * says why).
+   */
+  async #findByIndex(key: string): Promise<SavedQuery | undefined> {
+    const identity = this.#memo ? this.#identity() : undefined;
+    const indexKey = identity === undefined ? undefined : `index:${READER_VERSION}:${identity}`;
+    const index = indexKey === undefined ? undefined : ((await this.#memo?.get(indexKey)) as FolderIndex | undefined);
+    if (!index) {
+      const all = await this.#readAll();
+      if (indexKey !== undefined) {
+        const made: FolderIndex = {
+          names: Object.fromEntries(all.queries.map((q) => [q.name, q.file])),
+          ids: Object.fromEntries(all.queries.map((q) => [q.id, q.file])),
+        };
+        await this.#memo?.set(indexKey, made);
+      }
+      return all.byName.get(key) ?? all.byId.get(key.toLowerCase());
+    }
+    const file = index.names[key] ?? index.ids[key.toLowerCase()];
+    if (file === undefined) return undefined;
+    const read = await this.#read(file, file.startsWith(this.folders.builtin));
+    // The index said which file; the file itself must still say so (else the whole scan decides).
+    const query = read.query;
+    return query && (query.name === key || query.id === key.toLowerCase()) ? query : undefined;
   }
 
-  /** `<name>.sql` in each folder: the query it defines, when one of them defines it under that name. */
-  async #findByFileName(name: string, memo: DefinitionMemo | undefined): Promise<SavedQuery | undefined> {
-    const read: ReadFile[] = [];
-    for (const [dir, builtin] of this.#dirs()) {
-      const file = join(dir, `${name}.sql`);
-      if (isFile(file)) read.push(await readFileMemo(file, builtin, memo));
+  /**
+   * What identifies the folders' definition files: each one's name, size, inode and times. Undefined
+   * when a file changed too recently to tell a later change apart, or a folder cannot be read.
+   */
+  #identity(): string | undefined {
+    const parts: string[] = [];
+    const settled = BigInt(Date.now() - SETTLED_MS) * 1_000_000n;
+    for (const [dir] of this.#dirs()) {
+      let names: string[];
+      try {
+        names = definitionFiles(dir);
+      } catch {
+        return undefined;
+      }
+      parts.push(dir);
+      for (const name of names) {
+        const stat = statSync(join(dir, name), { bigint: true, throwIfNoEntry: false });
+        if (!stat?.isFile()) continue;
+        if (stat.mtimeNs > settled || stat.ctimeNs > settled) return undefined;
+        parts.push(`${name}/${stat.size}/${stat.ino}/${stat.mtimeNs}/${stat.ctimeNs}`);
+      }
     }
-    // A built-in keeps its name: a user's file of the same name is the broken one.
-    const builtin = read.find((f) => f.builtin && f.query?.name === name);
-    if (builtin) return builtin.query;
-    markClashes(read, 'name', (f) => f.query?.name);
-    const named = read.filter((f) => f.problems.length > 0 || f.query?.name === name);
-    const broken = named.find((f) => f.problems.length > 0);
-    if (broken) throw definitionError(broken);
-    return named[0]?.query;
+    return parts.join('\n');
+  }
+
+  /**
+   * Reads a definition file, through the memo when there is one: a file whose exact text was read
+   * before (under the same name, from the same kind of folder) is not parsed again.
+   */
+  async #read(file: string, builtin: boolean): Promise<ReadFile> {
+    const stem = stemOf(file);
+    const text = fileText(file);
+    if ('problem' in text) return { file, stem, builtin, problems: [text.problem] };
+    const key = `definition:${READER_VERSION}:${builtin ? 'b' : 'u'}:${stem}:${text.text}`;
+    const known = (await this.#memo?.get(key)) as (Omit<SavedQuery, 'file'> & { lines: ReadFile['lines'] }) | undefined;
+    if (known) {
+      const { lines, ...query } = known;
+      return { file, stem, builtin, query: { ...query, file }, lines, problems: [] };
+    }
+    const definition = (await definitionReader())(file, text.text, stem, builtin);
+    if (!definition.query) return { file, stem, builtin, problems: [...definition.problems] };
+    // The file is the reading process's own to name: a reading is taken for a file of the same text.
+    await this.#memo?.set(key, { ...definition.query, file: undefined, lines: definition.lines });
+    return { file, stem, builtin, query: definition.query, lines: definition.lines, problems: [] };
   }
 
   #dirs(): [string, boolean][] {
@@ -222,9 +273,16 @@ export class QueryCatalog {
   }
 }
 
-/** The error of running a broken definition: its first problem, and how many more. */
-function definitionError(broken: BrokenDefinition): DefinitionError {
-  return new DefinitionError(brokenText(broken));
+/** The definition files of a folder, by name. */
+function definitionFiles(dir: string): string[] {
+  return readdirSync(dir)
+    .filter((n) => n.endsWith('.sql'))
+    .sort();
+}
+
+/** The error of running broken definitions: each one's first problem, and how many more. */
+function definitionError(broken: readonly BrokenDefinition[]): DefinitionError {
+  return new DefinitionError(broken.map(brokenText).join('\n'), { files: broken.map((b) => b.file) });
 }
 
 /** A definition file's text, or a problem saying why it cannot be read. */
@@ -232,36 +290,8 @@ function fileText(file: string): { text: string } | { problem: DefinitionProblem
   try {
     return { text: readFileSync(file, 'utf8') };
   } catch (err) {
-    return { problem: { file, line: 0, message: `cannot read the file: ${reasonOf(err)}.` } };
+    return { problem: { file, line: 0, message: `cannot read the file: ${errnoText(err, 'file')}.` } };
   }
-}
-
-function readFile(read: Reader, file: string, builtin: boolean, text = fileText(file)): ReadFile {
-  const stem = stemOf(file);
-  if ('problem' in text) return { file, stem, builtin, problems: [text.problem] };
-  const definition = read(file, text.text, stem, builtin);
-  return definition.query
-    ? { file, stem, builtin, query: definition.query, lines: definition.lines, problems: [] }
-    : { file, stem, builtin, problems: [...definition.problems] };
-}
-
-/**
- * Reads a definition file, through the memo when there is one: a file whose exact text was read before
- * (under the same name, from the same kind of folder) is not parsed again.
- */
-async function readFileMemo(file: string, builtin: boolean, memo: DefinitionMemo | undefined): Promise<ReadFile> {
-  const text = fileText(file);
-  if (!memo || 'problem' in text) return readFile(await definitionReader(), file, builtin, text);
-  const stem = stemOf(file);
-  const source: DefinitionSource = { version: READER_VERSION, stem, builtin, text: text.text };
-  const known = (await memo.get(source)) as (SavedQuery & { lines: ReadFile['lines'] }) | undefined;
-  if (known) {
-    const { lines, ...query } = known;
-    return { file, stem, builtin, query: { ...query, file }, lines, problems: [] };
-  }
-  const read = readFile(await definitionReader(), file, builtin, text);
-  if (read.query) await memo.set(source, { ...read.query, lines: read.lines });
-  return read;
 }
 
 /**
@@ -282,7 +312,7 @@ function markClashes(files: readonly ReadFile[], what: 'name' | 'id', keyOf: (f:
       const others = builtin ? [builtin] : group.filter((g) => g !== f);
       const line = f.lines?.[what] ?? 1;
       const whose = builtin ? `the built-in query in ${displayPath(builtin.file)}` : others.map((o) => displayPath(o.file)).join(', ');
-      f.problems.push({ file: f.file, line, message: `${what} '${key}' is also defined by ${whose}.` });
+      f.problems.push({ file: f.file, line, message: `${what} '${key}' is also defined by ${whose}.`, clash: key });
     }
   }
 }
@@ -298,12 +328,4 @@ function isFile(file: string): boolean {
   } catch {
     return false;
   }
-}
-
-function reasonOf(err: unknown): string {
-  const code = (err as NodeJS.ErrnoException).code;
-  if (code === 'ENOENT') return 'no such directory';
-  if (code === 'ENOTDIR') return 'not a directory';
-  if (code === 'EACCES' || code === 'EPERM') return 'permission denied';
-  return code ?? String(err);
 }

@@ -16,7 +16,7 @@ const isScalar = (node: unknown): node is Scalar => yaml().isScalar(node);
 
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const PARAM_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
-/** The namespace of derived ids: RFC 4122's URL namespace (CONTRACT §8). */
+/** The namespace of derived ids: RFC 4122's URL namespace (README, "The header"). */
 const ID_NAMESPACE = '6ba7b811-9dad-11d1-80b4-00c04fd430c8';
 const MAX_ROWS_LIMIT = 1_000_000;
 
@@ -30,6 +30,8 @@ export interface DefinitionProblem {
   /** 1-based line of the file. */
   readonly line: number;
   readonly message: string;
+  /** The name or id this file shares with another, when that is the problem. */
+  readonly clash?: string;
 }
 
 /** A definition read from its file: the query, or what is wrong with it. */
@@ -59,7 +61,7 @@ class Problem extends Error {
 
 /**
  * Reads a saved query's definition: the YAML header in the file's leading block comment, then the SQL
- * (CONTRACT §8). Every problem is reported with its line; a definition with any problem yields no query.
+ * (README, "The header"). Every problem is reported with its line; a definition with any problem yields no query.
  *
  * @param defaultName the file's name without `.sql`, the query's name when the header gives none.
  */

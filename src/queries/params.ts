@@ -33,7 +33,7 @@ export function parsePairs(pairs: readonly string[]): RawParams {
 }
 
 /**
- * Validates raw parameters against a saved query's declaration and returns every declared parameter
+ * Checks raw parameters against a saved query's declaration and returns every declared parameter
  * in canonical text with defaults applied, so that equivalent calls normalise to the same object.
  * Throws an InputError naming the parameter and what it accepts; nothing is run on bad input.
  */
@@ -63,14 +63,16 @@ export function normaliseParams(query: SavedQuery, raw: RawParams): NormalisedPa
     }
     result[param.name] = checked.value;
   }
+  checkPatterns(query, result);
   return result;
 }
 
 /**
  * Checks the values of a call's `regex` parameters with RE2: an InputError naming the first that does
- * not compile. Run before a query runs (whatever the data, a bad pattern never reaches the engine).
+ * not compile. Part of normalising, so a bad pattern is refused wherever a call comes from, before
+ * anything is read or run (RE2 is loaded only for a pattern with special characters).
  */
-export function checkPatterns(query: SavedQuery, params: NormalisedParams): void {
+function checkPatterns(query: SavedQuery, params: NormalisedParams): void {
   for (const param of query.params) {
     const value = params[param.name] ?? '';
     if (param.type !== 'regex' || value === '') continue;

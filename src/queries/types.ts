@@ -1,7 +1,7 @@
 /** A saved query's name: what the command line and URLs address it by. */
 export const NAME_PATTERN = /^[a-z0-9][a-z0-9_.-]{0,63}$/;
 
-/** The types a saved query's parameter can have (CONTRACT §8). */
+/** The types a saved query's parameter can have (README, "Parameter types"). */
 export const PARAM_TYPES = ['string', 'regex', 'integer', 'number', 'boolean', 'timestamp', 'date', 'string[]'] as const;
 export type ParamType = (typeof PARAM_TYPES)[number];
 

@@ -3,6 +3,7 @@ import { accessSync, constants, existsSync, rmSync, statSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
+import { errnoText } from '../errno.js';
 import { WarehouseError } from '../errors.js';
 import { inDirectory, makeDirectory } from '../fs.js';
 import { BASE_SETTINGS, clientStatements } from './client.js';
@@ -25,6 +26,8 @@ export interface EmbeddedOptions {
    * wait for the directory (default). `serve` itself owns the engine: false.
    */
   readonly useShared?: boolean | undefined;
+  /** Told once, with who holds it, when the data directory must be waited for. */
+  readonly onWait?: ((holder: string) => void) | undefined;
 }
 
 /** Where batches are staged for the engine to read: cleared whenever a process takes the directory. */
@@ -61,9 +64,7 @@ function prepareDataDir(dataDir: string): void {
     accessSync(dataDir, constants.R_OK | constants.W_OK | constants.X_OK);
   } catch (err) {
     if (err instanceof WarehouseError) throw err;
-    const code = (err as NodeJS.ErrnoException).code;
-    const reason = code === 'EACCES' || code === 'EPERM' ? 'permission denied' : code === 'ENOTDIR' ? 'a parent is not a directory' : (code ?? String(err));
-    throw new WarehouseError(`cannot use data directory ${dataDir}: ${reason}.`, { cause: err });
+    throw new WarehouseError(`cannot use data directory ${dataDir}: ${errnoText(err, 'folder')}.`, { cause: err });
   }
 }
 
@@ -127,6 +128,7 @@ async function openEngine(options: EmbeddedOptions, stopIf: (() => boolean) | un
         rmSync(socketPath(dataDir), { force: true });
       },
       stopIf,
+      onWait: options.onWait,
     }),
   ]);
   if (loaded.status === 'rejected') {

@@ -1,3 +1,4 @@
+import { errnoText } from '../errno.js';
 import { QueryTimeoutError, SavedqError, WarehouseError, type EngineFailure } from '../errors.js';
 
 interface ErrorLike {
@@ -9,17 +10,12 @@ interface ErrorLike {
   cause?: unknown;
 }
 
-const NETWORK_CODES: Record<string, string> = {
-  ECONNREFUSED: 'connection refused',
-  ECONNRESET: 'connection reset',
-  ENOTFOUND: 'host not found',
-  EHOSTUNREACH: 'host unreachable',
-  ETIMEDOUT: 'connection timed out',
-  EPIPE: 'connection closed',
-};
+/** The errno codes of a connection that failed. */
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EHOSTUNREACH', 'ETIMEDOUT', 'EPIPE']);
 
 /** Engine errors about credentials (516 AUTHENTICATION_FAILED, 192–194 unknown user or wrong password). */
 const CREDENTIAL_CODES = new Set([192, 193, 194, 516]);
+const CREDENTIAL_TYPES = ['AUTHENTICATION_FAILED', 'WRONG_PASSWORD', 'UNKNOWN_USER', 'REQUIRED_PASSWORD'];
 const TIMEOUT_CODE = 159;
 const SYNTAX_ERROR_CODE = 62;
 
@@ -65,13 +61,13 @@ export function toWarehouseError(err: unknown, location: string): SavedqError {
   if (engine?.type === 'TIMEOUT_EXCEEDED' || engine?.code === TIMEOUT_CODE || /Timeout exceeded/i.test(message)) {
     return new QueryTimeoutError(`query on ${location} ran past its time limit.`, { cause: err });
   }
-  const network = NETWORK_CODES[typeof e.code === 'string' ? e.code : ''] ?? NETWORK_CODES[causeCode];
-  if (network) return new WarehouseError(`cannot reach ${location}: ${network}.`, options);
+  const network = [e.code, causeCode].find((c) => typeof c === 'string' && NETWORK_CODES.has(c));
+  if (network !== undefined) return new WarehouseError(`cannot reach ${location}: ${errnoText({ code: network })}.`, options);
   if (/timeout/i.test(message) && e.name !== 'ClickHouseError') {
     return new QueryTimeoutError(`request to ${location} timed out.`, { cause: err });
   }
   if (
-    ['AUTHENTICATION_FAILED', 'WRONG_PASSWORD', 'UNKNOWN_USER', 'REQUIRED_PASSWORD'].includes(engine?.type ?? '') ||
+    CREDENTIAL_TYPES.includes(engine?.type ?? '') ||
     CREDENTIAL_CODES.has(engine?.code ?? 0) ||
     /Authentication failed|password is incorrect|Wrong password|Unknown user/i.test(message)
   ) {
@@ -101,7 +97,7 @@ export function isRefusal(err: unknown): boolean {
   const engine = err instanceof WarehouseError ? err.engine : undefined;
   if (engine === undefined) return false;
   if (engine.code !== undefined) return !NOT_ABOUT_THE_STATEMENT.has(engine.code);
-  return !['AUTHENTICATION_FAILED', 'WRONG_PASSWORD', 'UNKNOWN_USER', 'REQUIRED_PASSWORD', 'UNKNOWN_DATABASE', 'TIMEOUT_EXCEEDED', 'NOT_ENOUGH_SPACE', 'MEMORY_LIMIT_EXCEEDED', 'TOO_MANY_SIMULTANEOUS_QUERIES'].includes(engine.type ?? '');
+  return ![...CREDENTIAL_TYPES, 'UNKNOWN_DATABASE', 'TIMEOUT_EXCEEDED', 'NOT_ENOUGH_SPACE', 'MEMORY_LIMIT_EXCEEDED', 'TOO_MANY_SIMULTANEOUS_QUERIES'].includes(engine.type ?? '');
 }
 
 /** Whether a failure is the engine unable to parse a statement (62, SYNTAX_ERROR). */

@@ -19,6 +19,8 @@ export interface WarehouseOptions {
   readonly createTables?: boolean;
   /** Send statements to a `savedq serve` that shares the embedded engine, if one does (default); serve itself: false. */
   readonly useShared?: boolean;
+  /** Told once, with who holds it, when the data directory must be waited for. */
+  readonly onWait?: ((holder: string) => void) | undefined;
 }
 
 /**

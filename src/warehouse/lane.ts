@@ -1,4 +1,4 @@
-import type { StagedLines, Warehouse } from './types.js';
+import type { EngineQueue, StagedLines, Warehouse } from './types.js';
 
 /** What a statement is for: answering a query, or storing a batch of a load. */
 type Kind = 'query' | 'load';
@@ -12,6 +12,7 @@ type Kind = 'query' | 'load';
 export function inLane(warehouse: Warehouse): Warehouse {
   const queue: { kind: Kind; start: () => void }[] = [];
   let busy = false;
+  let dropped = 0;
   const next = () => {
     busy = false;
     const at = queue.findIndex((item) => item.kind === 'query');
@@ -32,8 +33,13 @@ export function inLane(warehouse: Warehouse): Warehouse {
     // its turn is not run. Once running it runs to its end: the embedded engine cannot interrupt a
     // statement, only its time limit ends one.
     query: (sql, params, settings, signal) =>
-      inTurn('query', () => (signal?.aborted ? Promise.reject(signal.reason as Error) : warehouse.query(sql, params, settings))),
+      inTurn('query', () => {
+        if (!signal?.aborted) return warehouse.query(sql, params, settings);
+        dropped += 1;
+        return Promise.reject(signal.reason as Error);
+      }),
     command: (...args) => inTurn('query', () => warehouse.command(...args)),
+    queue: (): EngineQueue => ({ running: busy ? 1 : 0, waiting: queue.length, dropped }),
     async stage(lines): Promise<StagedLines> {
       const staged = await warehouse.stage(lines);
       return {

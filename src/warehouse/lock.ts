@@ -14,6 +14,8 @@ export interface LockOptions {
   readonly onTaken?: (dataDir: string) => void;
   /** Asked between tries: true ends the wait with a StopWaiting (a `savedq serve` began to share the engine, say). */
   readonly stopIf?: () => boolean;
+  /** Told once, with who holds the directory, when this process has to wait for it. */
+  readonly onWait?: ((holder: string) => void) | undefined;
 }
 
 /** The wait for the data directory ended because `stopIf` said so. */
@@ -44,6 +46,12 @@ function holderOf(dataDir: string): { pid: number; since: string } | undefined {
     }
   }
   return undefined;
+}
+
+/** Who holds a data directory, for messages: `process 123 (started …)`. */
+function holderText(dataDir: string): string {
+  const h = holderOf(dataDir);
+  return h ? `process ${h.pid}${h.since ? ` (started ${h.since})` : ''}` : 'another process';
 }
 
 /**
@@ -122,6 +130,7 @@ async function acquire(options: LockOptions): Promise<() => Promise<void>> {
   const { dataDir } = options;
   const deadline = Date.now() + options.waitMs;
   let takenOver = false;
+  let waiting = false;
   for (;;) {
     try {
       const release = await lockfile.lock(dataDir, {
@@ -153,9 +162,11 @@ async function acquire(options: LockOptions): Promise<() => Promise<void>> {
     if (options.signal?.aborted) throw options.signal.reason;
     if (options.stopIf?.()) throw new StopWaiting();
     if (Date.now() >= deadline) {
-      const h = holderOf(dataDir);
-      const who = h ? `process ${h.pid}${h.since ? ` (started ${h.since})` : ''}` : 'another process';
-      throw new BusyError(`data directory ${dataDir} is in use by ${who}; gave up after ${options.waitMs / 1000} s (see --lock-wait).`);
+      throw new BusyError(`data directory ${dataDir} is in use by ${holderText(dataDir)}; gave up after ${options.waitMs / 1000} s (see --lock-wait).`);
+    }
+    if (!waiting) {
+      waiting = true;
+      options.onWait?.(holderText(dataDir));
     }
     await new Promise((r) => setTimeout(r, LOCK_POLL_MS));
   }

@@ -6,9 +6,6 @@ import { readFrames, writeFrame } from './frames.js';
 import { atSocket, socketPath, toWire, type Answer, type Request } from './share.js';
 import type { StagedLines, Warehouse } from './types.js';
 
-/** A service a serve offers the processes it serves, besides the engine: a JSON payload in, a JSON answer out. */
-export type ShareService = (payload: unknown) => Promise<unknown>;
-
 /** Staged batches not released are let go this long after their last use (their process died, say). */
 const STAGED_IDLE_MS = 10 * 60_000;
 
@@ -28,7 +25,6 @@ export async function shareWarehouse(
   warehouse: Warehouse,
   dataDir: string,
   log: (line: string) => void,
-  services: Readonly<Record<string, ShareService>> = {},
 ): Promise<EngineShare> {
   const path = socketPath(dataDir);
   rmSync(path, { force: true });
@@ -67,10 +63,6 @@ export async function shareWarehouse(
         if (r.staged !== undefined) staged.delete(r.staged);
         await entry?.lines.release();
         return null;
-      }
-      case 'service': {
-        const service = r.service === undefined ? undefined : services[r.service];
-        return service ? ((await service(r.payload)) ?? null) : null;
       }
       default:
         throw new WarehouseError(`unknown request ${JSON.stringify(r.op)} (a savedq of another version?).`);

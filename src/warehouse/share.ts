@@ -67,12 +67,6 @@ export interface StatementRequest {
   readonly format?: LinesFormat;
 }
 
-/** The engine a `savedq serve` shares, and the other services it offers the processes it serves. */
-export interface SharedWarehouse extends Warehouse {
-  /** Asks the serve one of the services it was given (`definition`, say); undefined when it has none such. */
-  ask(service: string, payload: unknown): Promise<unknown>;
-}
-
 /** Whether a data directory has a socket a `savedq serve` may be answering on. */
 function hasSocket(dataDir: string): boolean {
   return existsSync(socketPath(dataDir));
@@ -81,14 +75,11 @@ function hasSocket(dataDir: string): boolean {
 /** A request to the engine's owner: what to do, with a statement or a payload. */
 export interface Request {
   readonly id: number;
-  /** `query`, `command`, `stage`, `insert` or `query-staged` (of a staged batch), `release`, or `service`. */
+  /** `query`, `command`, `stage`, `insert` or `query-staged` (of a staged batch), or `release`. */
   readonly op: string;
   readonly statement?: StatementRequest;
   /** The staged batch an `insert`, `query-staged` or `release` is about. */
   readonly staged?: string;
-  /** A service's name and what it is given. */
-  readonly service?: string;
-  readonly payload?: unknown;
 }
 
 /** An answer: the request's id, and its value or its failure. */
@@ -103,7 +94,7 @@ export interface Answer {
  * socket, or one a serve that died left behind). Statements then run in the serve process, in its
  * turn with its own requests; a serve that stops or dies under a statement is a clear WarehouseError.
  */
-export async function connectShared(dataDir: string, timeoutSeconds: number): Promise<SharedWarehouse | undefined> {
+export async function connectShared(dataDir: string, timeoutSeconds: number): Promise<Warehouse | undefined> {
   if (!hasSocket(dataDir)) return undefined;
   const [{ connect }, { readFrames, writeFrame }] = await Promise.all([import('node:net'), import('./frames.js')]);
   // Only a savedq serve makes this socket (and removes it when it stops): a connection is its answer.
@@ -189,7 +180,6 @@ export async function connectShared(dataDir: string, timeoutSeconds: number): Pr
         },
       };
     },
-    ask: (service, payload) => call({ op: 'service', service, payload }, queryWaitMs),
     async close() {
       socket.destroy();
     },

@@ -28,6 +28,13 @@ export interface StagedLines {
   release(): Promise<void>;
 }
 
+/** The embedded engine's statements, one at a time: the one running, those waiting, and those never run because whoever asked had gone. */
+export interface EngineQueue {
+  readonly running: number;
+  readonly waiting: number;
+  readonly dropped: number;
+}
+
 /**
  * The ClickHouse behind savedq: the embedded engine on a data directory, or a server by URL. Every
  * failure is a savedq error (classified in warehouse/errors.ts).
@@ -42,5 +49,7 @@ export interface Warehouse {
   command(sql: string, params?: StatementParams, settings?: ClickHouseSettings): Promise<void>;
   /** Puts a batch of lines where the engine can read them. */
   stage(lines: Buffer): Promise<StagedLines>;
+  /** The engine's queue, where this process runs the embedded engine itself. */
+  queue?(): EngineQueue;
   close(): Promise<void>;
 }

@@ -1,0 +1,42 @@
+import type { CachedResult } from './index.js';
+
+/**
+ * How long this process trusts a result it has just seen without asking the cache file again. Short, so
+ * a result another process (a cron warm) refreshed is picked up within seconds.
+ */
+const RECENT_MS = 2_000;
+const RECENT_ENTRIES = 1_000;
+/** The warm set needs "served in the last 900 s": a record every 30 s per call is plenty. */
+const SERVED_EVERY_MS = 30_000;
+
+/**
+ * What this process served lately, by cache key (`serve`'s hot path): the result, trusted for
+ * RECENT_MS, and when the call was last recorded as served, which a busy server does at most every
+ * SERVED_EVERY_MS per call.
+ */
+export class RecentResults {
+  readonly #recent = new Map<string, { result: CachedResult; seenAt: number; markedAt: number }>();
+
+  /** The result served for a key in the last moments, if any. */
+  get(key: string, now: number): CachedResult | undefined {
+    const recent = this.#recent.get(key);
+    return recent && now - recent.seenAt < RECENT_MS ? recent.result : undefined;
+  }
+
+  /**
+   * Remembers a result just served; whether the served record is due to be written (always when
+   * `force`: the caller that computed the result records it).
+   */
+  served(key: string, result: CachedResult, now: number, force = false): boolean {
+    const previous = this.#recent.get(key);
+    const due = force || !previous || now < previous.markedAt || now - previous.markedAt >= SERVED_EVERY_MS;
+    this.#recent.delete(key);
+    this.#recent.set(key, { result, seenAt: now, markedAt: due ? now : (previous?.markedAt ?? now) });
+    if (this.#recent.size > RECENT_ENTRIES) this.#recent.delete(this.#recent.keys().next().value as string);
+    return due;
+  }
+
+  clear(): void {
+    this.#recent.clear();
+  }
+}

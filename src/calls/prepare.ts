@@ -1,0 +1,47 @@
+import { cacheKey, type CachedCall } from '../cache/index.js';
+import { InputError } from '../errors.js';
+import type { QueryCatalog } from '../queries/catalog.js';
+import { normaliseParams, quoteValue, type RawParams } from '../queries/params.js';
+import type { NormalisedParams, SavedQuery } from '../queries/types.js';
+import { parseIsoTimestamp, toIsoMicros, type Micros } from '../time.js';
+
+/** A request to run a saved query, as a surface received it. */
+export interface CallRequest {
+  /** The saved query's name or id. */
+  readonly nameOrId: string;
+  readonly params: RawParams;
+  /** ISO 8601 instant to run the query as of; default: now. */
+  readonly at?: string | undefined;
+}
+
+/**
+ * A call checked against its saved query, everything a run needs decided once: the query, every
+ * parameter checked (patterns included) and normalised, the instant, and its cache key.
+ */
+export interface PreparedCall {
+  readonly query: SavedQuery;
+  readonly params: NormalisedParams;
+  /** The instant given with --at, or undefined for "the time the query runs". */
+  readonly at: Micros | undefined;
+  /** The call as the cache records it, and its key there. */
+  readonly cached: CachedCall;
+  readonly key: string;
+}
+
+/**
+ * Checks a request against the saved queries without running anything: an unknown query is a
+ * NotFoundError, a bad value an InputError, a broken definition a DefinitionError.
+ */
+export async function prepareCall(catalog: QueryCatalog, request: CallRequest): Promise<PreparedCall> {
+  const query = await catalog.find(request.nameOrId);
+  const params = normaliseParams(query, request.params);
+  let at: Micros | undefined;
+  if (request.at !== undefined) {
+    at = parseIsoTimestamp(request.at);
+    if (at === undefined) {
+      throw new InputError(`invalid --at ${quoteValue(request.at)}: expected an ISO 8601 timestamp such as 2026-01-31T12:00:00Z.`);
+    }
+  }
+  const cached: CachedCall = { query: query.id, digest: query.digest, params, at: at === undefined ? '' : toIsoMicros(at) };
+  return { query, params, at, cached, key: cacheKey(cached) };
+}

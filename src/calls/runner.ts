@@ -1,0 +1,124 @@
+import type { CachedResult, ResultsCache } from '../cache/index.js';
+import { RecentResults } from '../cache/recent.js';
+import type { NormalisedParams, Row, SavedQuery } from '../queries/types.js';
+import type { PreparedCall } from './prepare.js';
+import { SharedWork, type Joined } from './sharing.js';
+
+/** Where "now" comes from (epoch ms); tests give a fixed or moving clock. */
+export type Clock = () => number;
+
+/** What a run does with the results cache. */
+export type CacheMode = 'use' | 'bypass' | 'refresh';
+
+/** The answer to a run. */
+export interface RunResult {
+  readonly query: SavedQuery;
+  readonly params: NormalisedParams;
+  readonly rows: Row[];
+  /** `hit`: served from the cache; `miss`: computed (and stored); `off`: not cacheable or bypassed. */
+  readonly cache: 'hit' | 'miss' | 'off';
+  /** When the rows were computed (epoch ms). */
+  readonly computedAt: number;
+}
+
+/** Runs a prepared call on the warehouse, bypassing the cache; told when every caller has gone. */
+export type Execute = (call: PreparedCall, gone: AbortSignal) => Promise<RunResult>;
+
+const result = (call: PreparedCall, stored: CachedResult, cache: RunResult['cache']): RunResult => ({
+  query: call.query,
+  params: call.params,
+  rows: stored.rows,
+  cache,
+  computedAt: stored.computedAt,
+});
+
+/**
+ * A prepared call's way through the results cache to the warehouse and back: what this process served
+ * a moment ago, then the cache file, then the query; identical calls in flight share one lookup and one
+ * run; every answer of a cached query is recorded as served (which keeps it in the warm set).
+ */
+export class CallRunner {
+  readonly #cache: ResultsCache;
+  readonly #execute: Execute;
+  readonly #clock: Clock;
+  readonly #recent = new RecentResults();
+  /** Shared work, by cache key: runs that bypass the cache, cache lookups, and runs whose result is stored. */
+  readonly #uncached = new SharedWork<RunResult>();
+  readonly #lookups = new SharedWork<RunResult>();
+  readonly #refreshes = new SharedWork<RunResult>();
+
+  constructor(cache: ResultsCache, execute: Execute, clock: Clock) {
+    this.#cache = cache;
+    this.#execute = execute;
+    this.#clock = clock;
+  }
+
+  /** Forgets what was served lately (the saved queries changed). */
+  forgetRecent(): void {
+    this.#recent.clear();
+  }
+
+  async run(call: PreparedCall, mode: CacheMode, signal?: AbortSignal): Promise<RunResult> {
+    if (call.query.cacheSeconds === 0 || mode === 'bypass') {
+      return this.#uncached.join(call.key, (gone) => this.#execute(call, gone), signal).work;
+    }
+    if (mode === 'use') {
+      const recent = this.answerRecent(call);
+      if (recent) return recent;
+    }
+    // In 'use' mode the cache lookup is shared too: a request that read the cache before an identical
+    // run stored its result would otherwise start that run again after it had finished.
+    const joined: Joined<RunResult> = mode === 'use' ? this.#lookups.join(call.key, (gone) => this.#lookup(call, gone), signal) : this.#refresh(call, signal);
+    const answer = await joined.work;
+    // The caller that ran the query records it as served; those that joined it go by the throttle.
+    await this.#served(call, answer, this.#clock(), answer.cache === 'miss' && joined.leader);
+    return answer;
+  }
+
+  /**
+   * The answer to a cached call from what this process served in the last moments, without waiting for
+   * anything (`serve`'s hot path): undefined when there is none fresh enough. The served record is
+   * written in the background.
+   */
+  answerRecent(call: PreparedCall): RunResult | undefined {
+    if (call.query.cacheSeconds === 0) return undefined;
+    const now = this.#clock();
+    const recent = this.#recent.get(call.key, now);
+    if (!recent || !fresh(call, recent, now)) return undefined;
+    void this.#served(call, recent, now);
+    return result(call, recent, 'hit');
+  }
+
+  /** Runs a call and stores its result (warming): shared with an identical run under way. */
+  refresh(call: PreparedCall): Promise<RunResult> {
+    return this.#refresh(call).work;
+  }
+
+  async #lookup(call: PreparedCall, gone: AbortSignal): Promise<RunResult> {
+    const hit = await this.#cache.get(call.key);
+    return hit && fresh(call, hit, this.#clock()) ? result(call, hit, 'hit') : this.#refresh(call, gone).work;
+  }
+
+  #refresh(call: PreparedCall, signal?: AbortSignal): Joined<RunResult> {
+    return this.#refreshes.join(
+      call.key,
+      async (gone) => {
+        const computed = await this.#execute(call, gone);
+        await this.#cache.set(call.key, { rows: computed.rows, computedAt: computed.computedAt });
+        return { ...computed, cache: 'miss' as const };
+      },
+      signal,
+    );
+  }
+
+  /** Remembers an answer just served, and records it as served when that is due (synchronous when it is not). */
+  #served(call: PreparedCall, answer: CachedResult, now: number, force = false): Promise<void> | undefined {
+    const due = this.#recent.served(call.key, { rows: answer.rows, computedAt: answer.computedAt }, now, force);
+    return due ? this.#cache.markServed(call.key, { call: call.cached, servedAt: now, computedAt: answer.computedAt }) : undefined;
+  }
+}
+
+/** Whether a stored result is young enough to serve for this call. */
+function fresh(call: PreparedCall, stored: CachedResult, now: number): boolean {
+  return stored.computedAt <= now && now - stored.computedAt < call.query.cacheSeconds * 1000;
+}

@@ -1,0 +1,33 @@
+import type { FieldDefinition, Row } from '../queries/types.js';
+
+/** The output formats, one renderer each, shared by every command and by HTTP. */
+export const FORMATS = ['table', 'json', 'ndjson', 'csv'] as const;
+export type Format = (typeof FORMATS)[number];
+
+/** A column: a field, and whether it is a key a table never shortens (a name, an id). */
+export interface TableField extends Pick<FieldDefinition, 'name' | 'type'> {
+  readonly key?: boolean;
+}
+
+/** What a renderer needs besides the rows. */
+export interface RenderOptions {
+  /** Declared fields, in order; rows are rendered in this column order. */
+  readonly fields: readonly TableField[];
+  /** Colour for the table format. */
+  readonly color: boolean;
+  /** Terminal width the table format fits (default 80). */
+  readonly width: number | undefined;
+  /** Table format: records instead of a table (true), never (false), or when the table cannot fit. */
+  readonly expanded?: boolean | undefined;
+}
+
+/** A renderer gives its text in pieces, so a large output is written as it is made, not held whole. */
+export type Renderer = (rows: readonly Row[], options: RenderOptions) => Iterable<string>;
+
+/** Rows a piece of output holds at most. */
+const BATCH_ROWS = 500;
+
+/** Rows in batches of BATCH_ROWS. */
+export function* inBatches(rows: readonly Row[]): Generator<readonly Row[]> {
+  for (let i = 0; i < rows.length; i += BATCH_ROWS) yield rows.slice(i, i + BATCH_ROWS);
+}
