@@ -9,6 +9,7 @@ import { DefinitionError, InputError } from './errors.js';
 import type { LoadInput, LoadOptions, LoadReport } from './load/index.js';
 import { builtinQueriesDir } from './package.js';
 import { brokenText, QueryCatalog, type CatalogScan, type DefinitionMemo } from './queries/catalog.js';
+import type { PatternMemo } from './queries/params.js';
 import type { SavedQuery } from './queries/types.js';
 import { SILENT, type Reporter } from './report.js';
 import { microsFromDate } from './time.js';
@@ -44,7 +45,7 @@ export interface LibraryOptions {
   readonly reporter?: Reporter;
 }
 
-/** A definition's reading is kept while it is in use (it is looked up by its text, so never stale). */
+/** A definition's reading (or a pattern's check) is kept while in use (looked up by its text, so never stale). */
 const DEFINITION_RETENTION_MS = 7 * 24 * 3_600_000;
 
 /**
@@ -76,6 +77,12 @@ export class Savedq {
     this.#engine = new Engine(config, { owns: options.ownsEngine === true, signal: options.signal, reporter: this.#reporter });
     this.#runner = new CallRunner(this.cache, (call, gone) => this.execute(call, gone), () => this.clock());
   }
+
+  /** Patterns RE2 compiled, in the same SQLite file: a hit of a pattern checked before loads no RE2. */
+  readonly #patterns: PatternMemo = {
+    get: (pattern) => this.#store.get(`pattern:${pattern}`),
+    set: (pattern) => this.#store.set(`pattern:${pattern}`, true, DEFINITION_RETENTION_MS),
+  };
 
   /** The catalog's memo of definitions read, in the same SQLite file as the results. */
   #definitionMemo(): DefinitionMemo {
@@ -118,7 +125,7 @@ export class Savedq {
   /** Checks a request against the saved queries, without running anything. */
   async prepare(request: CallRequest): Promise<PreparedCall> {
     try {
-      const call = await prepareCall(this.#catalog, request);
+      const call = await prepareCall(this.#catalog, request, this.#patterns);
       this.#reportBroken();
       return call;
     } catch (err) {

@@ -6,7 +6,7 @@ import { builtinQueriesDir } from '../src/package.js';
 import { brokenText, QueryCatalog } from '../src/queries/catalog.js';
 import { derivedId, readDefinition } from '../src/queries/definition.js';
 import { bindValue, clickhouseType } from '../src/queries/param-types.js';
-import { normaliseParams } from '../src/queries/params.js';
+import { checkPatterns, normaliseParams } from '../src/queries/params.js';
 import type { SavedQuery } from '../src/queries/types.js';
 import { eventually, tempDir } from './helpers.js';
 
@@ -206,12 +206,15 @@ describe('parameter types', () => {
     }
   });
 
-  it('checks a regular expression with RE2 as it checks every other value, before anything runs', () => {
+  it('checks a regular expression with RE2 before anything runs, and remembers a pattern that compiles', async () => {
     const q = withParam('type: regex');
-    expect(() => normaliseParams(q, [['v', '(unclosed']])).toThrow(
+    const known = new Set<string>();
+    const memo = { get: async (p: string) => known.has(p), set: async (p: string) => void known.add(p) };
+    await expect(checkPatterns(q, normaliseParams(q, [['v', '(unclosed']]), memo)).rejects.toThrow(
       /invalid value "\(unclosed" for parameter 'v': not an RE2 regular expression \(missing closing \)/,
     );
-    expect(normaliseParams(q, [['v', '(a|b)+$']]).v).toBe('(a|b)+$');
+    await checkPatterns(q, normaliseParams(q, [['v', '(a|b)+$']]), memo);
+    expect([...known]).toEqual(['(a|b)+$']);
   });
 
   it('binds as typed ClickHouse parameters, Nullable only when optional without a default', () => {

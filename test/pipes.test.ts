@@ -1,8 +1,8 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { binPath, cli, NO_CONFIG, tempDir } from './helpers.js';
+import { binPath, cli, eventually, NO_CONFIG, tempDir } from './helpers.js';
 
 // savedq in shell pipelines and on paths that are not what they seem: a reader that stops early, a
 // cache file or data directory under /proc, a key file that is a pipe, an interrupt while it waits.
@@ -97,7 +97,10 @@ describe('an interrupt', () => {
     let stderr = '';
     child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     child.stdin.write('{"timestamp":"2026-01-01T00:00:00Z","project":"p"}\n'); // then nothing more, and no end
-    await new Promise((r) => setTimeout(r, 1500));
+    // Once it holds the data directory (its owner file names it), it is reading: what a signal interrupts.
+    const dataDir = args[args.indexOf('--data-dir') + 1] as string;
+    const owner = join(resolve(cwd, dataDir), '.savedq.owner');
+    await eventually('the load to hold its data directory', () => existsSync(owner) && readFileSync(owner, 'utf8').includes(`PID: ${child.pid}`));
     const sent = Date.now();
     child.kill(signal);
     const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));

@@ -9,7 +9,7 @@ import { startServer, type RunningServer } from '../src/http/server.js';
 import { keyChecker } from '../src/http/keys.js';
 import { Savedq } from '../src/library.js';
 import { shareWarehouse } from '../src/warehouse/share-server.js';
-import { binPath, cli, endpoints, findEndpoint, load, startServe, tempDir } from './helpers.js';
+import { binPath, cli, endpoints, engineQueue, eventually, findEndpoint, load, startServe, tempDir } from './helpers.js';
 
 const dir = tempDir();
 const dataDir = join(dir, 'data');
@@ -225,7 +225,7 @@ describe('savedq serve faults', () => {
     const held = join(dir, 'held');
     const holder = spawn(process.execPath, [binPath, '--data-dir', held, 'load', 'edge_logs', '-'], { env: { PATH: process.env.PATH ?? '' }, stdio: ['pipe', 'ignore', 'ignore'] });
     holder.stdin.write('{"timestamp":"2026-01-01T00:00:00Z","project":"p"}\n');
-    while (!existsSync(join(held, '.savedq.owner'))) await new Promise((r) => setTimeout(r, 50));
+    await eventually('the other process to hold the directory', () => existsSync(join(held, '.savedq.owner')));
     const waiting = new Savedq(resolveConfig({ dataDir: held, cacheFile: join(dir, 'held.sqlite'), lockWait: '1.5', timeout: '0.5' }, {}));
     const s = await startServer(waiting, { host: '127.0.0.1', port: 0, apiKeys: KEYS, timeoutSeconds: 0.5, warmEveryMs: 0, version: 't', log: () => undefined });
     try {
@@ -258,19 +258,24 @@ describe('savedq serve faults', () => {
     expect([isKey(key), isKey(key.slice(0, -1)), isKey(`${key}x`), isKey(long), isKey('other'), isKey('')]).toEqual([true, false, false, false, true, false]);
   });
 
+  // A query that takes two seconds, whatever the machine: in flight long enough to be seen running.
+  const napQueries = join(dir, 'nap-queries');
+  mkdirSync(napQueries, { recursive: true });
+  writeFileSync(join(napQueries, 'nap.sql'), '/*\ncache: 900\n*/\nSELECT sleepEachRow(0.5) AS z FROM numbers(4)\n');
   /** `savedq serve` as a child process on a data directory of its own, once it listens. */
   const serveProcess = (name: string) =>
-    startServe({ SAVEDQ_API_KEYS: 'k', SAVEDQ_DATA_DIR: join(dir, name), SAVEDQ_CACHE_FILE: join(dir, `${name}.sqlite`) });
+    startServe({ SAVEDQ_API_KEYS: 'k', SAVEDQ_DATA_DIR: join(dir, name), SAVEDQ_CACHE_FILE: join(dir, `${name}.sqlite`), SAVEDQ_QUERIES: napQueries });
   const countsPath = '/api/endpoints/query/usage.api-counts?project=x&interval=daily';
+  const napPath = '/api/endpoints/query/nap';
 
   it('on SIGTERM finishes the request in flight, then exits 0', async () => {
     const server = await serveProcess('d3');
-    const inFlight = fetch(`${server.url}${countsPath}`, { headers: { 'X-API-KEY': 'k' } });
-    await new Promise((r) => setTimeout(r, 50));
+    const inFlight = fetch(`${server.url}${napPath}`, { headers: { 'X-API-KEY': 'k' } });
+    await eventually('the request to run in the engine', async () => (await engineQueue(server.url)).running === 1);
     server.child.kill('SIGTERM');
     const res = await inFlight;
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ result: [] });
+    expect(await res.json()).toEqual({ result: [{ z: 0 }, { z: 0 }, { z: 0 }, { z: 0 }] });
     expect(await server.exited).toBe(0);
     expect(server.stderr()).toContain('SIGTERM: finishing requests in flight');
   });
@@ -281,8 +286,8 @@ describe('savedq serve faults', () => {
     const server = await serveProcess('d4');
     // A connection of its own for each request: closing an idle keep-alive connection is part of stopping.
     expect((await fetch(`${server.url}${countsPath}`, { headers: { 'X-API-KEY': 'k', Connection: 'close' } })).status).toBe(200);
-    const inFlight = fetch(`${server.url}${countsPath}`, { headers: { 'X-API-KEY': 'k', 'Cache-Control': 'no-cache', Connection: 'close' } });
-    await new Promise((r) => setTimeout(r, 20));
+    const inFlight = fetch(`${server.url}${napPath}`, { headers: { 'X-API-KEY': 'k', 'Cache-Control': 'no-cache', Connection: 'close' } });
+    await eventually('the request to run in the engine', async () => (await engineQueue(server.url)).running === 1);
     server.child.kill('SIGTERM');
     expect((await inFlight).status).toBe(200);
     expect(await server.exited).toBe(0);

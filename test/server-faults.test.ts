@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveConfig } from '../src/config.js';
 import { startServer } from '../src/http/server.js';
 import { Savedq } from '../src/library.js';
-import { cli, tempDir } from './helpers.js';
+import { cli, eventually, tempDir } from './helpers.js';
 
 // A real ClickHouse server, Debian's clickhouse-server (18.16, installed by .ci/run): too old to run
 // savedq's SQL, but its HTTP interface, its authentication errors and its connection behaviour are real.
@@ -44,12 +44,7 @@ async function startClickHouse(): Promise<void> {
 <users><tester><password>${PASSWORD}</password><networks><ip>::/0</ip></networks><profile>default</profile><quota>default</quota></tester></users></yandex>`,
   );
   server = spawn(SERVER, [`--config-file=${join(dir, 'config.xml')}`], { stdio: 'ignore', cwd: dir });
-  for (let i = 0; i < 100; i++) {
-    const up = await fetch(`http://127.0.0.1:${port}/ping`).then((r) => r.ok, () => false);
-    if (up) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('clickhouse-server did not start');
+  await eventually('clickhouse-server to answer /ping', () => fetch(`http://127.0.0.1:${port}/ping`).then((r) => r.ok, () => false));
 }
 
 const url = (user = 'tester', password = PASSWORD) => `http://${user}:${password}@127.0.0.1:${port}`;
@@ -58,7 +53,7 @@ const env = { SAVEDQ_DATA_DIR: join(dir, 'unused'), SAVEDQ_CACHE_FILE: join(dir,
 beforeAll(async () => {
   expect(existsSync(SERVER), `${SERVER} is missing: .ci/run installs Debian's clickhouse-server`).toBe(true);
   await startClickHouse();
-}, 30_000);
+}, 90_000);
 afterAll(() => {
   server?.kill('SIGCONT');
   server?.kill('SIGKILL');
@@ -110,7 +105,10 @@ describe('against a real ClickHouse server', () => {
   it('a server that dies mid-query: exit 1, one clear line', async () => {
     server.kill('SIGSTOP');
     const pending = cli(['--url', url(), '--timeout', '20', 'run', 'logs.all', '-p', 'project=x'], { env });
-    await new Promise((r) => setTimeout(r, 1500));
+    // Stopped, the server's kernel still takes the connection: killed once the CLI has one (this
+    // process's own keep-alive connections, of fetch, do not count).
+    const others = () => spawnSync('ss', ['-Htnp', 'state', 'established', `( dport = :${port} )`], { encoding: 'utf8' }).stdout.split('\n').filter((l) => l.trim() !== '' && !l.includes(`pid=${process.pid},`));
+    await eventually('the CLI to connect to the server', () => others().length > 0);
     server.kill('SIGKILL');
     const r = await pending;
     expect(r.code).toBe(1);

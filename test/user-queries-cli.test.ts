@@ -70,6 +70,24 @@ describe('from an empty folder to a saved query of your own', () => {
     expect(described.stdout).toContain('days  (optional; from 1 to 90; default 1)  integer, bound as Int64');
   });
 
+  it('a name another file’s header takes is one file or an error: run exits 2 naming both files, as list and check call both broken', async () => {
+    const clash = join(dir, 'clash');
+    mkdirSync(clash);
+    writeFileSync(join(clash, 'good.one.sql'), '/*\nparams:\n  n: { type: integer, default: 1 }\n*/\nSELECT @n + 1 AS x\n');
+    writeFileSync(join(clash, 'dup.sql'), '/*\nname: good.one\n*/\nSELECT 2 AS x\n');
+    const clashEnv = { ...env, SAVEDQ_QUERIES: clash };
+    for (const args of [['run', 'good.one', '-f', 'json'], ['run', '1516cc88-635b-5030-9a58-a7aa56d9de80'], ['run', 'good.one', '--no-cache']]) {
+      const r = await cli(args, { env: clashEnv });
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(r.stderr.match(/^savedq: .*$/m)?.[0], r.stderr).toMatch(/dup\.sql:2: name 'good\.one' is also defined by .*good\.one\.sql\.$/);
+      expect(r.stderr).toMatch(/^.*good\.one\.sql:1: name 'good\.one' is also defined by .*dup\.sql\.$/m);
+    }
+    const check = await cli(['check'], { env: clashEnv });
+    expect(check.code).toBe(2);
+    expect(check.stdout.match(/^error .*$/gm)).toHaveLength(2);
+  });
+
   it('completes the user query, its parameters and their values', async () => {
     save('colours', "/*\nparams:\n  colour: { allowed: [red, green] }\n*/\nSELECT @colour AS colour\n");
     const script = (await run('completion', 'bash')).stdout;

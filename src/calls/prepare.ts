@@ -1,7 +1,7 @@
 import { cacheKey, type CachedCall } from '../cache/index.js';
 import { InputError } from '../errors.js';
 import type { QueryCatalog } from '../queries/catalog.js';
-import { normaliseParams, quoteValue, type RawParams } from '../queries/params.js';
+import { checkPatterns, normaliseParams, quoteValue, type PatternMemo, type RawParams } from '../queries/params.js';
 import type { NormalisedParams, SavedQuery } from '../queries/types.js';
 import { parseIsoTimestamp, toIsoMicros, type Micros } from '../time.js';
 
@@ -32,9 +32,10 @@ export interface PreparedCall {
  * Checks a request against the saved queries without running anything: an unknown query is a
  * NotFoundError, a bad value an InputError, a broken definition a DefinitionError.
  */
-export async function prepareCall(catalog: QueryCatalog, request: CallRequest): Promise<PreparedCall> {
+export async function prepareCall(catalog: QueryCatalog, request: CallRequest, patterns?: PatternMemo): Promise<PreparedCall> {
   const query = await catalog.find(request.nameOrId);
   const params = normaliseParams(query, request.params);
+  await checkPatterns(query, params, patterns);
   let at: Micros | undefined;
   if (request.at !== undefined) {
     at = parseIsoTimestamp(request.at);

@@ -40,6 +40,9 @@ export interface QueryFolders {
 export interface BrokenDefinition {
   readonly file: string;
   readonly problems: readonly DefinitionProblem[];
+  /** The name and id it gives, when it reads well but clashes with another file. */
+  readonly name?: string | undefined;
+  readonly id?: string | undefined;
 }
 
 /** Every definition of the folders, read and checked together. */
@@ -156,7 +159,7 @@ export class QueryCatalog {
     markClashes(files, 'id', (f) => f.query?.id);
 
     const queries = files.filter((f) => f.query && f.problems.length === 0).map((f) => f.query as SavedQuery);
-    for (const f of files) if (f.problems.length > 0) broken.push({ file: f.file, problems: f.problems });
+    for (const f of files) if (f.problems.length > 0) broken.push({ file: f.file, problems: f.problems, name: f.query?.name, id: f.query?.id });
     return {
       queries,
       broken,
@@ -179,7 +182,7 @@ export class QueryCatalog {
     const scan = await this.scan();
     const query = scan.byName.get(key) ?? scan.byId.get(key.toLowerCase());
     if (query) return query;
-    const broken = scan.broken.filter((b) => b.file.endsWith('.sql') && (stemOf(b.file) === key || b.problems.some((p) => p.clash === key)));
+    const broken = scan.broken.filter((b) => b.file.endsWith('.sql') && (stemOf(b.file) === key || b.name === key || b.id === key.toLowerCase()));
     if (broken.length > 0) throw definitionError(broken);
     const names = scan.queries.map((q) => q.name);
     const guess = closest(key, names);
@@ -312,7 +315,7 @@ function markClashes(files: readonly ReadFile[], what: 'name' | 'id', keyOf: (f:
       const others = builtin ? [builtin] : group.filter((g) => g !== f);
       const line = f.lines?.[what] ?? 1;
       const whose = builtin ? `the built-in query in ${displayPath(builtin.file)}` : others.map((o) => displayPath(o.file)).join(', ');
-      f.problems.push({ file: f.file, line, message: `${what} '${key}' is also defined by ${whose}.`, clash: key });
+      f.problems.push({ file: f.file, line, message: `${what} '${key}' is also defined by ${whose}.` });
     }
   }
 }

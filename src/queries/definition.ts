@@ -30,8 +30,6 @@ export interface DefinitionProblem {
   /** 1-based line of the file. */
   readonly line: number;
   readonly message: string;
-  /** The name or id this file shares with another, when that is the problem. */
-  readonly clash?: string;
 }
 
 /** A definition read from its file: the query, or what is wrong with it. */

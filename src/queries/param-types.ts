@@ -36,13 +36,18 @@ const re2 = lazyRequire<typeof import('re2js')>('re2js', 're2.cjs');
 /** A pattern without any of RE2's special characters is a literal, and always compiles. */
 const LITERAL = /^[^\\^$.|?*+()[\]{}]*$/;
 
+/** Whether a pattern has none of RE2's special characters: a literal, which always compiles. */
+export function isLiteral(pattern: string): boolean {
+  return LITERAL.test(pattern);
+}
+
 /**
  * Why RE2 refuses a pattern, or undefined when it compiles. Not part of reading a value (a cache hit
  * never pays for RE2): the library checks patterns before it runs a query, and only valid ones are
  * ever stored.
  */
 export function patternError(pattern: string): string | undefined {
-  if (LITERAL.test(pattern)) return undefined;
+  if (isLiteral(pattern)) return undefined;
   try {
     re2().RE2JS.compile(pattern);
     return undefined;

@@ -1,6 +1,6 @@
 import { InputError } from '../errors.js';
 import { closest } from '../suggest.js';
-import { allowedItems, boundsText, patternError, typeRules, withinBounds } from './param-types.js';
+import { allowedItems, boundsText, isLiteral, patternError, typeRules, withinBounds } from './param-types.js';
 import type { NormalisedParams, ParamDefinition, SavedQuery } from './types.js';
 
 /** Raw parameters as given: name/value pairs, in order, possibly repeated. */
@@ -63,23 +63,30 @@ export function normaliseParams(query: SavedQuery, raw: RawParams): NormalisedPa
     }
     result[param.name] = checked.value;
   }
-  checkPatterns(query, result);
   return result;
+}
+
+/** Patterns known to compile, by their text (RE2's answer never changes for one text). */
+export interface PatternMemo {
+  get(pattern: string): Promise<unknown>;
+  set(pattern: string): Promise<void>;
 }
 
 /**
  * Checks the values of a call's `regex` parameters with RE2: an InputError naming the first that does
- * not compile. Part of normalising, so a bad pattern is refused wherever a call comes from, before
- * anything is read or run (RE2 is loaded only for a pattern with special characters).
+ * not compile. Part of preparing a call, so a bad pattern is refused wherever a call comes from, before
+ * anything is read or run. RE2 is loaded only for a pattern with special characters that the memo does
+ * not know (a cache hit of a pattern checked before loads none).
  */
-function checkPatterns(query: SavedQuery, params: NormalisedParams): void {
+export async function checkPatterns(query: SavedQuery, params: NormalisedParams, memo?: PatternMemo): Promise<void> {
   for (const param of query.params) {
     const value = params[param.name] ?? '';
-    if (param.type !== 'regex' || value === '') continue;
+    if (param.type !== 'regex' || value === '' || isLiteral(value) || (await memo?.get(value))) continue;
     const reason = patternError(value);
     if (reason !== undefined) {
       throw new InputError(`invalid value ${quoteValue(value)} for parameter '${param.name}': not an RE2 regular expression (${reason}).`);
     }
+    await memo?.set(value);
   }
 }
 
