@@ -23,7 +23,7 @@ export class InputError extends SavedqError {
   override readonly code = 'bad_request';
 }
 
-/** An endpoint, a table or an HTTP path that does not exist. */
+/** A saved query, a table or an HTTP path that does not exist. */
 export class NotFoundError extends SavedqError {
   override readonly exitCode = 2;
   override readonly httpStatus = 404;

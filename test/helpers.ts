@@ -84,22 +84,7 @@ export interface CliResult {
 
 /** Runs `bin/savedq.js` with arguments, environment additions and optional standard input. */
 export function cli(args: readonly string[], options: { env?: Record<string, string>; input?: string } = {}): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [binPath, ...args], {
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', XDG_CONFIG_HOME: NO_CONFIG, ...options.env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-      // A command that never ends (a serve a failed test started, say) is not left running after the tests.
-      timeout: 120_000,
-      killSignal: 'SIGKILL',
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(options.input ?? '');
-  });
+  return startCli(args, options).done;
 }
 
 /** Streams for calling a command in-process: standard input from a string, output captured. */
@@ -193,18 +178,24 @@ export interface RunningCli {
   readonly done: Promise<CliResult>;
 }
 
-/** Starts `bin/savedq.js` with arguments and environment additions, for a test to follow as it goes. */
-export function startCli(args: readonly string[], options: { env?: Record<string, string> } = {}): RunningCli {
+/**
+ * Starts `bin/savedq.js` with arguments, environment additions and standard input (empty unless
+ * given), for a test to follow as it goes.
+ */
+export function startCli(args: readonly string[], options: { env?: Record<string, string>; input?: string } = {}): RunningCli {
   const child = spawn(process.execPath, [binPath, ...args], {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', XDG_CONFIG_HOME: NO_CONFIG, ...options.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['pipe', 'pipe', 'pipe'],
+    // A command that never ends (a serve a failed test started, say) is not left running after the tests.
     timeout: 120_000,
     killSignal: 'SIGKILL',
   });
   let stdout = '';
   let stderr = '';
-  child.stdout?.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-  child.stderr?.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  child.stdin.on('error', () => undefined); // a command that exits without reading its input
+  child.stdin.end(options.input ?? '');
   const done = new Promise<CliResult>((resolve, reject) => {
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));

@@ -96,6 +96,7 @@ describe('an interrupt', () => {
     });
     let stderr = '';
     child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.stdin.on('error', () => undefined);
     child.stdin.write('{"timestamp":"2026-01-01T00:00:00Z","project":"p"}\n'); // then nothing more, and no end
     // Once it holds the data directory (its owner file names it), it is reading: what a signal interrupts.
     const dataDir = args[args.indexOf('--data-dir') + 1] as string;

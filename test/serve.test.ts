@@ -224,6 +224,7 @@ describe('savedq serve faults', () => {
     // The time limit counts from when the query starts: the wait for the directory is bounded by --lock-wait.
     const held = join(dir, 'held');
     const holder = spawn(process.execPath, [binPath, '--data-dir', held, 'load', 'edge_logs', '-'], { env: { PATH: process.env.PATH ?? '' }, stdio: ['pipe', 'ignore', 'ignore'] });
+    holder.stdin.on('error', () => undefined);
     holder.stdin.write('{"timestamp":"2026-01-01T00:00:00Z","project":"p"}\n');
     await eventually('the other process to hold the directory', () => existsSync(join(held, '.savedq.owner')));
     const waiting = new Savedq(resolveConfig({ dataDir: held, cacheFile: join(dir, 'held.sqlite'), lockWait: '1.5', timeout: '0.5' }, {}));

@@ -103,7 +103,7 @@ function sendError(res: ServerResponse, err: unknown, log: (line: string) => voi
   send(res, err.httpStatus, errorBody(err.code, err.message), headers);
 }
 
-/** Starts `savedq serve`: the thin HTTP mode over the endpoint library. */
+/** Starts `savedq serve`: the thin HTTP mode over the library. */
 export async function startServer(lib: Savedq, options: ServeOptions): Promise<RunningServer> {
   const isKey = keyChecker(options.apiKeys);
   // Made again only when the server answers another set of saved queries (after SIGHUP).

@@ -22,7 +22,7 @@ export async function makeTables(warehouse: Pick<Warehouse, 'command'>): Promise
 /**
  * The DDL of the log tables. Without a cluster: `sql/schema.sql` as it is. With one: each table becomes
  * a `ReplicatedMergeTree` table `<name>_local` on every node (ON CLUSTER) and a `Distributed` table
- * `<name>` over them, sharded by project so one project's rows stay on one shard; the endpoints query
+ * `<name>` over them, sharded by project so one project's rows stay on one shard; the saved queries query
  * `<name>` unchanged.
  */
 export function schemaDdl(cluster?: string): string[] {
