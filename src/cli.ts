@@ -36,7 +36,11 @@ let library: Savedq | undefined;
 /** The library, made once a run; what it has to say goes to standard error (`serve`: to its log). */
 function lib(flags: GlobalFlags, options: { ownsEngine?: boolean; reporter?: Reporter } = {}): Savedq {
   const reporter: Reporter = options.reporter ?? { warn: (message) => report(io, flags, `warning: ${message}`), note: (message) => note(io, flags, message) };
-  library ??= new Savedq(resolveConfig(flags, io.env), { ...options, reporter, signal: interrupt.signal });
+  if (!library) {
+    const config = resolveConfig(flags, io.env);
+    for (const warning of config.warnings) reporter.warn(warning);
+    library = new Savedq(config, { ...options, reporter, signal: interrupt.signal });
+  }
   return library;
 }
 
@@ -58,6 +62,7 @@ const program = new Command('savedq')
   .description('Run saved, parameterised analytics queries over platform log data.')
   .version(version, '-V, --version')
   .option('--url <url>', 'ClickHouse server URL (default: the embedded engine; env SAVEDQ_CLICKHOUSE_URL)')
+  .option('--password-file <file>', "the ClickHouse server's password: the file's first line (env SAVEDQ_CLICKHOUSE_PASSWORD_FILE; readable by you alone)")
   .option('--data-dir <dir>', 'embedded engine data directory (env SAVEDQ_DATA_DIR)')
   .option('--cache-file <file>', 'results cache file (env SAVEDQ_CACHE_FILE)')
   .option('--queries <dir>', 'a folder of your saved queries, *.sql (repeatable; env SAVEDQ_QUERIES, colon-separated; default ~/.config/savedq/queries)', collect, [])
@@ -66,6 +71,7 @@ const program = new Command('savedq')
   .option('--no-color', 'no colour, whatever the terminal')
   .option('--expanded', 'show table rows as records: one block of field/value lines each')
   .option('--no-expanded', 'keep tables as tables even when wider than the terminal (default: records then)')
+  .option('--csv-raw', "CSV: write text as it is (default: a cell a spreadsheet would run as a formula starts with ')")
   .option('--verbose', 'report cache status and progress on standard error even when it is not a terminal')
   .option('-q, --quiet', 'report nothing on standard error but errors')
   .option('--debug', 'show stack traces on errors')

@@ -1,6 +1,6 @@
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { errnoText } from './errno.js';
 import { InputError } from './errors.js';
 
@@ -24,6 +24,13 @@ export interface Config {
   readonly queryFolders: readonly string[];
   /** Where `savedq new` writes a definition: the first user folder, else the default one (made then). */
   readonly newQueriesDir: string;
+  /**
+   * The data source results belong to, which every cache key carries: the embedded engine's data
+   * directory by its real path, or the server's URL without its password.
+   */
+  readonly source: string;
+  /** What the user should hear about the configuration itself (a password on the command line), once. */
+  readonly warnings: readonly string[];
 }
 
 /** Command-line flags that override the environment. */
@@ -35,6 +42,7 @@ export interface ConfigFlags {
   timeout?: string | undefined;
   /** --queries, repeatable. */
   queries?: readonly string[] | undefined;
+  passwordFile?: string | undefined;
 }
 
 /** The environment, as settings read it. */
@@ -79,18 +87,86 @@ export function resolveConfig(flags: ConfigFlags = {}, env: Env = process.env): 
   const dataHome = text(env.XDG_DATA_HOME) ?? join(home, '.local', 'share');
   const cacheHome = text(env.XDG_CACHE_HOME) ?? join(home, '.cache');
   const configHome = text(env.XDG_CONFIG_HOME) ?? join(home, '.config');
-  const url = first(flags.url, env.SAVEDQ_CLICKHOUSE_URL);
-  if (url !== undefined && !/^https?:\/\//i.test(url)) {
+  const given = first(flags.url, env.SAVEDQ_CLICKHOUSE_URL);
+  if (given !== undefined && !/^https?:\/\//i.test(given)) {
     throw new InputError(`invalid ClickHouse URL: expected http:// or https://.`);
   }
+  const warnings: string[] = [];
+  if (text(flags.url) !== undefined && hasPassword(flags.url as string)) {
+    warnings.push('a password in --url can be read by every user of this machine (ps); give it in SAVEDQ_CLICKHOUSE_URL or with --password-file instead.');
+  }
+  const passwordFile = first(flags.passwordFile, env.SAVEDQ_CLICKHOUSE_PASSWORD_FILE);
+  const url = given !== undefined && passwordFile !== undefined ? withPassword(given, readPasswordFile(path(passwordFile))) : given;
+  const dataDir = path(first(flags.dataDir, env.SAVEDQ_DATA_DIR) ?? join(dataHome, 'savedq'));
   return {
     url,
-    dataDir: path(first(flags.dataDir, env.SAVEDQ_DATA_DIR) ?? join(dataHome, 'savedq')),
+    source: url === undefined ? `embedded:${realPath(dataDir)}` : `server:${redactUrl(url)}`,
+    warnings,
+    dataDir,
     cacheFile: path(first(flags.cacheFile, env.SAVEDQ_CACHE_FILE) ?? join(cacheHome, 'savedq', 'results.sqlite')),
     lockWaitMs: number(first(flags.lockWait, env.SAVEDQ_LOCK_WAIT) ?? '30', 'lock wait', { min: 0, max: 86_400, unit: 'seconds' }) * 1000,
     queryTimeoutSeconds: number(first(flags.timeout, env.SAVEDQ_TIMEOUT) ?? '30', 'timeout', { min: 0.001, max: 86_400, unit: 'seconds' }),
     ...queryFolders(flags.queries, env.SAVEDQ_QUERIES, join(configHome, 'savedq', 'queries')),
   };
+}
+
+/** A URL with its password removed, for messages and for naming a data source. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    u.password = '';
+    return u.toString().replace(/\/$/, '');
+  } catch {
+    return '<invalid URL>';
+  }
+}
+
+function hasPassword(url: string): boolean {
+  try {
+    return new URL(url).password !== '';
+  } catch {
+    return false;
+  }
+}
+
+function withPassword(url: string, password: string): string {
+  const u = new URL(url);
+  u.password = encodeURIComponent(password);
+  return u.toString();
+}
+
+/**
+ * The first line of a password file, refused when group or others may read it (exit 2, naming it and
+ * the fix) or it is not a regular file (a pipe would hold the start).
+ */
+function readPasswordFile(file: string): string {
+  let text: string;
+  try {
+    const stat = statSync(file);
+    if (!stat.isFile()) throw new Error('not a regular file');
+    if ((stat.mode & 0o077) !== 0) throw new InputError(`password file ${file} can be read by other users; run chmod 600 ${file}.`);
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    if (err instanceof InputError) throw err;
+    throw new InputError(`cannot read password file ${file}: ${errnoText(err)}.`);
+  }
+  const password = text.split(/\r?\n/)[0] ?? '';
+  if (password === '') throw new InputError(`password file ${file} is empty: its first line is the password.`);
+  return password;
+}
+
+/** A path by its real location (links resolved), also for one not made yet: its nearest existing parent's, and the rest. */
+function realPath(target: string): string {
+  for (let dir = target, rest = ''; ; ) {
+    try {
+      return join(realpathSync(dir), rest);
+    } catch {
+      const parent = dirname(dir);
+      if (parent === dir) return target;
+      rest = join(basename(dir), rest);
+      dir = parent;
+    }
+  }
 }
 
 /**

@@ -9,10 +9,16 @@ export class SavedqError extends Error {
   readonly httpStatus: number = 500;
   /** One word for the HTTP error envelope. */
   readonly code: string = 'internal';
+  /**
+   * What an HTTP caller is told: what went wrong for it, never a path, a server's address or a user
+   * name (the server's log keeps the whole message). By default the message itself.
+   */
+  readonly forCaller: string;
 
-  constructor(message: string, options?: { cause?: unknown }) {
+  constructor(message: string, options?: { cause?: unknown; forCaller?: string }) {
     super(message, options);
     this.name = new.target.name;
+    this.forCaller = options?.forCaller ?? message;
   }
 }
 
@@ -39,7 +45,7 @@ export class DefinitionError extends SavedqError {
   readonly files: readonly string[];
 
   constructor(message: string, options?: { cause?: unknown; files?: readonly string[] }) {
-    super(message, options);
+    super(message, { ...options, forCaller: 'this saved query cannot run; the server log says why.' });
     this.files = options?.files ?? [];
   }
 }
@@ -62,8 +68,8 @@ export class WarehouseError extends SavedqError {
   /** The engine's own error, when the failure is one (not a lost connection, say). */
   readonly engine: EngineFailure | undefined;
 
-  constructor(message: string, options?: { cause?: unknown; engine?: EngineFailure | undefined }) {
-    super(message, options);
+  constructor(message: string, options?: { cause?: unknown; engine?: EngineFailure | undefined; forCaller?: string }) {
+    super(message, { ...options, forCaller: options?.forCaller ?? 'the warehouse failed; the server log says why.' });
     this.engine = options?.engine;
   }
 }
@@ -73,6 +79,10 @@ export class QueryTimeoutError extends SavedqError {
   override readonly exitCode = 1;
   override readonly httpStatus = 504;
   override readonly code = 'timeout';
+
+  constructor(message: string, options?: { cause?: unknown; forCaller?: string }) {
+    super(message, { ...options, forCaller: options?.forCaller ?? 'the query ran past its time limit.' });
+  }
 }
 
 /** The embedded data directory is held by another process past the wait bound: try again later. */
@@ -82,6 +92,10 @@ export class BusyError extends SavedqError {
   override readonly code = 'busy';
   /** When to try again, for HTTP's Retry-After. */
   readonly retryAfterSeconds = 5;
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, { ...options, forCaller: 'the data directory is in use by another process; try again shortly.' });
+  }
 }
 
 /** Interrupted by SIGINT / SIGTERM. */

@@ -1,4 +1,4 @@
-import { mkdirSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 
 /**
@@ -37,4 +37,59 @@ export function inDirectory<T>(dir: string, fn: () => T): T {
   } finally {
     process.chdir(previous);
   }
+}
+
+/** Why a path of savedq's is not safe to use, with the command that fixes it; undefined when it is. */
+export type Unsafe = string | undefined;
+
+/**
+ * A directory of savedq's own (the data directory): made with mode 0700 when missing, narrowed to it
+ * when its user is this process's and it is wider. Unsafe when another user owns it, or group or others
+ * may write to it (they could plant or replace what savedq reads).
+ */
+export function ownDirectory(dir: string): Unsafe {
+  if (!existsSync(dir)) {
+    makeDirectory(dirname(dir));
+    try {
+      mkdirSync(dir, { mode: 0o700 });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+  }
+  const stat = statSync(dir);
+  if (!stat.isDirectory()) return undefined; // the caller says what it is not
+  const uid = process.getuid?.();
+  if (uid !== undefined && stat.uid !== uid) return `it belongs to another user (uid ${stat.uid}); use a directory of your own`;
+  if ((stat.mode & 0o022) !== 0) return `other users can write to it; run chmod 700 ${dir}`;
+  if ((stat.mode & 0o077) !== 0) chmodSync(dir, stat.mode & 0o700);
+  return undefined;
+}
+
+/**
+ * A file of savedq's own (the cache file and its -wal and -shm): created with mode 0600, narrowed to
+ * it when its user is this process's and it is wider. Unsafe when another user owns it, others may
+ * write to it, or its folder lets others replace it (writable by them without the sticky bit).
+ */
+export function ownFile(file: string): Unsafe {
+  const dir = dirname(file);
+  if (!existsSync(dir)) {
+    makeDirectory(dirname(dir));
+    try {
+      mkdirSync(dir, { mode: 0o700 });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+  }
+  const folder = statSync(dir);
+  if ((folder.mode & 0o022) !== 0 && (folder.mode & 0o1000) === 0) return `other users can replace files in ${dir}; run chmod 700 ${dir}`;
+  const uid = process.getuid?.();
+  for (const path of [file, `${file}-wal`, `${file}-shm`]) {
+    if (path === file && !existsSync(file)) closeSync(openSync(file, 'a', 0o600));
+    const stat = statSync(path, { throwIfNoEntry: false });
+    if (!stat) continue;
+    if (uid !== undefined && stat.uid !== uid) return `${path} belongs to another user (uid ${stat.uid}); use a cache file of your own (--cache-file)`;
+    if ((stat.mode & 0o022) !== 0) return `other users can write to ${path}; run chmod 600 ${path}`;
+    if ((stat.mode & 0o077) !== 0) chmodSync(path, stat.mode & 0o600);
+  }
+  return undefined;
 }

@@ -125,7 +125,7 @@ export class Savedq {
   /** Checks a request against the saved queries, without running anything. */
   async prepare(request: CallRequest): Promise<PreparedCall> {
     try {
-      const call = await prepareCall(this.#catalog, request, this.#patterns);
+      const call = await prepareCall(this.#catalog, this.config.source, request, this.#patterns);
       this.#reportBroken();
       return call;
     } catch (err) {
@@ -188,7 +188,7 @@ export class Savedq {
   }
 
   #warming(): WarmingParts {
-    return { catalog: this.#catalog, cache: this.cache, runner: this.#runner, clock: this.clock };
+    return { catalog: this.#catalog, source: this.config.source, cache: this.cache, runner: this.#runner, clock: this.clock };
   }
 
   /** The warm set: cached calls served lately whose result is old enough to refresh. */

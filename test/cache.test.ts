@@ -1,7 +1,8 @@
-import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { resolveConfig } from '../src/config.js';
+import { WarehouseError } from '../src/errors.js';
 import { Savedq } from '../src/library.js';
 import { AT, load, tempDir, testLibrary } from './helpers.js';
 
@@ -17,9 +18,11 @@ function event(project: string, timestamp: string): object {
 const counts = (project: string, cache: 'use' | 'bypass' | 'refresh' = 'use', extra: Array<[string, string]> = []) =>
   lib.run({ nameOrId: 'usage.api-counts', params: [['project', project], ['interval', 'hourly'], ...extra], cache });
 
-/** A library on the same cache file whose warehouse cannot be reached: it can only answer from the cache. */
+/** Another library on the same data directory and cache file whose warehouse must not be asked: it can only answer from the cache. */
 function cacheOnlyLibrary(): Savedq {
-  return new Savedq(resolveConfig({ url: 'http://127.0.0.1:9', cacheFile }, {}), { clock: () => now });
+  const other = new Savedq(lib.config, { clock: () => now });
+  vi.spyOn(other, 'execute').mockRejectedValue(new WarehouseError('the warehouse was asked.'));
+  return other;
 }
 
 beforeAll(async () => {
@@ -122,12 +125,46 @@ describe('results cache', () => {
 
   it('reports a failed refresh without stopping the others', async () => {
     await counts('fails-to-warm');
+    await counts('warms-fine');
     now += 300 * SECOND;
-    const other = cacheOnlyLibrary();
-    const outcomes = await other.warm();
+    const original = lib.execute.bind(lib);
+    const execute = vi.spyOn(lib, 'execute').mockImplementation(async (call, signal) => {
+      if (call.params.project === 'fails-to-warm') throw new WarehouseError('the warehouse failed.');
+      return original(call, signal);
+    });
+    const outcomes = await lib.warm();
+    execute.mockRestore();
+    expect(outcomes.map((o) => [o.call.params.project, o.error?.message])).toEqual(
+      expect.arrayContaining([['fails-to-warm', 'the warehouse failed.'], ['warms-fine', undefined]]),
+    );
+  });
+});
+
+describe('a result belongs to its source', () => {
+  it('a data directory of its own does not answer with another directory’s rows: it runs the query on its own data', async () => {
+    await counts('source-a');
+    const b = new Savedq(resolveConfig({ dataDir: join(tempDir(), 'empty'), cacheFile }, {}), { clock: () => now });
+    const execute = vi.spyOn(b, 'execute').mockImplementation(async (call) => ({ query: call.query, params: call.params, rows: [], cache: 'off', computedAt: now }));
+    const answer = await b.run({ nameOrId: 'usage.api-counts', params: [['project', 'source-a'], ['interval', 'hourly']] });
+    await b.close();
+    expect(answer.cache).toBe('miss');
+    expect(execute).toHaveBeenCalledTimes(1);
+  });
+
+  it('a server that cannot be reached is not answered from the embedded engine’s result', async () => {
+    await counts('source-b');
+    const server = new Savedq(resolveConfig({ url: 'http://user:secret@127.0.0.1:9', cacheFile }, {}), { clock: () => now });
+    await expect(server.run({ nameOrId: 'usage.api-counts', params: [['project', 'source-b'], ['interval', 'hourly']] })).rejects.toThrow(/cannot reach ClickHouse at http:\/\/user@127\.0\.0\.1:9/);
+    await server.close();
+  });
+
+  it('cache list names each entry’s source; warm refreshes only the entries of the source it runs against', async () => {
+    await counts('listed-source');
+    const views = await lib.cachedCalls();
+    expect(views.find((v) => v.params.project === 'listed-source')?.source).toBe(realpathSync(lib.config.dataDir));
+    const other = new Savedq(resolveConfig({ dataDir: join(tempDir(), 'other'), cacheFile }, {}), { clock: () => now + 400 * SECOND });
+    expect(await other.dueForWarming()).toEqual([]);
     await other.close();
-    expect(outcomes.length).toBeGreaterThan(0);
-    for (const o of outcomes) expect(o.error?.message).toMatch(/cannot reach ClickHouse at http:\/\/127.0.0.1:9/);
   });
 });
 

@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { chmodSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { cli, tempDir } from './helpers.js';
@@ -129,11 +129,27 @@ describe('savedq (the built CLI)', () => {
   });
 
   it('fails with exit 1 and a clear line when the warehouse is unreachable, never showing the password', async () => {
-    const r = await run('--url', 'http://reader:s3cret@127.0.0.1:9/', 'run', 'logs.all', '-p', 'project=x');
+    const r = await cli(['run', 'logs.all', '-p', 'project=x'], { env: { ...env, SAVEDQ_CLICKHOUSE_URL: 'http://reader:s3cret@127.0.0.1:9/' } });
     expect(r.code).toBe(1);
     expect(r.stdout).toBe('');
     expect(r.stderr).toMatch(/^savedq: cannot reach ClickHouse at http:\/\/reader@127.0.0.1:9: connection refused\.\n$/);
     expect(r.stderr).not.toContain('s3cret');
+  });
+
+  it('warns once that a password in --url can be read by every user, and names the other ways; takes one from --password-file', async () => {
+    const inUrl = await run('--url', 'http://reader:s3cret@127.0.0.1:9/', 'run', 'logs.all', '-p', 'project=x');
+    expect(inUrl.code).toBe(1);
+    expect(inUrl.stderr.split('\n')[0]).toBe('warning: a password in --url can be read by every user of this machine (ps); give it in SAVEDQ_CLICKHOUSE_URL or with --password-file instead.');
+    expect(inUrl.stderr).not.toContain('s3cret');
+    const file = join(dir, 'password');
+    writeFileSync(file, 's3cret\n', { mode: 0o644 });
+    chmodSync(file, 0o644);
+    const open = await run('--url', 'http://reader@127.0.0.1:9/', '--password-file', file, 'run', 'logs.all', '-p', 'project=x');
+    expect(open).toMatchObject({ code: 2, stderr: `savedq: password file ${file} can be read by other users; run chmod 600 ${file}.\n` });
+    chmodSync(file, 0o600);
+    const given = await run('--url', 'http://reader@127.0.0.1:9/', '--password-file', file, 'run', 'logs.all', '-p', 'project=x');
+    expect(given.code).toBe(1);
+    expect(given.stderr).toBe('savedq: cannot reach ClickHouse at http://reader@127.0.0.1:9: connection refused.\n');
   });
 
   it('names a data directory that cannot be used', async () => {
@@ -163,6 +179,7 @@ describe('savedq (the built CLI)', () => {
       age_seconds: expect.any(Number),
       served_seconds_ago: expect.any(Number),
       expires_in_seconds: expect.any(Number),
+      source: realpathSync(env.SAVEDQ_DATA_DIR),
     });
     // In a table, as -p takes them, the empty ones left out.
     const table = await cli(['cache', 'list', '-f', 'table'], { env: { ...env, COLUMNS: '160' } });

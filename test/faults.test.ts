@@ -1,6 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { createWriteStream, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, createWriteStream, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -188,18 +188,42 @@ describe('places savedq may not use', () => {
   spawnSync('chmod', ['0777', open]);
   afterAll(() => rmSync(open, { recursive: true, force: true }));
 
-  it.runIf(nobodyCanRun)('an unreadable data directory: exit 1 naming it', () => {
+  /** A folder of nobody's own, for its cache files. */
+  const nobodysHome = () => {
+    const home = join(open, 'home');
+    mkdirSync(home, { recursive: true, mode: 0o700 });
+    chownSync(home, 65534, 65534);
+    return home;
+  };
+
+  it.runIf(nobodyCanRun)('an unreadable data directory of its own: exit 1 naming it', () => {
     const locked = join(open, 'locked');
     mkdirSync(locked, { mode: 0o000 });
-    const r = asNobody(['run', 'logs.all', '-p', 'project=x'], { SAVEDQ_DATA_DIR: locked, SAVEDQ_CACHE_FILE: join(open, 'c.sqlite') });
+    chownSync(locked, 65534, 65534);
+    const r = asNobody(['run', 'logs.all', '-p', 'project=x'], { SAVEDQ_DATA_DIR: locked, SAVEDQ_CACHE_FILE: join(nobodysHome(), 'c.sqlite') });
     expect(r.status).toBe(1);
     expect(r.stderr).toBe(`savedq: cannot use data directory ${locked}: permission denied.\n`);
   });
 
+  it.runIf(nobodyCanRun)('a data directory another user owns, or others may write to: refused (exit 2), naming it and the fix', () => {
+    const theirs = join(open, 'theirs');
+    mkdirSync(theirs, { mode: 0o700 });
+    const r = asNobody(['run', 'logs.all', '-p', 'project=x'], { SAVEDQ_DATA_DIR: theirs, SAVEDQ_CACHE_FILE: join(nobodysHome(), 'c2.sqlite') });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toBe(`savedq: refusing data directory ${theirs}: it belongs to another user (uid 0); use a directory of your own.\n`);
+    const shared = join(open, 'shared');
+    mkdirSync(shared);
+    chmodSync(shared, 0o777);
+    chownSync(shared, 65534, 65534);
+    const wide = asNobody(['run', 'logs.all', '-p', 'project=x'], { SAVEDQ_DATA_DIR: shared, SAVEDQ_CACHE_FILE: join(nobodysHome(), 'c3.sqlite') });
+    expect(wide.status).toBe(2);
+    expect(wide.stderr).toBe(`savedq: refusing data directory ${shared}: other users can write to it; run chmod 700 ${shared}.\n`);
+  });
+
   it.runIf(nobodyCanRun)('a cache file that cannot be written: one warning, and the answer', () => {
     const data = join(open, 'data');
-    mkdirSync(data, { mode: 0o777 });
-    spawnSync('chmod', ['0777', data]);
+    mkdirSync(data, { mode: 0o700 });
+    chownSync(data, 65534, 65534);
     const readOnly = join(open, 'read-only');
     mkdirSync(readOnly, { mode: 0o555 });
     const r = asNobody(['run', 'usage.api-counts', '-p', 'project=x', '-p', 'interval=daily'], {
@@ -208,6 +232,6 @@ describe('places savedq may not use', () => {
     });
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toBe('[]\n');
-    expect(r.stderr).toMatch(/^warning: results cache .*read-only\/cache.sqlite is not usable \(.*\); answering without it\.\n$/);
+    expect(r.stderr).toMatch(/^warning: results cache .*read-only\/cache.sqlite is not usable \(permission denied\); answering without it\.\n$/);
   });
 });

@@ -62,7 +62,7 @@ afterAll(() => {
 describe('against a real ClickHouse server', () => {
   it('wrong credentials: exit 1, one line naming the server, never the password', async () => {
     for (const target of [url('tester', 'wrong-password'), url('nobody', 'whatever')]) {
-      const r = await cli(['--url', target, 'run', 'logs.all', '-p', 'project=x'], { env });
+      const r = await cli(['run', 'logs.all', '-p', 'project=x'], { env: { ...env, SAVEDQ_CLICKHOUSE_URL: target } });
       expect(r.code).toBe(1);
       expect(r.stdout).toBe('');
       expect(r.stderr).toMatch(new RegExp(`^savedq: ClickHouse at http://\\w+@127\\.0\\.0\\.1:${port} refused the credentials\\.\\n$`));
@@ -71,29 +71,32 @@ describe('against a real ClickHouse server', () => {
   });
 
   it('a query the server cannot run: exit 1, one line, no SQL and no stack trace', async () => {
-    const r = await cli(['--url', url(), 'run', 'usage.api-counts', '-p', 'project=x', '-p', 'interval=daily', '--no-cache'], { env });
+    const r = await cli(['run', 'usage.api-counts', '-p', 'project=x', '-p', 'interval=daily', '--no-cache'], { env: { ...env, SAVEDQ_CLICKHOUSE_URL: url() } });
     expect(r.code).toBe(1);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).toMatch(new RegExp(`^savedq: ClickHouse at http://tester@127\\.0\\.0\\.1:${port} (failed|could not parse)`));
     expect(r.stderr).not.toMatch(/SELECT|edge_logs|libc|PASSWORD|pw-s3cret/i);
   });
 
-  it('over HTTP: 502 with the same message and no password', async () => {
+  it('over HTTP: 502 saying the credentials were refused, with no address, user or password; the log has the whole message', async () => {
     const lib = new Savedq(resolveConfig({ url: url('tester', 'nope-nope'), cacheFile: env.SAVEDQ_CACHE_FILE }, {}));
-    const s = await startServer(lib, { host: '127.0.0.1', port: 0, apiKeys: ['k'], timeoutSeconds: 30, warmEveryMs: 0, version: 't', log: () => undefined });
+    const logged: string[] = [];
+    const s = await startServer(lib, { host: '127.0.0.1', port: 0, apiKeys: ['k'], timeoutSeconds: 30, warmEveryMs: 0, version: 't', log: (line) => logged.push(line) });
     const res = await fetch(`${s.url}/api/endpoints/query/logs.all?project=x`, { headers: { 'X-API-KEY': 'k' } });
     const text = await res.text();
     await s.close();
     await lib.close();
     expect(res.status).toBe(502);
-    expect(JSON.parse(text)).toEqual({ error: { code: 'warehouse_error', message: `ClickHouse at http://tester@127.0.0.1:${port} refused the credentials.` } });
+    expect(JSON.parse(text)).toEqual({ error: { code: 'warehouse_error', message: "the warehouse refused savedq's credentials." } });
+    expect(logged).toContain(`ClickHouse at http://tester@127.0.0.1:${port} refused the credentials.`);
+    expect(logged.join('\n')).not.toContain('nope-nope');
   });
 
   it('a server that stops answering: exit 1 after the time limit, saying so', async () => {
     server.kill('SIGSTOP');
     try {
       const started = Date.now();
-      const r = await cli(['--url', url(), '--timeout', '1', 'run', 'logs.all', '-p', 'project=x'], { env });
+      const r = await cli(['--timeout', '1', 'run', 'logs.all', '-p', 'project=x'], { env: { ...env, SAVEDQ_CLICKHOUSE_URL: url() } });
       expect(r.code).toBe(1);
       expect(r.stderr).toMatch(/^savedq: request to ClickHouse at http:\/\/tester@127\.0\.0\.1:\d+ timed out\.\n$/);
       expect(Date.now() - started).toBeLessThan(20_000);
@@ -104,7 +107,7 @@ describe('against a real ClickHouse server', () => {
 
   it('a server that dies mid-query: exit 1, one clear line', async () => {
     server.kill('SIGSTOP');
-    const pending = cli(['--url', url(), '--timeout', '20', 'run', 'logs.all', '-p', 'project=x'], { env });
+    const pending = cli(['--timeout', '20', 'run', 'logs.all', '-p', 'project=x'], { env: { ...env, SAVEDQ_CLICKHOUSE_URL: url() } });
     // Stopped, the server's kernel still takes the connection: killed once the CLI has one (this
     // process's own keep-alive connections, of fetch, do not count).
     const others = () => spawnSync('ss', ['-Htnp', 'state', 'established', `( dport = :${port} )`], { encoding: 'utf8' }).stdout.split('\n').filter((l) => l.trim() !== '' && !l.includes(`pid=${process.pid},`));
@@ -114,7 +117,7 @@ describe('against a real ClickHouse server', () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/^savedq: cannot reach ClickHouse at http:\/\/tester@127\.0\.0\.1:\d+: connection (reset|closed)\.\n$/);
     // And once it is gone entirely: refused.
-    const gone = await cli(['--url', url(), 'run', 'logs.all', '-p', 'project=x'], { env });
+    const gone = await cli(['run', 'logs.all', '-p', 'project=x'], { env: { ...env, SAVEDQ_CLICKHOUSE_URL: url() } });
     expect(gone.stderr).toMatch(/connection refused\.\n$/);
   }, 60_000);
 });

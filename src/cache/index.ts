@@ -10,6 +10,8 @@ export interface CachedResult {
 
 /** The call behind a cache entry, enough to run it again. */
 export interface CachedCall {
+  /** The data source the result was read from (Config.source): one file may serve several. */
+  readonly source: string;
   /** The saved query's id. */
   readonly query: string;
   /** The digest of the definition the result was computed by. */
@@ -40,11 +42,11 @@ export interface CacheEntry extends ServedRecord {
 const RETENTION_MS = 3_600_000;
 
 /**
- * The cache key of a call: the query's id and the digest of its definition, then its normalised
- * parameters and --at as JSON. Kept as text rather than hashed: it is short and exact.
+ * The cache key of a call: the query's id and the digest of its definition, then its data source,
+ * normalised parameters and --at as JSON. Kept as text rather than hashed: it is short and exact.
  */
 export function cacheKey(call: CachedCall): string {
-  return `${call.query}:${call.digest}:${JSON.stringify([Object.entries(call.params), call.at])}`;
+  return `${call.query}:${call.digest}:${JSON.stringify([call.source, Object.entries(call.params), call.at])}`;
 }
 
 /** The results cache: results and served records (`result:` and `served:` keys) in the SQLite store. */
@@ -80,7 +82,7 @@ export class ResultsCache {
    */
   async entries(): Promise<CacheEntry[]> {
     const records = await this.#store.entries<ServedRecord>('served');
-    return records.filter(([, record]) => typeof record.call?.query === 'string').map(([key, record]) => ({ key, ...record }));
+    return records.filter(([, record]) => typeof record.call?.query === 'string' && typeof record.call.source === 'string').map(([key, record]) => ({ key, ...record }));
   }
 
   /** Removes every entry; returns how many calls were forgotten. */

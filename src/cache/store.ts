@@ -1,7 +1,7 @@
 import { renameSync } from 'node:fs';
-import { dirname } from 'node:path';
 import type Keyv from 'keyv';
-import { makeDirectory } from '../fs.js';
+import { errnoText } from '../errno.js';
+import { ownFile } from '../fs.js';
 
 /** Every key savedq keeps in its SQLite file sits under this namespace, after a prefix of its kind. */
 export const NAMESPACE = 'savedq';
@@ -30,7 +30,8 @@ export class SqliteStore {
 
   async #open(): Promise<Keyv> {
     const [{ default: KeyvClass }, { default: KeyvSqlite }] = await Promise.all([import('keyv'), import('@keyv/sqlite')]);
-    makeDirectory(dirname(this.file));
+    const unsafe = ownFile(this.file);
+    if (unsafe !== undefined) throw new Error(unsafe);
     const connect = async (): Promise<Keyv> => {
       const store = new KeyvSqlite({ uri: `sqlite://${this.file}`, busyTimeout: BUSY_TIMEOUT_MS, iterationLimit: 1000 });
       store.on('error', () => undefined); // failures reach us through the rejected query below
@@ -66,7 +67,8 @@ export class SqliteStore {
   #fail(err: unknown): void {
     if (this.#disabled) return;
     this.#disabled = true;
-    const reason = err instanceof Error ? err.message.replace(/^SQLITE_\w+:\s*/, '') : String(err);
+    const code = (err as NodeJS.ErrnoException).code;
+    const reason = code !== undefined && !code.startsWith('SQLITE') ? errnoText(err) : err instanceof Error ? err.message.replace(/^SQLITE_\w+:\s*/, '') : String(err);
     this.#warn(`results cache ${this.file} is not usable (${reason}); answering without it.`);
   }
 

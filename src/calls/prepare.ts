@@ -29,10 +29,11 @@ export interface PreparedCall {
 }
 
 /**
- * Checks a request against the saved queries without running anything: an unknown query is a
+ * Checks a request against the saved queries, for a data source (whose results the call's cache key
+ * names), without running anything: an unknown query is a
  * NotFoundError, a bad value an InputError, a broken definition a DefinitionError.
  */
-export async function prepareCall(catalog: QueryCatalog, request: CallRequest, patterns?: PatternMemo): Promise<PreparedCall> {
+export async function prepareCall(catalog: QueryCatalog, source: string, request: CallRequest, patterns?: PatternMemo): Promise<PreparedCall> {
   const query = await catalog.find(request.nameOrId);
   const params = normaliseParams(query, request.params);
   await checkPatterns(query, params, patterns);
@@ -43,6 +44,6 @@ export async function prepareCall(catalog: QueryCatalog, request: CallRequest, p
       throw new InputError(`invalid --at ${quoteValue(request.at)}: expected an ISO 8601 timestamp such as 2026-01-31T12:00:00Z.`);
     }
   }
-  const cached: CachedCall = { query: query.id, digest: query.digest, params, at: at === undefined ? '' : toIsoMicros(at) };
+  const cached: CachedCall = { source, query: query.id, digest: query.digest, params, at: at === undefined ? '' : toIsoMicros(at) };
   return { query, params, at, cached, key: cacheKey(cached) };
 }

@@ -17,6 +17,8 @@ export interface WarmOutcome {
 export interface CachedCallView {
   /** The query's name (its id when it is gone). */
   readonly query: string;
+  /** Whose result it is: the data directory, or the server's URL without its password. */
+  readonly source: string;
   readonly params: NormalisedParams;
   /** The --at instant, or null for "now". */
   readonly at: string | null;
@@ -29,6 +31,8 @@ export interface CachedCallView {
 /** What warming works with: the library's catalog, cache, runner and clock. */
 export interface WarmingParts {
   readonly catalog: QueryCatalog;
+  /** The data source this library reads: only its entries are warmed. */
+  readonly source: string;
   readonly cache: ResultsCache;
   readonly runner: CallRunner;
   readonly clock: Clock;
@@ -38,10 +42,11 @@ export interface WarmingParts {
  * The warm set: cached calls served within their query's cache time whose result is at least its
  * warming age old (or gone). Calls of a definition changed or removed since are left to expire.
  */
-export async function dueForWarming({ catalog, cache, clock }: WarmingParts): Promise<CacheEntry[]> {
+export async function dueForWarming({ catalog, source, cache, clock }: WarmingParts): Promise<CacheEntry[]> {
   const now = clock();
   const { byId } = await catalog.scan();
   return (await cache.entries()).filter((entry) => {
+    if (entry.call.source !== source) return false; // another data directory's or server's, warmed by its own
     const query = byId.get(entry.call.query);
     if (!query || query.cacheSeconds === 0 || query.warmSeconds === 0 || query.digest !== entry.call.digest) return false;
     const servedRecently = now - entry.servedAt <= query.cacheSeconds * 1000;
@@ -71,7 +76,7 @@ export async function warm(
     let outcome: WarmOutcome;
     const name = byId.get(call.query)?.name ?? call.query;
     try {
-      const prepared = await prepareCall(parts.catalog, { nameOrId: call.query, params: Object.entries(call.params), at: call.at === '' ? undefined : call.at });
+      const prepared = await prepareCall(parts.catalog, parts.source, { nameOrId: call.query, params: Object.entries(call.params), at: call.at === '' ? undefined : call.at });
       const result = await parts.runner.refresh(prepared);
       // Warming is no one asking: the call keeps the time it was last served, with its new result.
       const servedAt = due[index]?.servedAt;
@@ -97,6 +102,7 @@ export async function cachedCallViews({ catalog, cache, clock }: WarmingParts): 
     const age = entry.computedAt === undefined ? null : Math.round((now - entry.computedAt) / 1000);
     return {
       query: query?.name ?? entry.call.query,
+      source: entry.call.source.replace(/^(embedded|server):/, ''),
       params: entry.call.params,
       at: entry.call.at || null,
       ageSeconds: age,

@@ -14,6 +14,7 @@ const FIELDS = [
   { name: 'age_seconds', type: 'integer' },
   { name: 'served_seconds_ago', type: 'integer' },
   { name: 'expires_in_seconds', type: 'integer' },
+  { name: 'source', type: 'string' },
 ] as const;
 
 /** `savedq cache list`: what the cache holds, with ages in seconds. */
@@ -27,6 +28,7 @@ export async function cacheListCommand(lib: Savedq, options: CacheListOptions, i
     age_seconds: c.ageSeconds,
     served_seconds_ago: c.servedSecondsAgo,
     expires_in_seconds: c.expiresInSeconds,
+    source: c.source,
   }));
   await writeRows(io, options, format, rows, FIELDS);
   return rows;

@@ -26,6 +26,8 @@ export interface CommonOptions {
   readonly signal?: AbortSignal | undefined;
   /** Tables: one block a record (true), never (false), or when the table cannot fit the terminal. */
   readonly expanded?: boolean | undefined;
+  /** CSV: text as it is, formulas included. */
+  readonly csvRaw?: boolean | undefined;
 }
 
 /** Throws the abort reason (an InterruptedError) when the command has been interrupted. */
@@ -74,7 +76,7 @@ export async function writeRows(
   const color = colorOf(io, options);
   const columns = fields.length > 0 ? fields : fieldsOfRows(rows);
   const width = resolveTableWidth(io.stdout.columns, io.env);
-  for (const piece of await render(format, rows, { fields: columns, color, width, expanded: options.expanded })) {
+  for (const piece of await render(format, rows, { fields: columns, color, width, expanded: options.expanded, csvRaw: options.csvRaw })) {
     if (!(await writeOut(io.stdout, piece))) return;
   }
 }

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { BusyError, DefinitionError, InputError, InterruptedError, MethodNotAllowedError, NotFoundError, SavedqError, UnauthorizedError, UriTooLongError } from '../errors.js';
+import { BusyError, InputError, InterruptedError, MethodNotAllowedError, NotFoundError, SavedqError, UnauthorizedError, UriTooLongError } from '../errors.js';
 import type { RawParams } from '../queries/params.js';
 import type { PreparedCall, RunResult, Savedq } from '../library.js';
 import { render } from '../output/index.js';
@@ -92,15 +92,12 @@ function sendError(res: ServerResponse, err: unknown, log: (line: string) => voi
     send(res, 500, errorBody('internal', 'internal error.'));
     return;
   }
-  if (err instanceof DefinitionError) {
-    // Which file and what the engine quoted of its SQL are for the server's owner, not its callers.
-    log(err.message);
-    send(res, err.httpStatus, errorBody(err.code, 'this saved query cannot run; the server log says why.'));
-    return;
-  }
+  // Which file, which address, which user, what the engine quoted of the SQL: for the server's owner
+  // (the log), not its callers, who are told what went wrong for them.
+  if (err.forCaller !== err.message) log(err.message);
   if (err instanceof MethodNotAllowedError) res.setHeader('Allow', 'GET, HEAD');
   const headers: Record<string, string> = err instanceof BusyError ? { 'Retry-After': String(err.retryAfterSeconds) } : {};
-  send(res, err.httpStatus, errorBody(err.code, err.message), headers);
+  send(res, err.httpStatus, errorBody(err.code, err.forCaller), headers);
 }
 
 /** Starts `savedq serve`: the thin HTTP mode over the library. */

@@ -2,7 +2,11 @@ import { stringify } from 'csv-stringify/sync';
 import type { Row } from '../queries/types.js';
 import { inBatches, type RenderOptions } from './types.js';
 
-/** RFC 4180: a header row, CRLF line ends, quoting as needed; nested values as JSON text in their cell. */
+/**
+ * RFC 4180: a header row, CRLF line ends, quoting as needed; nested values as JSON text in their cell.
+ * A text cell a spreadsheet would take for a formula (=, +, -, @, a tab or a carriage return first) is
+ * written with a leading ' (csv-stringify's escape_formulas), unless csvRaw; numbers never.
+ */
 export function* renderCsv(rows: readonly Row[], options: RenderOptions): Generator<string> {
   const columns = options.fields.map((f) => f.name);
   let header = true;
@@ -11,6 +15,7 @@ export function* renderCsv(rows: readonly Row[], options: RenderOptions): Genera
       header,
       columns,
       record_delimiter: '\r\n',
+      escape_formulas: options.csvRaw !== true,
       cast: { object: (value) => JSON.stringify(value), boolean: (value) => String(value) },
     });
     header = false;

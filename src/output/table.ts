@@ -2,7 +2,7 @@ import { Chalk } from 'chalk';
 import Table from 'cli-table3';
 import stringWidth from 'string-width';
 import type { Row } from '../queries/types.js';
-import type { RenderOptions, TableField } from './types.js';
+import { visible, type RenderOptions, type TableField } from './types.js';
 
 /** The narrowest a shortened text column gets before the table gives way to records. */
 const MIN_TEXT_WIDTH = 12;
@@ -15,9 +15,9 @@ const isWhole = (f: TableField) => f.key === true || isNumber(f) || f.type === '
 
 function cellText(value: unknown, type: string): string {
   if (value === null || value === undefined) return '';
-  if (type === 'timestamp' && typeof value === 'string') return value.replace('T', ' ').replace(/Z$/, '');
-  if (typeof value === 'object') return JSON.stringify(value);
-  return String(value);
+  if (type === 'timestamp' && typeof value === 'string') return visible(value.replace('T', ' ').replace(/Z$/, ''));
+  if (typeof value === 'object') return visible(JSON.stringify(value));
+  return visible(String(value));
 }
 
 /**
@@ -85,12 +85,13 @@ export function fitColumns(fields: readonly TableField[], texts: readonly string
  */
 export function renderTable(rows: readonly Row[], options: RenderOptions): string {
   const chalk = new Chalk({ level: options.color ? 1 : 0 });
-  const { fields } = options;
-  const texts = rows.map((row) => fields.map((f) => cellText(row[f.name], f.type)));
+  const texts = rows.map((row) => options.fields.map((f) => cellText(row[f.name], f.type)));
+  // Shown as every value is: a field's name comes from a query's SQL, which may be anyone's.
+  const fields = options.fields.map((f) => ({ ...f, name: visible(f.name) }));
   const count = chalk.dim(`${rows.length} ${rows.length === 1 ? 'row' : 'rows'}`);
   const width = options.width ?? 80;
   const widths = options.expanded === true ? undefined : fitColumns(fields, texts, width);
-  if (widths === undefined && options.expanded !== false && rows.length > 0) return `${records(texts, options, width, chalk)}\n${count}\n`;
+  if (widths === undefined && options.expanded !== false && rows.length > 0) return `${records(texts, fields, width, chalk)}\n${count}\n`;
 
   const table = new Table({
     head: fields.map((f, i) => chalk.bold(widths ? wrapHeader(f.name, widths[i] ?? f.name.length) : f.name)),
@@ -108,8 +109,7 @@ export function renderTable(rows: readonly Row[], options: RenderOptions): strin
  * One block a record, as psql's expanded display: a title line, then each field's name and its value,
  * a long value wrapped onto the lines below.
  */
-function records(texts: readonly string[][], options: RenderOptions, width: number, chalk: InstanceType<typeof Chalk>): string {
-  const { fields } = options;
+function records(texts: readonly string[][], fields: readonly TableField[], width: number, chalk: InstanceType<typeof Chalk>): string {
   const nameWidth = Math.max(...fields.map((f) => stringWidth(f.name)));
   const valueWidth = Math.max(MIN_VALUE_WIDTH, width - nameWidth - 3);
   const blank = Object.fromEntries(['top', 'top-mid', 'top-left', 'top-right', 'bottom', 'bottom-mid', 'bottom-left', 'bottom-right', 'left', 'left-mid', 'mid', 'mid-mid', 'right', 'right-mid'].map((c) => [c, '']));

@@ -19,6 +19,8 @@ export interface RenderOptions {
   readonly width: number | undefined;
   /** Table format: records instead of a table (true), never (false), or when the table cannot fit. */
   readonly expanded?: boolean | undefined;
+  /** CSV: text as it is, formulas included (default: a cell that a spreadsheet would run starts with '). */
+  readonly csvRaw?: boolean | undefined;
 }
 
 /** A renderer gives its text in pieces, so a large output is written as it is made, not held whole. */
@@ -30,4 +32,18 @@ const BATCH_ROWS = 500;
 /** Rows in batches of BATCH_ROWS. */
 export function* inBatches(rows: readonly Row[]): Generator<readonly Row[]> {
   for (let i = 0; i < rows.length; i += BATCH_ROWS) yield rows.slice(i, i + BATCH_ROWS);
+}
+
+/** Control characters: C0, DEL and C1 (ESC, CR, BEL, CSI … among them). */
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g;
+const NAMED: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
+/**
+ * Text with every control character shown as a visible escape (`\n`, `\t`, `\x1b`), for a terminal:
+ * a value (a log line, written by whoever sent the logged request) cannot move the cursor, retitle the
+ * terminal or hide rows.
+ */
+export function visible(text: string): string {
+  return text.replace(CONTROL, (c) => NAMED[c] ?? `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
 }

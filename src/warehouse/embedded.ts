@@ -4,8 +4,8 @@ import { rm, writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { errnoText } from '../errno.js';
-import { WarehouseError } from '../errors.js';
-import { inDirectory, makeDirectory } from '../fs.js';
+import { InputError, WarehouseError } from '../errors.js';
+import { inDirectory, makeDirectory, ownDirectory } from '../fs.js';
 import { BASE_SETTINGS, clientStatements } from './client.js';
 import { toWarehouseError } from './errors.js';
 import { inLane } from './lane.js';
@@ -55,17 +55,23 @@ export function splitLines(lines: Buffer, count: number): Buffer[] {
   return parts;
 }
 
+/**
+ * The data directory, made (mode 0700) or checked: the engine's files are the log data, for its owner
+ * alone. One another user owns, or others may write to, is refused (exit 2) with the fix.
+ */
 function prepareDataDir(dataDir: string): void {
+  let unsafe: string | undefined;
   try {
     if (existsSync(dataDir) && !statSync(dataDir).isDirectory()) {
       throw new WarehouseError(`data directory ${dataDir} is not a directory.`);
     }
-    makeDirectory(dataDir);
-    accessSync(dataDir, constants.R_OK | constants.W_OK | constants.X_OK);
+    unsafe = ownDirectory(dataDir);
+    if (unsafe === undefined) accessSync(dataDir, constants.R_OK | constants.W_OK | constants.X_OK);
   } catch (err) {
     if (err instanceof WarehouseError) throw err;
     throw new WarehouseError(`cannot use data directory ${dataDir}: ${errnoText(err, 'folder')}.`, { cause: err });
   }
+  if (unsafe !== undefined) throw new InputError(`refusing data directory ${dataDir}: ${unsafe}.`);
 }
 
 /** Which socket file the data directory holds, if any: a serve that begins to share the engine makes a new one. */

@@ -62,19 +62,22 @@ export function toWarehouseError(err: unknown, location: string): SavedqError {
     return new QueryTimeoutError(`query on ${location} ran past its time limit.`, { cause: err });
   }
   const network = [e.code, causeCode].find((c) => typeof c === 'string' && NETWORK_CODES.has(c));
-  if (network !== undefined) return new WarehouseError(`cannot reach ${location}: ${errnoText({ code: network })}.`, options);
+  if (network !== undefined) {
+    const why = errnoText({ code: network });
+    return new WarehouseError(`cannot reach ${location}: ${why}.`, { ...options, forCaller: `the warehouse cannot be reached (${why}).` });
+  }
   if (/timeout/i.test(message) && e.name !== 'ClickHouseError') {
-    return new QueryTimeoutError(`request to ${location} timed out.`, { cause: err });
+    return new QueryTimeoutError(`request to ${location} timed out.`, { cause: err, forCaller: 'the warehouse did not answer in time.' });
   }
   if (
     CREDENTIAL_TYPES.includes(engine?.type ?? '') ||
     CREDENTIAL_CODES.has(engine?.code ?? 0) ||
     /Authentication failed|password is incorrect|Wrong password|Unknown user/i.test(message)
   ) {
-    return new WarehouseError(`${location} refused the credentials.`, options);
+    return new WarehouseError(`${location} refused the credentials.`, { ...options, forCaller: "the warehouse refused savedq's credentials." });
   }
   if (engine?.type === 'NOT_ENOUGH_SPACE' || /not enough space|No space left on device/i.test(message)) {
-    return new WarehouseError(`${location} is out of disk space: ${shortened(firstLine(message))}`, options);
+    return new WarehouseError(`${location} is out of disk space: ${shortened(firstLine(message))}`, { ...options, forCaller: 'the warehouse is out of disk space.' });
   }
   if (engine?.type === 'SYNTAX_ERROR' || engine?.code === SYNTAX_ERROR_CODE || /Syntax error/i.test(message)) {
     // The engine quotes the query around the error; no SQL goes into a message.

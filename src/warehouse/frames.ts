@@ -7,6 +7,9 @@ import type { Socket } from 'node:net';
 
 /** The lengths before each frame: the header's, then the body's. */
 const PREFIX = 8;
+/** A frame whose header or body claims more than this is refused before any of it is read. */
+export const MAX_HEADER_BYTES = 1024 * 1024;
+export const MAX_BODY_BYTES = 256 * 1024 * 1024;
 
 /** Writes a frame; false when the socket asks to wait for 'drain'. */
 export function writeFrame(socket: Socket, header: object, body?: Buffer): boolean {
@@ -22,10 +25,16 @@ export function writeFrame(socket: Socket, header: object, body?: Buffer): boole
   return ok;
 }
 
-/** Reads frames from a socket's data as they come whole, calling `onFrame` with each. */
-export function readFrames(socket: Socket, onFrame: (header: unknown, body: Buffer) => void): void {
+/**
+ * Reads frames from a socket's data as they come whole, calling `onFrame` with each. A frame that
+ * cannot be read (a length over the limits, a header that is not JSON) is told to `onBad` with why, and
+ * nothing more is read from the socket: its peer is not speaking savedq's frames, and the caller
+ * closes the connection. A peer's bytes never throw here.
+ */
+export function readFrames(socket: Socket, onFrame: (header: unknown, body: Buffer) => void, onBad: (reason: string) => void): void {
   let pending: Buffer[] = [];
   let size = 0;
+  let refused = false;
   const take = (n: number): Buffer => {
     const all = pending.length === 1 ? (pending[0] as Buffer) : Buffer.concat(pending, size);
     const taken = all.subarray(0, n);
@@ -34,18 +43,32 @@ export function readFrames(socket: Socket, onFrame: (header: unknown, body: Buff
     size = rest.length;
     return taken;
   };
+  const refuse = (reason: string) => {
+    refused = true;
+    pending = [];
+    size = 0;
+    onBad(reason);
+  };
   let lengths: { header: number; body: number } | undefined;
   socket.on('data', (chunk: Buffer) => {
+    if (refused) return;
     pending.push(chunk);
     size += chunk.length;
-    for (;;) {
+    while (!refused) {
       if (!lengths) {
         if (size < PREFIX) return;
         const prefix = take(PREFIX);
         lengths = { header: prefix.readUInt32BE(0), body: prefix.readUInt32BE(4) };
+        if (lengths.header > MAX_HEADER_BYTES) return refuse(`a frame's header of ${lengths.header} bytes, over the ${MAX_HEADER_BYTES}`);
+        if (lengths.body > MAX_BODY_BYTES) return refuse(`a frame's body of ${lengths.body} bytes, over the ${MAX_BODY_BYTES}`);
       }
       if (size < lengths.header + lengths.body) return;
-      const header = JSON.parse(take(lengths.header).toString('utf8')) as unknown;
+      let header: unknown;
+      try {
+        header = JSON.parse(take(lengths.header).toString('utf8')) as unknown;
+      } catch {
+        return refuse("a frame's header that is not JSON");
+      }
       // The body is copied out of the socket's buffer: it outlives this chunk (a staged batch does).
       const body = Buffer.from(take(lengths.body));
       lengths = undefined;

@@ -1,19 +1,9 @@
 import { Readable } from 'node:stream';
 import type { ClickHouseClient } from '@clickhouse/client';
+import { redactUrl } from '../config.js';
 import { WarehouseError } from '../errors.js';
 import { BASE_SETTINGS, classified, clientStatements, quoteText, settingsClause } from './client.js';
 import type { Warehouse, WarehouseRow } from './types.js';
-
-/** A URL with its password removed, for messages. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    u.password = '';
-    return u.toString().replace(/\/$/, '');
-  } catch {
-    return '<invalid URL>';
-  }
-}
 
 /** Bytes as a ClickHouse string literal in plain ASCII: exact whatever the bytes, valid UTF-8 or not. */
 export function bytesLiteral(bytes: Buffer): string {

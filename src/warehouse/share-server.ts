@@ -6,6 +6,39 @@ import { readFrames, writeFrame } from './frames.js';
 import { atSocket, socketPath, toWire, type Answer, type Request } from './share.js';
 import type { StagedLines, Warehouse } from './types.js';
 
+/** What each operation needs besides its id: a statement, a staged batch, or both. */
+const OPERATIONS: Record<string, { statement: boolean; staged: boolean }> = {
+  query: { statement: true, staged: false },
+  command: { statement: true, staged: false },
+  stage: { statement: false, staged: false },
+  insert: { statement: true, staged: true },
+  'query-staged': { statement: true, staged: true },
+  release: { statement: false, staged: true },
+};
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** A frame's id, when it has one that an answer can carry. */
+function idOf(header: unknown): number | undefined {
+  return isObject(header) && Number.isSafeInteger(header.id) ? (header.id as number) : undefined;
+}
+
+/** A frame's header as a request savedq can run, or what is wrong with it (a peer's bytes are not trusted). */
+function checkRequest(header: unknown): Request | string {
+  if (!isObject(header)) return 'a frame whose header is not an object';
+  if (idOf(header) === undefined) return 'a request without a whole-number id';
+  const needs = typeof header.op === 'string' ? OPERATIONS[header.op] : undefined;
+  if (!needs) return `an unknown operation ${JSON.stringify(String(header.op)).slice(0, 40)}`;
+  if (needs.staged && typeof header.staged !== 'string') return `a ${String(header.op)} request without its staged batch`;
+  if (needs.statement) {
+    const s = header.statement;
+    if (!isObject(s) || typeof s.sql !== 'string') return `a ${String(header.op)} request without its statement`;
+    if ((s.params !== undefined && !isObject(s.params)) || (s.settings !== undefined && !isObject(s.settings))) return 'a statement whose parameters or settings are not objects';
+    if (s.format !== undefined && s.format !== 'JSONEachRow' && s.format !== 'LineAsString') return 'a statement in an unknown format';
+  }
+  return header as unknown as Request;
+}
+
 /** Staged batches not released are let go this long after their last use (their process died, say). */
 const STAGED_IDLE_MS = 10 * 60_000;
 
@@ -78,8 +111,18 @@ export async function shareWarehouse(
       gone.abort(new InterruptedError('the process that sent the statement has gone.'));
     });
     socket.on('error', () => socket.destroy());
+    /** A frame savedq cannot take: one line in the log, an error for its id when it has one, and the connection closed. */
+    const refuse = (reason: string, id?: number) => {
+      log(`socket: closed a connection that sent ${reason}`);
+      if (id !== undefined && !socket.destroyed) {
+        writeFrame(socket, { id, error: toWire(new WarehouseError(`savedq serve cannot take this request: ${reason}.`)) } satisfies Answer);
+      }
+      socket.end(() => socket.destroy());
+    };
     readFrames(socket, (header, body) => {
-      const request = header as Request;
+      const checked = checkRequest(header);
+      if (typeof checked === 'string') return refuse(checked, idOf(header));
+      const request = checked;
       underway += 1;
       void handle(request, body, gone.signal)
         .then(
@@ -93,7 +136,7 @@ export async function shareWarehouse(
           underway -= 1;
           if (underway === 0) idle?.();
         });
-    });
+    }, refuse);
   });
 
   const sweep = setInterval(() => {

@@ -1,7 +1,7 @@
 import type { ClickHouseSettings } from '@clickhouse/client';
-import { existsSync } from 'node:fs';
+import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
-import { BusyError, InterruptedError, QueryTimeoutError, SavedqError, WarehouseError, type EngineFailure } from '../errors.js';
+import { BusyError, InputError, InterruptedError, QueryTimeoutError, SavedqError, WarehouseError, type EngineFailure } from '../errors.js';
 import { inDirectory } from '../fs.js';
 import { stagedSource } from './staging.js';
 import type { LinesFormat, StatementParams, Warehouse, WarehouseRow } from './types.js';
@@ -67,9 +67,22 @@ export interface StatementRequest {
   readonly format?: LinesFormat;
 }
 
-/** Whether a data directory has a socket a `savedq serve` may be answering on. */
+/**
+ * Whether a data directory has a socket a `savedq serve` of this user may be answering on. A socket
+ * another user owns, or that others may write to, is refused: whoever listens there would be sent the
+ * query and its parameters, and could answer anything.
+ */
 function hasSocket(dataDir: string): boolean {
-  return existsSync(socketPath(dataDir));
+  const path = socketPath(dataDir);
+  const stat = lstatSync(path, { throwIfNoEntry: false });
+  if (!stat) return false;
+  if (!stat.isSocket()) throw new InputError(`${path} is not a socket of savedq serve; remove it (rm ${path}).`);
+  const uid = process.getuid?.();
+  if (uid !== undefined && stat.uid !== uid) {
+    throw new InputError(`the socket ${path} belongs to another user (uid ${stat.uid}); savedq sends nothing there. Remove it, or use a data directory of your own.`);
+  }
+  if ((stat.mode & 0o022) !== 0) throw new InputError(`the socket ${path} can be written by other users; run chmod 600 ${path}, or remove it.`);
+  return true;
 }
 
 /** A request to the engine's owner: what to do, with a statement or a payload. */
@@ -101,8 +114,9 @@ export async function connectShared(dataDir: string, timeoutSeconds: number): Pr
   const location = `savedq serve at ${dataDir}`;
   const socket = atSocket(dataDir, (at) => connect(at));
   const connected = await new Promise<NodeJS.ErrnoException | undefined>((resolve) => {
-    socket.once('connect', () => resolve(undefined));
-    socket.once('error', (err) => resolve(err));
+    const timer = setTimeout(() => resolve(Object.assign(new Error('it did not take the connection in time'), { code: 'ETIMEDOUT' })), timeoutSeconds * 1000);
+    socket.once('connect', () => (clearTimeout(timer), resolve(undefined)));
+    socket.once('error', (err) => (clearTimeout(timer), resolve(err)));
   });
   // Nobody listening: a socket left by a serve that died. The caller opens the engine itself.
   if (connected) {
@@ -124,7 +138,9 @@ export async function connectShared(dataDir: string, timeoutSeconds: number): Pr
       w.reject(gone);
     }
   };
-  readFrames(socket, (header) => {
+  readFrames(
+    socket,
+    (header) => {
     const answer = header as Answer;
     const w = waiting.get(answer.id);
     if (!w) return;
@@ -133,7 +149,12 @@ export async function connectShared(dataDir: string, timeoutSeconds: number): Pr
     if (waiting.size === 0) socket.unref();
     if (answer.error) w.reject(fromWire(answer.error));
     else w.resolve(answer.value);
-  });
+    },
+    (reason) => {
+      fail(lost(`it sent ${reason}`));
+      socket.destroy();
+    },
+  );
   socket.on('error', (err: NodeJS.ErrnoException) => fail(lost(err.code === 'ECONNRESET' || err.code === 'EPIPE' ? 'it closed the connection' : (err.code ?? err.message), err)));
   socket.on('close', () => fail(lost('it closed the connection')));
 
@@ -151,8 +172,9 @@ export async function connectShared(dataDir: string, timeoutSeconds: number): Pr
     });
   };
 
-  // A query waits its turn behind at most a batch of someone's load, then runs under its own limit.
-  const queryWaitMs = (timeoutSeconds + 120) * 1000;
+  // A query's answer is waited for as long as the query may run (--timeout), and a little more: a serve
+  // that does not answer by then is taken as gone. A load's batches may take longer.
+  const queryWaitMs = (timeoutSeconds + 5) * 1000;
   const loadWaitMs = 30 * 60_000;
   const statement = (sql: string, params: StatementParams | undefined, settings: ClickHouseSettings | undefined, format?: LinesFormat): StatementRequest => ({
     sql,
