@@ -68,6 +68,7 @@ const program = new Command('savedq')
   .option('--queries <dir>', 'a folder of your saved queries, *.sql (repeatable; env SAVEDQ_QUERIES, colon-separated; default ~/.config/savedq/queries)', collect, [])
   .option('--lock-wait <seconds>', 'how long to wait for another process using the data directory (default 30)')
   .option('--timeout <seconds>', 'per-query time limit (default 30)')
+  .option('--cache-max-mb <megabytes>', 'the results cache stays within about this size; the least recently served go first (default 512; env SAVEDQ_CACHE_MAX_MB)')
   .option('--no-color', 'no colour, whatever the terminal')
   .option('--expanded', 'show table rows as records: one block of field/value lines each')
   .option('--no-expanded', 'keep tables as tables even when wider than the terminal (default: records then)')
@@ -159,11 +160,12 @@ program
   .argument('[query]', 'warm only this call: saved query name or id, with its -p parameters')
   .option('-p, --param <name=value>', 'a parameter of the one call to warm (repeatable)', collect, [])
   .option('--at <iso>', 'the --at instant of the one call to warm')
+  .option('--max-time <seconds>', 'stop after this long, the most recently served refreshed first (default 240: a */5 cron never overlaps itself)')
   .addHelpText('after', examples('savedq warm', 'savedq warm usage.api-counts -p project=acme-shop -p interval=daily', '# crontab: */5 * * * * savedq warm --quiet'))
-  .action(async (nameOrId: string | undefined, opts: { param: string[]; at?: string }, cmd: Command) => {
+  .action(async (nameOrId: string | undefined, opts: { param: string[]; at?: string; maxTime?: string }, cmd: Command) => {
     const flags = cmd.optsWithGlobals<GlobalFlags>();
     const { warmCommand } = await import('./commands/warm.js');
-    await warmCommand(lib(flags), { ...flags, nameOrId, params: opts.param, at: opts.at, signal: interrupt.signal }, io);
+    await warmCommand(lib(flags), { ...flags, nameOrId, params: opts.param, at: opts.at, maxTime: opts.maxTime, signal: interrupt.signal }, io);
   });
 
 const cache = program.command('cache').description('inspect or clear the results cache');
@@ -191,6 +193,9 @@ program
   .option('--host <host>', 'address to bind', '127.0.0.1')
   .option('--port <port>', 'port to listen on (0 = any free port)', '4000')
   .option('--api-key-file <file>', 'file of accepted API keys, one a line (else env SAVEDQ_API_KEYS, comma-separated)')
+  .option('--max-connections <n>', 'HTTP connections open at once, at most; past it a new one is closed (default 1000, capped by the open-file limit; env SAVEDQ_MAX_CONNECTIONS)')
+  .option('--header-timeout <seconds>', "a request's headers must arrive within this (default 10)")
+  .option('--max-queue <n>', 'calls waiting for the engine, at most; one more is answered 503 overloaded (default 64; env SAVEDQ_MAX_QUEUE)')
   .addHelpText(
     'after',
     examples(
@@ -198,7 +203,7 @@ program
       "curl -H 'X-API-KEY: secret' 'http://127.0.0.1:4000/api/endpoints/query/usage.api-counts?project=acme-shop&interval=daily'",
     ),
   )
-  .action(async (opts: { host: string; port: string; apiKeyFile?: string }, cmd: Command) => {
+  .action(async (opts: { host: string; port: string; apiKeyFile?: string; maxConnections?: string; headerTimeout?: string; maxQueue?: string }, cmd: Command) => {
     const flags = cmd.optsWithGlobals<GlobalFlags>();
     const { serveCommand, serverLog } = await import('./commands/serve.js');
     const log = serverLog(io, flags);

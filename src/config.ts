@@ -20,6 +20,8 @@ export interface Config {
   readonly lockWaitMs: number;
   /** Per-query time limit. */
   readonly queryTimeoutSeconds: number;
+  /** The results cache stays within about this size: past it, the least recently served go first. */
+  readonly cacheMaxBytes: number;
   /** The user's saved-query folders, in order (the built-ins ship with savedq). */
   readonly queryFolders: readonly string[];
   /** Where `savedq new` writes a definition: the first user folder, else the default one (made then). */
@@ -40,6 +42,7 @@ export interface ConfigFlags {
   cacheFile?: string | undefined;
   lockWait?: string | undefined;
   timeout?: string | undefined;
+  cacheMaxMb?: string | undefined;
   /** --queries, repeatable. */
   queries?: readonly string[] | undefined;
   passwordFile?: string | undefined;
@@ -106,6 +109,7 @@ export function resolveConfig(flags: ConfigFlags = {}, env: Env = process.env): 
     cacheFile: path(first(flags.cacheFile, env.SAVEDQ_CACHE_FILE) ?? join(cacheHome, 'savedq', 'results.sqlite')),
     lockWaitMs: number(first(flags.lockWait, env.SAVEDQ_LOCK_WAIT) ?? '30', 'lock wait', { min: 0, max: 86_400, unit: 'seconds' }) * 1000,
     queryTimeoutSeconds: number(first(flags.timeout, env.SAVEDQ_TIMEOUT) ?? '30', 'timeout', { min: 0.001, max: 86_400, unit: 'seconds' }),
+    cacheMaxBytes: number(first(flags.cacheMaxMb, env.SAVEDQ_CACHE_MAX_MB) ?? '512', '--cache-max-mb', { min: 1, max: 1_048_576, unit: 'megabytes' }) * 2 ** 20,
     ...queryFolders(flags.queries, env.SAVEDQ_QUERIES, join(configHome, 'savedq', 'queries')),
   };
 }
@@ -185,6 +189,12 @@ export interface ServeSettings {
   readonly host: string;
   readonly port: number;
   readonly apiKeys: readonly string[];
+  /** HTTP connections open at once, at most: never so many that the process runs out of files. */
+  readonly maxConnections: number;
+  /** Seconds a request's headers may take to arrive whole. */
+  readonly headerTimeoutSeconds: number;
+  /** Calls waiting for the engine, at most: one more is answered 503 at once. */
+  readonly maxQueue: number;
 }
 
 /** Flags of `savedq serve`. */
@@ -192,6 +202,25 @@ export interface ServeFlags {
   host?: string | undefined;
   port?: string | undefined;
   apiKeyFile?: string | undefined;
+  maxConnections?: string | undefined;
+  headerTimeout?: string | undefined;
+  maxQueue?: string | undefined;
+}
+
+/**
+ * Files the process keeps beside its HTTP connections: the engine's (its parts, its logs), the cache
+ * file, the socket and its connections. HTTP never takes these.
+ */
+const FILES_KEPT = 256;
+
+/** The process's open-file limit (its soft limit), where the system tells it (Linux: /proc/self/limits). */
+function openFileLimit(): number | undefined {
+  try {
+    const line = /^Max open files\s+(\d+|unlimited)/m.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1];
+    return line === undefined || line === 'unlimited' ? undefined : Number(line);
+  } catch {
+    return undefined;
+  }
 }
 
 /** The settings of `serve`: --host, --port, and the keys of --api-key-file (one a line) or SAVEDQ_API_KEYS (comma-separated). */
@@ -200,6 +229,9 @@ export function resolveServeSettings(flags: ServeFlags, env: Env = process.env):
     host: text(flags.host) ?? '127.0.0.1',
     port: number(text(flags.port) ?? '4000', '--port', { min: 0, max: 65535, integer: true, unit: '' }),
     apiKeys: apiKeys(text(flags.apiKeyFile), env.SAVEDQ_API_KEYS),
+    maxConnections: Math.max(1, Math.min(number(first(flags.maxConnections, env.SAVEDQ_MAX_CONNECTIONS) ?? '1000', '--max-connections', { min: 1, max: 1_000_000, integer: true, unit: '' }), (openFileLimit() ?? Infinity) - FILES_KEPT)),
+    headerTimeoutSeconds: number(text(flags.headerTimeout) ?? '10', '--header-timeout', { min: 1, max: 3600, unit: 'seconds' }),
+    maxQueue: number(first(flags.maxQueue, env.SAVEDQ_MAX_QUEUE) ?? '64', '--max-queue', { min: 1, max: 1_000_000, integer: true, unit: '' }),
   };
 }
 
@@ -227,6 +259,11 @@ function apiKeys(file: string | undefined, envKeys: string | undefined): string[
   const long = keys.findIndex((k) => Buffer.byteLength(k) > MAX_API_KEY_BYTES);
   if (long >= 0) throw new InputError(`API key ${long + 1} is ${Buffer.byteLength(keys[long] as string)} bytes long; a key is at most ${MAX_API_KEY_BYTES}.`);
   return keys;
+}
+
+/** A number of seconds from a flag (`what` names it), or its default. */
+export function resolveSeconds(flag: string | undefined, what: string, fallback: number): number {
+  return number(text(flag) ?? String(fallback), what, { min: 0, max: 86_400, unit: 'seconds' });
 }
 
 /** --batch-mb: input per insert, in bytes (default 32 MiB). */

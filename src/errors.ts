@@ -98,6 +98,15 @@ export class BusyError extends SavedqError {
   }
 }
 
+/** serve: more calls wait for the engine than --max-queue lets wait: try again shortly. */
+export class OverloadedError extends SavedqError {
+  override readonly exitCode = 1;
+  override readonly httpStatus = 503;
+  override readonly code = 'overloaded';
+  /** When to try again, for HTTP's Retry-After. */
+  readonly retryAfterSeconds = 1;
+}
+
 /** Interrupted by SIGINT / SIGTERM. */
 export class InterruptedError extends SavedqError {
   override readonly exitCode = 130;

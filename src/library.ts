@@ -2,6 +2,7 @@ import { ResultsCache, type CachedCall, type CacheEntry } from './cache/index.js
 import { SqliteStore } from './cache/store.js';
 import { prepareCall, type CallRequest, type PreparedCall } from './calls/prepare.js';
 import { CallRunner, type CacheMode, type Clock, type RunResult } from './calls/runner.js';
+import { FairTurns } from './calls/turns.js';
 import { cachedCallViews, dueForWarming, warm, type CachedCallView, type WarmingParts, type WarmOutcome } from './calls/warming.js';
 import type { Config } from './config.js';
 import { Engine } from './engine.js';
@@ -63,6 +64,8 @@ export class Savedq {
   readonly #reporter: Reporter;
   readonly #engine: Engine;
   readonly #runner: CallRunner;
+  /** Turns at the engine, fair across callers (what serve's --max-queue bounds). */
+  readonly #turns = new FairTurns();
   #catalog: QueryCatalog;
   /** The catalog whose broken definitions were reported, so each is reported once. */
   #reported: QueryCatalog | undefined;
@@ -75,7 +78,7 @@ export class Savedq {
     this.cache = new ResultsCache(this.#store);
     this.#catalog = options.queries ?? new QueryCatalog({ builtin: builtinQueriesDir, user: config.queryFolders }, this.#definitionMemo());
     this.#engine = new Engine(config, { owns: options.ownsEngine === true, signal: options.signal, reporter: this.#reporter });
-    this.#runner = new CallRunner(this.cache, (call, gone) => this.execute(call, gone), () => this.clock());
+    this.#runner = new CallRunner(this.cache, (call, gone, caller) => this.#turns.run(caller, () => this.execute(call, gone), gone), () => this.clock());
   }
 
   /** Patterns RE2 compiled, in the same SQLite file: a hit of a pattern checked before loads no RE2. */
@@ -137,12 +140,22 @@ export class Savedq {
 
   /** Runs a saved query, through the results cache when the query is cached. */
   async run(request: RunRequest): Promise<RunResult> {
-    return this.runPrepared(await this.prepare(request), request.cache ?? 'use', request.signal);
+    const result = await this.runPrepared(await this.prepare(request), request.cache ?? 'use', request.signal);
+    if (result.cache === 'miss' && this.cache.fileBytes() > this.config.cacheMaxBytes) await this.pruneCache();
+    return result;
   }
 
-  /** Runs a call already prepared: what `run` does after `prepare` (a server keeps the calls it prepared). */
-  runPrepared(call: PreparedCall, mode: CacheMode = 'use', signal?: AbortSignal): Promise<RunResult> {
-    return this.#runner.run(call, mode, signal);
+  /**
+   * Runs a call already prepared: what `run` does after `prepare` (a server keeps the calls it
+   * prepared). `caller` names who asks (serve: an API key), for turns at the engine fair across callers.
+   */
+  runPrepared(call: PreparedCall, mode: CacheMode = 'use', signal?: AbortSignal, caller = ''): Promise<RunResult> {
+    return this.#runner.run(call, mode, signal, caller);
+  }
+
+  /** At most this many calls wait for the engine; one more is refused (serve's --max-queue). */
+  limitQueue(maxWaiting: number): void {
+    this.#turns.limit(maxWaiting);
   }
 
   /** The answer from what this process served a moment ago, without waiting (serve's hot path), if any. */
@@ -152,7 +165,11 @@ export class Savedq {
 
   /** The embedded engine's queue of statements, when this process has the engine open (serve's /health). */
   engineQueue(): EngineQueue | undefined {
-    return this.#engine.queue();
+    const lane = this.#engine.queue();
+    if (!lane) return undefined;
+    // Calls waiting for their turn here, and the statements queued in the engine's lane (the others' too).
+    const turns = this.#turns.state();
+    return { running: lane.running, waiting: lane.waiting + turns.waiting, dropped: lane.dropped + turns.dropped };
   }
 
   /** The warehouse, opened on first use and kept until `close()`. */
@@ -199,10 +216,25 @@ export class Savedq {
   }
 
   /** Re-runs the given calls (default: the warm set) and stores fresh results; see calls/warming.ts. */
-  async warm(calls?: readonly CachedCall[], signal?: AbortSignal, onOutcome?: (outcome: WarmOutcome, index: number, total: number) => void): Promise<WarmOutcome[]> {
-    const outcomes = await warm(this.#warming(), calls, signal, onOutcome);
+  async warm(
+    calls?: readonly CachedCall[],
+    signal?: AbortSignal,
+    onOutcome?: (outcome: WarmOutcome, index: number, total: number) => void,
+    maxTimeMs = Infinity,
+  ): Promise<WarmOutcome[]> {
+    const outcomes = await warm(this.#warming(), calls, signal, onOutcome, Date.now() + maxTimeMs);
     this.#reportBroken();
+    await this.pruneCache();
     return outcomes;
+  }
+
+  /**
+   * Keeps the cache file bounded: deletes what is past its retention, then the least recently served
+   * results while the entries take more than --cache-max-mb (warm, serve every ten minutes, and a run
+   * that finds the file over it).
+   */
+  pruneCache(): Promise<{ expired: number; evicted: number }> {
+    return this.cache.prune(this.config.cacheMaxBytes);
   }
 
   /** The cache entry of a request, checked, for `warm <name> -p …`. */

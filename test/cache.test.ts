@@ -1,4 +1,5 @@
-import { existsSync, readdirSync, realpathSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, realpathSync, writeFileSync } from 'node:fs';
+import sqlite3 from 'sqlite3';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { resolveConfig } from '../src/config.js';
@@ -201,5 +202,57 @@ describe('a broken cache never breaks a query', () => {
     expect(r.cache).toBe('miss');
     expect(warnings).toEqual([expect.stringMatching(/results cache .*a-file\/cache.sqlite is not usable/)]);
     expect(existsSync(join(blocker, 'cache.sqlite'))).toBe(false);
+  });
+});
+
+describe('the cache stays bounded', () => {
+  const dir = tempDir();
+  const folder = join(dir, 'queries');
+  mkdirSync(folder);
+  // About 300 KB a result.
+  writeFileSync(join(folder, 'big.sql'), "/*\nparams:\n  p: { type: string, required: true }\ncache: 900\n*/\nSELECT @p AS p, repeat('x', 300000) AS big\n");
+
+  it('past --cache-max-mb, the least recently served results go first, and the file stays within about that size', async () => {
+    const small = new Savedq(resolveConfig({ dataDir: lib.config.dataDir, cacheFile: join(dir, 'small.sqlite'), cacheMaxMb: '1', queries: [folder] }, {}), { clock: () => now });
+    const big = (p: string) => small.run({ nameOrId: 'big', params: [['p', p]] });
+    for (const p of ['1', '2', '3', '4', '5', '6']) {
+      expect((await big(p)).cache).toBe('miss');
+      now += SECOND;
+    }
+    expect(small.cache.fileBytes()).toBeLessThan(3 * 2 ** 20);
+    const kept = (await small.cachedCalls()).map((c) => c.params.p).sort();
+    expect(kept.length).toBeLessThan(6);
+    expect(kept).toContain('6'); // the most recently served stays
+    expect((await big('1')).cache).toBe('miss'); // the least recently served went first
+    await small.close();
+  });
+
+  it('deletes entries past their retention, and damaged ones', async () => {
+    const file = join(dir, 'retention.sqlite');
+    const other = new Savedq(resolveConfig({ dataDir: lib.config.dataDir, cacheFile: file }, {}), { clock: () => now });
+    await other.run({ nameOrId: 'usage.api-counts', params: [['project', 'old'], ['interval', 'hourly']] });
+    await other.run({ nameOrId: 'usage.api-counts', params: [['project', 'kept'], ['interval', 'hourly']] });
+    const db = new sqlite3.Database(file);
+    const exec = (sql: string) => new Promise<void>((resolve, reject) => db.run(sql, (e: Error | null) => (e ? reject(e) : resolve())));
+    await exec(`UPDATE keyv SET value = json_set(value, '$.expires', 1) WHERE key LIKE 'savedq:%"old"%'`);
+    await new Promise<void>((resolve) => db.close(() => resolve()));
+    const pruned = await other.pruneCache();
+    expect(pruned.expired).toBe(2); // the result and its served record
+    expect((await other.cachedCalls()).map((c) => c.params.project)).toEqual(['kept']);
+    await other.close();
+  });
+
+  it('warm stops when --max-time is up, the most recently served refreshed first, and says how many it left', async () => {
+    const other = new Savedq(resolveConfig({ dataDir: lib.config.dataDir, cacheFile: join(dir, 'warm.sqlite') }, {}), { clock: () => now });
+    for (const project of ['w1', 'w2', 'w3']) {
+      await other.run({ nameOrId: 'usage.api-counts', params: [['project', project], ['interval', 'hourly']] });
+      now += SECOND;
+    }
+    now += 300 * SECOND;
+    const none = await other.warm(undefined, undefined, undefined, 0);
+    expect(none.map((o) => [o.call.params.project, o.left])).toEqual([['w3', true], ['w2', true], ['w1', true]]);
+    const all = await other.warm();
+    expect(all.map((o) => o.call.params.project)).toEqual(['w3', 'w2', 'w1']);
+    await other.close();
   });
 });

@@ -119,8 +119,9 @@ export interface ServeProcess {
 }
 
 /** Starts `savedq serve --port 0` with this environment (and PATH); resolves once it listens. */
-export async function startServe(env: Record<string, string>, args: readonly string[] = []): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [binPath, ...args, 'serve', '--port', '0'], { env: { PATH: process.env.PATH ?? '', XDG_CONFIG_HOME: NO_CONFIG, ...env } });
+export async function startServe(env: Record<string, string>, args: readonly string[] = [], serveArgs: readonly string[] = [], wrapper: readonly string[] = []): Promise<ServeProcess> {
+  const command = [...wrapper, process.execPath, binPath, ...args, 'serve', '--port', '0', ...serveArgs];
+  const child = spawn(command[0] as string, command.slice(1), { env: { PATH: process.env.PATH ?? '', XDG_CONFIG_HOME: NO_CONFIG, ...env } });
   afterAll(() => {
     child.kill('SIGKILL');
   });

@@ -4,6 +4,7 @@ import { connect, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import { binPath, cli, engineQueue, eventually, NO_CONFIG, startServe, tempDir } from './helpers.js';
 
 // What savedq does when its neighbours are careless or hostile: files only its user can read, a socket
@@ -171,5 +172,136 @@ describe('the socket trusts no one', () => {
     expect(await engineQueue(server.url)).toMatchObject({ running: 0, waiting: 0 });
     expect(server.stderr()).not.toMatch(/at .*\.js:\d+/); // no stack trace
     await eventually('serve to still run', () => server.child.exitCode === null);
+  });
+});
+
+describe('serve outlives floods', () => {
+  it('holds at most --max-connections, closes a connection whose headers drip past --header-timeout, and the other savedq processes still reach the socket', async () => {
+    const data = join(dir, 'flooded');
+    // Under an open-file limit of 1024, as on many machines: serve takes at most 1024 - 256 connections.
+    const server = await startServe({ ...env, SAVEDQ_DATA_DIR: data, SAVEDQ_API_KEYS: 'k' }, [], ['--header-timeout', '2'], ['prlimit', '--nofile=1024:1024']);
+    const port = Number(new URL(server.url).port);
+    const slow: Socket[] = [];
+    let closed = 0;
+    for (let i = 0; i < 900; i++) {
+      const s = connect(port, '127.0.0.1');
+      s.on('error', () => undefined);
+      s.on('close', () => (closed += 1));
+      s.resume(); // what serve answers (a 408) is read, so its close is seen
+      s.write('GET /health HTTP/1.1\r\nHost: x\r\n'); // and never the rest
+      slow.push(s);
+    }
+    try {
+      // Past the limit, connections are closed at once; the rest once their headers are late.
+      await eventually('the connections past --max-connections to be closed', () => closed >= 900 - 768);
+      const cliRun = await cli(['run', 'hostile', '--no-cache', '-f', 'json'], { env: { ...env, SAVEDQ_DATA_DIR: data } });
+      expect(cliRun.code, cliRun.stderr).toBe(0);
+      await eventually('the slow connections to be closed after --header-timeout', () => closed === 900);
+      const res = await fetch(`${server.url}/api/endpoints/query/hostile`, { headers: { 'X-API-KEY': 'k' } });
+      expect(res.status).toBe(200);
+    } finally {
+      for (const s of slow) s.destroy();
+    }
+  });
+
+  it('serves waiting calls in turn across callers, and answers 503 overloaded with Retry-After past --max-queue', async () => {
+    writeFileSync(join(queries, 'nap.each.sql'), '/*\nparams:\n  p: { type: string, required: true }\n*/\nSELECT @p AS p, sleepEachRow(0.1) AS z FROM numbers(2)\n');
+    const data = join(dir, 'queued');
+    const server = await startServe({ ...env, SAVEDQ_DATA_DIR: data, SAVEDQ_API_KEYS: 'first,second' }, [], ['--max-queue', '20']);
+    const ask = (key: string, p: string) =>
+      fetch(`${server.url}/api/endpoints/query/nap.each?p=${p}`, { headers: { 'X-API-KEY': key } }).then(async (r) => ({ status: r.status, p, retryAfter: r.headers.get('retry-after'), body: await r.text() }));
+    const done: string[] = [];
+    const first = Array.from({ length: 15 }, (_, i) => ask('first', `a${i}`).then((r) => (done.push(r.p), r)));
+    await eventually('the first key’s calls to wait', async () => (await engineQueue(server.url)).waiting >= 14);
+    const second = await ask('second', 'b');
+    done.push('b-done');
+    expect(second.status).toBe(200);
+    // The second key's one call went next, not after the first key's fourteen.
+    expect(done.indexOf('b-done')).toBeLessThanOrEqual(2);
+    // Past --max-queue (20 waiting): answered at once, 503 with Retry-After.
+    const flood = await Promise.all(Array.from({ length: 30 }, (_, i) => ask('second', `c${i}`)));
+    const refused = flood.filter((r) => r.status === 503);
+    expect(refused.length).toBeGreaterThan(0);
+    for (const r of refused) {
+      expect(r.retryAfter).toBe('1');
+      expect(JSON.parse(r.body)).toMatchObject({ error: { code: 'overloaded' } });
+    }
+    expect(flood.filter((r) => r.status !== 503).every((r) => r.status === 200)).toBe(true);
+    expect((await Promise.all(first)).every((r) => r.status === 200)).toBe(true);
+  });
+});
+
+describe('the OpenAPI document declares what the server does', () => {
+  it('every answer of every kind the server sends is a status, method and body the document declares, and what the server takes its parameter schemas take', async () => {
+    const own = join(dir, 'openapi-queries');
+    mkdirSync(own);
+    writeFileSync(
+      join(own, 'typed.sql'),
+      '/*\nparams:\n  errors_only: { type: boolean, default: false }\n  since: { type: timestamp }\nfields:\n  metadata: { type: object }\n  tags: { type: array }\n  ok: { type: boolean }\ncache: 900\n*/\nSELECT map(\'request\', map(\'path\', \'/x\')) AS metadata, [\'a\'] AS tags, @errors_only AS ok, @since AS since_given\n',
+    );
+    writeFileSync(join(own, 'refused.sql'), 'SELECT no_such_column FROM edge_logs\n');
+    writeFileSync(join(own, 'unparsable.sql'), 'SELECT 1 +\n');
+    writeFileSync(join(own, 'endless.sql'), 'SELECT count() AS n FROM numbers(100000000000)\n');
+    const server = await startServe({ ...env, SAVEDQ_DATA_DIR: join(dir, 'openapi-data'), SAVEDQ_API_KEYS: 'k', SAVEDQ_QUERIES: own, SAVEDQ_TIMEOUT: '0.5' }, [], ['--header-timeout', '1', '--max-queue', '1']);
+    const doc = (await (await fetch(`${server.url}/openapi.json`)).json()) as {
+      paths: Record<string, Record<string, { parameters?: { name: string; schema: object }[]; responses: Record<string, { content?: Record<string, { schema: object }> }> }>>;
+      components: object;
+    };
+    // JSON Schema 2020-12, as OpenAPI 3.1 uses; types, enums, patterns and required fields checked.
+    const ajv = new Ajv2020({ strict: false, validateFormats: false });
+    ajv.addSchema({ $id: 'doc', components: doc.components });
+    const resolve = (schema: object) => JSON.parse(JSON.stringify(schema).replace(/"#\/components/g, '"doc#/components')) as object;
+
+    /** Checks one answer against the operation of its path and method. */
+    const conforms = (path: string, method: string, status: number, body: string) => {
+      const operation = doc.paths[path]?.[method];
+      expect(operation, `${method} ${path}`).toBeDefined();
+      const declared = operation?.responses[String(status)];
+      expect(declared, `${method} ${path} answered ${status}`).toBeDefined();
+      if (method === 'head') return expect(body).toBe('');
+      const schema = declared?.content?.['application/json']?.schema;
+      expect(schema, `${method} ${path} ${status} has a body schema`).toBeDefined();
+      const validate = ajv.compile(resolve(schema as object));
+      expect(validate(JSON.parse(body)), `${method} ${path} ${status}: ${JSON.stringify(validate.errors)} in ${body}`).toBe(true);
+    };
+    const request = async (path: string, query = '', init: RequestInit = {}) => {
+      const res = await fetch(`${server.url}${path}${query}`, { ...init, headers: { 'X-API-KEY': 'k', ...(init.headers as Record<string, string>) } });
+      return { status: res.status, body: await res.text() };
+    };
+    const typed = '/api/endpoints/query/typed';
+    const answers: [string, string, { status: number; body: string }][] = [
+      [typed, 'get', await request(typed, '?errors_only=0&since=2026-11-20T12:00:00')],
+      [typed, 'head', await request(typed, '?errors_only=1', { method: 'HEAD' })],
+      [typed, 'get', await request(typed, '?errors_only=maybe')],
+      [typed, 'get', await request(typed, '', { headers: { 'X-API-KEY': 'wrong' } })],
+      [typed, 'get', await request(typed, `?since=${'9'.repeat(9000)}`)],
+      [typed, 'get', await request(typed, '', { headers: { 'X-Big': 'y'.repeat(20_000) } })],
+      ['/api/endpoints/query/refused', 'get', await request('/api/endpoints/query/refused')],
+      ['/api/endpoints/query/unparsable', 'get', await request('/api/endpoints/query/unparsable')],
+      ['/api/endpoints/query/endless', 'get', await request('/api/endpoints/query/endless')],
+      ['/health', 'get', await request('/health')],
+      ['/health', 'head', await request('/health', '', { method: 'HEAD' })],
+    ];
+    // Past --max-queue (1): three at once of an uncached query, one is refused.
+    const flood = await Promise.all(['a', 'b', 'c', 'd'].map((s) => request(typed, `?since=2026-11-2${s === 'a' ? 1 : s === 'b' ? 2 : s === 'c' ? 3 : 4}T00:00:00Z`, { headers: { 'Cache-Control': 'no-cache' } })));
+    for (const f of flood) answers.push([typed, 'get', f]);
+    // A request whose headers never end: 408 once --header-timeout is up.
+    const slow = await new Promise<string>((resolve) => {
+      const s = connect(Number(new URL(server.url).port), '127.0.0.1');
+      let back = '';
+      s.on('data', (d: Buffer) => (back += d.toString()));
+      s.on('close', () => resolve(back));
+      s.write(`GET ${typed} HTTP/1.1\r\nHost: x\r\n`);
+    });
+    answers.push([typed, 'get', { status: Number(slow.split(' ')[1]), body: slow.slice(slow.indexOf('\r\n\r\n') + 4) }]);
+
+    const statuses = new Set(answers.map(([, , a]) => a.status));
+    for (const status of [200, 400, 401, 408, 414, 431, 500, 502, 503, 504]) expect(statuses, `a ${status} was tried`).toContain(status);
+    for (const [path, method, answer] of answers) conforms(path, method, answer.status, answer.body);
+
+    // What the server took above, its parameter schemas take too (errors_only=0, a timestamp with no zone).
+    const parameters = doc.paths[typed]?.get?.parameters ?? [];
+    const takes = (name: string, value: string) => ajv.compile(resolve(parameters.find((p) => p.name === name)?.schema ?? {}))(value);
+    expect([takes('errors_only', '0'), takes('errors_only', 'true'), takes('since', '2026-11-20T12:00:00'), takes('since', '2026-11-20T12:00:00+01:00')]).toEqual([true, true, true, true]);
   });
 });

@@ -24,7 +24,7 @@ describe('help that teaches', () => {
       expect(h.stdout, name).toMatch(/Examples:\n {2}\$ \S/);
     }
     expect(helps[1]?.stdout).toContain('--no-cache');
-    expect(helps[6]?.stdout).toMatch(/--port <port>\s+port to listen on .*\(default: "4000"\)/);
+    expect(helps[6]?.stdout).toMatch(/--port <port>\s+port to listen on [^]*\(default:\s+"4000"\)/);
   });
 
   it('prints the version and suggests the closest command for a typo', async () => {

@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import type { NormalisedParams, Row } from '../queries/types.js';
 import type { SqliteStore } from './store.js';
 
@@ -83,6 +84,45 @@ export class ResultsCache {
   async entries(): Promise<CacheEntry[]> {
     const records = await this.#store.entries<ServedRecord>('served');
     return records.filter(([, record]) => typeof record.call?.query === 'string' && typeof record.call.source === 'string').map(([key, record]) => ({ key, ...record }));
+  }
+
+  /**
+   * Deletes what is past its retention (results, served records, remembered definitions), then, while
+   * the entries take more than `maxBytes`, the least recently served results with their records.
+   */
+  async prune(maxBytes: number, now = Date.now()): Promise<{ expired: number; evicted: number }> {
+    // A value that is not JSON (damaged) can never be read: it goes too.
+    const past = "key LIKE 'savedq:%' AND CASE WHEN json_valid(value) THEN json_extract(value, '$.expires') < ? ELSE 1 END";
+    const expired = await this.#store.sql<{ n: number }>(`SELECT count(*) AS n FROM keyv WHERE ${past}`, now);
+    await this.#store.sql(`DELETE FROM keyv WHERE ${past}`, now);
+    let evicted = 0;
+    const [size] = await this.#store.sql<{ bytes: number | null }>('SELECT sum(length(key) + length(value)) AS bytes FROM keyv');
+    let bytes = size?.bytes ?? 0;
+    if (bytes > maxBytes) {
+      // Oldest served first; each result goes with its served record.
+      const served = await this.#store.sql<{ key: string; bytes: number }>(
+        "SELECT substr(s.key, 15) AS key, length(r.value) + length(s.value) AS bytes FROM keyv s LEFT JOIN keyv r ON r.key = 'savedq:result:' || substr(s.key, 15) WHERE s.key LIKE 'savedq:served:%' AND json_valid(s.value) ORDER BY json_extract(s.value, '$.value.servedAt')",
+      );
+      for (const entry of served) {
+        if (bytes <= maxBytes) break;
+        await this.#store.sql('DELETE FROM keyv WHERE key IN (?, ?)', `savedq:result:${entry.key}`, `savedq:served:${entry.key}`);
+        bytes -= entry.bytes ?? 0;
+        evicted += 1;
+      }
+    }
+    return { expired: expired[0]?.n ?? 0, evicted };
+  }
+
+  /** The cache file's size in bytes (with its journal), for `cache list`. */
+  fileBytes(): number {
+    const size = (f: string) => {
+      try {
+        return statSync(f).size;
+      } catch {
+        return 0; // not there (yet), or not reachable: nothing to prune
+      }
+    };
+    return size(this.file) + size(`${this.file}-wal`);
   }
 
   /** Removes every entry; returns how many calls were forgotten. */

@@ -110,6 +110,14 @@ export class SqliteStore {
     });
   }
 
+  /** Runs SQL on the file's table (`keyv`) of savedq's keys: what keyv has no call for (pruning). */
+  sql<T>(statement: string, ...params: unknown[]): Promise<T[]> {
+    return this.guard([] as T[], async (keyv) => {
+      const store = keyv.store as { query(sql: string, ...params: unknown[]): Promise<T[]> };
+      return store.query(statement, ...params);
+    });
+  }
+
   /** Removes every key. */
   async clear(): Promise<void> {
     await this.guard(undefined, (keyv) => keyv.clear());

@@ -21,8 +21,11 @@ export interface RunResult {
   readonly computedAt: number;
 }
 
-/** Runs a prepared call on the warehouse, bypassing the cache; told when every caller has gone. */
-export type Execute = (call: PreparedCall, gone: AbortSignal) => Promise<RunResult>;
+/**
+ * Runs a prepared call on the warehouse, bypassing the cache, in the turn of the caller who started
+ * it; told when every caller has gone.
+ */
+export type Execute = (call: PreparedCall, gone: AbortSignal, caller: string) => Promise<RunResult>;
 
 const result = (call: PreparedCall, stored: CachedResult, cache: RunResult['cache']): RunResult => ({
   query: call.query,
@@ -58,9 +61,10 @@ export class CallRunner {
     this.#recent.clear();
   }
 
-  async run(call: PreparedCall, mode: CacheMode, signal?: AbortSignal): Promise<RunResult> {
+  /** @param caller who asks (an API key, a token's name), for turns at the engine fair across callers. */
+  async run(call: PreparedCall, mode: CacheMode, signal?: AbortSignal, caller = ''): Promise<RunResult> {
     if (call.query.cacheSeconds === 0 || mode === 'bypass') {
-      return this.#uncached.join(call.key, (gone) => this.#execute(call, gone), signal).work;
+      return this.#uncached.join(call.key, (gone) => this.#execute(call, gone, caller), signal).work;
     }
     if (mode === 'use') {
       const recent = this.answerRecent(call);
@@ -68,7 +72,7 @@ export class CallRunner {
     }
     // In 'use' mode the cache lookup is shared too: a request that read the cache before an identical
     // run stored its result would otherwise start that run again after it had finished.
-    const joined: Joined<RunResult> = mode === 'use' ? this.#lookups.join(call.key, (gone) => this.#lookup(call, gone), signal) : this.#refresh(call, signal);
+    const joined: Joined<RunResult> = mode === 'use' ? this.#lookups.join(call.key, (gone) => this.#lookup(call, gone, caller), signal) : this.#refresh(call, caller, signal);
     const answer = await joined.work;
     // The caller that ran the query records it as served; those that joined it go by the throttle.
     await this.#served(call, answer, this.#clock(), answer.cache === 'miss' && joined.leader);
@@ -90,20 +94,20 @@ export class CallRunner {
   }
 
   /** Runs a call and stores its result (warming): shared with an identical run under way. */
-  refresh(call: PreparedCall): Promise<RunResult> {
-    return this.#refresh(call).work;
+  refresh(call: PreparedCall, caller: string): Promise<RunResult> {
+    return this.#refresh(call, caller).work;
   }
 
-  async #lookup(call: PreparedCall, gone: AbortSignal): Promise<RunResult> {
+  async #lookup(call: PreparedCall, gone: AbortSignal, caller: string): Promise<RunResult> {
     const hit = await this.#cache.get(call.key);
-    return hit && fresh(call, hit, this.#clock()) ? result(call, hit, 'hit') : this.#refresh(call, gone).work;
+    return hit && fresh(call, hit, this.#clock()) ? result(call, hit, 'hit') : this.#refresh(call, caller, gone).work;
   }
 
-  #refresh(call: PreparedCall, signal?: AbortSignal): Joined<RunResult> {
+  #refresh(call: PreparedCall, caller: string, signal?: AbortSignal): Joined<RunResult> {
     return this.#refreshes.join(
       call.key,
       async (gone) => {
-        const computed = await this.#execute(call, gone);
+        const computed = await this.#execute(call, gone, caller);
         await this.#cache.set(call.key, { rows: computed.rows, computedAt: computed.computedAt });
         return { ...computed, cache: 'miss' as const };
       },

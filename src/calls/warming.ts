@@ -11,6 +11,8 @@ export interface WarmOutcome {
   readonly name: string;
   readonly rows?: number;
   readonly error?: Error;
+  /** Not refreshed: the time given to warming ran out first (the next run takes it). */
+  readonly left?: boolean;
 }
 
 /** A cached call as `cache list` shows it. */
@@ -66,8 +68,10 @@ export async function warm(
   calls: readonly CachedCall[] | undefined,
   signal: AbortSignal | undefined,
   onOutcome?: (outcome: WarmOutcome, index: number, total: number) => void,
+  untilMs = Infinity,
 ): Promise<WarmOutcome[]> {
-  const due = calls === undefined ? await dueForWarming(parts) : [];
+  // The most recently served first: when the time runs out, what people use most has been refreshed.
+  const due = calls === undefined ? (await dueForWarming(parts)).sort((a, b) => b.servedAt - a.servedAt) : [];
   const todo = calls ?? due.map((e) => e.call);
   const { byId } = await parts.catalog.scan();
   const outcomes: WarmOutcome[] = [];
@@ -75,9 +79,13 @@ export async function warm(
     if (signal?.aborted) throw signal.reason;
     let outcome: WarmOutcome;
     const name = byId.get(call.query)?.name ?? call.query;
+    if (Date.now() >= untilMs) {
+      outcomes.push({ call, name, left: true });
+      continue;
+    }
     try {
       const prepared = await prepareCall(parts.catalog, parts.source, { nameOrId: call.query, params: Object.entries(call.params), at: call.at === '' ? undefined : call.at });
-      const result = await parts.runner.refresh(prepared);
+      const result = await parts.runner.refresh(prepared, 'warm');
       // Warming is no one asking: the call keeps the time it was last served, with its new result.
       const servedAt = due[index]?.servedAt;
       if (servedAt !== undefined) await parts.cache.markServed(prepared.key, { call: prepared.cached, servedAt, computedAt: result.computedAt });

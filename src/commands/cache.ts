@@ -31,6 +31,8 @@ export async function cacheListCommand(lib: Savedq, options: CacheListOptions, i
     source: c.source,
   }));
   await writeRows(io, options, format, rows, FIELDS);
+  const megabytes = (lib.cache.fileBytes() / 2 ** 20).toFixed(1);
+  report(io, options, `${rows.length} cached ${rows.length === 1 ? 'call' : 'calls'}; ${lib.cache.file}: ${megabytes} MB (at most about ${lib.config.cacheMaxBytes / 2 ** 20} MB)`);
   return rows;
 }
 

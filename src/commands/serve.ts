@@ -12,6 +12,9 @@ export interface ServeCommandOptions extends CommonOptions {
   readonly host?: string | undefined;
   readonly port?: string | undefined;
   readonly apiKeyFile?: string | undefined;
+  readonly maxConnections?: string | undefined;
+  readonly headerTimeout?: string | undefined;
+  readonly maxQueue?: string | undefined;
   readonly version: string;
   /** The server's log (serverLog), which the library's warnings go to as well. */
   readonly log: ServerLog;
@@ -21,13 +24,16 @@ export interface ServeCommandOptions extends CommonOptions {
 
 /** Cached results are refreshed in the server process this often. */
 export const WARM_EVERY_MS = 300_000;
+/** The cache is pruned (retention, size) in the server process this often. */
+const PRUNE_EVERY_MS = 600_000;
 
 /**
  * `savedq serve`: the HTTP mode. Resolves when the server has stopped after SIGTERM or SIGINT, having
  * finished the requests in flight.
  */
 export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io: Io): Promise<void> {
-  const { host, port, apiKeys } = resolveServeSettings(options, io.env);
+  const { host, port, apiKeys, maxConnections, headerTimeoutSeconds, maxQueue } = resolveServeSettings(options, io.env);
+  lib.limitQueue(maxQueue);
   // Every definition is read now: a server answers one whole, valid set of saved queries.
   const { queries, broken } = await lib.queries.scan();
   if (broken.length > 0) {
@@ -49,6 +55,8 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
       host,
       port,
       apiKeys,
+      maxConnections,
+      headerTimeoutSeconds,
       timeoutSeconds: lib.config.queryTimeoutSeconds,
       warmEveryMs: WARM_EVERY_MS,
       version: options.version,
@@ -62,6 +70,14 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
   }
   options.onListening?.();
   // Said even with --quiet: it is where the server is (with --port 0, the only way to know).
+  // Past retention and past --cache-max-mb, the cache is pruned every ten minutes while serve runs.
+  const pruning = setInterval(() => {
+    lib.pruneCache().then(
+      ({ expired, evicted }) => (expired + evicted > 0 ? log(`cache: ${expired} expired and ${evicted} least recently served entries deleted`) : undefined),
+      (err: unknown) => log(`cache pruning failed: ${err instanceof Error ? err.message : String(err)}`),
+    );
+  }, PRUNE_EVERY_MS);
+  pruning.unref();
   log.always(`savedq serve listening on ${server.url} (${lib.config.url === undefined ? 'embedded engine' : 'ClickHouse server'}, ${queries.length} saved queries)`);
   const onHangup = () => void reloadQueries(lib, log);
   await new Promise<void>((resolve) => {
@@ -72,6 +88,7 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
       stopping = true;
       log(`${signal}: finishing requests in flight, then stopping`);
       process.off('SIGHUP', onHangup);
+      clearInterval(pruning);
       void server
         .close()
         .then(() => share?.close())

@@ -1,4 +1,5 @@
 import { parsePairs } from '../queries/params.js';
+import { resolveSeconds } from '../config.js';
 import { WarmFailedError } from '../errors.js';
 import type { Savedq, WarmOutcome } from '../library.js';
 import { checkInterrupted, report, type CommonOptions, type Io } from './io.js';
@@ -9,6 +10,8 @@ export interface WarmOptions extends CommonOptions {
   readonly nameOrId?: string | undefined;
   readonly params?: readonly string[];
   readonly at?: string | undefined;
+  /** Seconds warming may take (default 240). */
+  readonly maxTime?: string | undefined;
 }
 
 function describeCall(outcome: WarmOutcome): string {
@@ -28,14 +31,22 @@ export async function warmCommand(lib: Savedq, options: WarmOptions, io: Io): Pr
     options.nameOrId === undefined
       ? undefined
       : [await lib.cachedCallOf({ nameOrId: options.nameOrId, params: parsePairs(options.params ?? []), at: options.at })];
-  const outcomes = await lib.warm(calls, options.signal, (outcome, index, total) => {
-    const n = `[${index + 1}/${total}]`;
-    if (outcome.error) report(io, options, `${n} failed ${describeCall(outcome)}: ${outcome.error.message}`);
-    else report(io, options, `${n} refreshed ${describeCall(outcome)} (${outcome.rows} rows)`);
-  });
+  const maxTimeMs = resolveSeconds(options.maxTime, '--max-time', 240) * 1000;
+  const outcomes = await lib.warm(
+    calls,
+    options.signal,
+    (outcome, index, total) => {
+      const n = `[${index + 1}/${total}]`;
+      if (outcome.error) report(io, options, `${n} failed ${describeCall(outcome)}: ${outcome.error.message}`);
+      else report(io, options, `${n} refreshed ${describeCall(outcome)} (${outcome.rows} rows)`);
+    },
+    maxTimeMs,
+  );
   checkInterrupted(options.signal);
   const failed = outcomes.filter((o) => o.error).length;
-  report(io, options, `warm: ${outcomes.length - failed} refreshed, ${failed} failed`);
-  if (failed > 0) throw new WarmFailedError(`${failed} of ${outcomes.length} refreshes failed.`);
+  const left = outcomes.filter((o) => o.left).length;
+  const leftText = left > 0 ? `, ${left} left for the next run (--max-time ${maxTimeMs / 1000} s was up)` : '';
+  report(io, options, `warm: ${outcomes.length - failed - left} refreshed, ${failed} failed${leftText}`);
+  if (failed > 0) throw new WarmFailedError(`${failed} of ${outcomes.length - left} refreshes failed.`);
   return outcomes;
 }

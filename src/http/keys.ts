@@ -13,20 +13,21 @@ function padded(key: string): Buffer {
 }
 
 /**
- * Checks a presented key against every accepted one in constant time: both sides in buffers of one
+ * Checks a presented key against every accepted one in constant time, and says which it is (its
+ * index) or undefined: both sides in buffers of one
  * length, every key compared, so timing says nothing about which key matched or how much of one. The
  * presented key's length is compared in the buffer too (the padding is zeros, which no key holds).
  */
-export function keyChecker(keys: readonly string[]): (presented: string | undefined) => boolean {
+export function keyChecker(keys: readonly string[]): (presented: string | undefined) => number | undefined {
   const accepted = keys.map(padded);
   const candidate = Buffer.alloc(KEY_BYTES);
   return (presented) => {
-    if (presented === undefined || presented === '') return false;
+    if (presented === undefined || presented === '') return undefined;
     candidate.fill(0);
     const written = candidate.write(presented, 'utf8');
     const fits = written === Buffer.byteLength(presented) && written < KEY_BYTES;
-    let ok = false;
-    for (const key of accepted) ok = timingSafeEqual(key, candidate) || ok;
-    return ok && fits;
+    let matched = -1;
+    for (const [i, key] of accepted.entries()) if (timingSafeEqual(key, candidate)) matched = i;
+    return matched >= 0 && fits ? matched : undefined;
   };
 }

@@ -9,8 +9,9 @@ const schemaOfField: Record<FieldType, object> = {
   boolean: { type: 'boolean' },
   timestamp: { type: 'string', format: 'date-time' },
   date: { type: 'string', format: 'date' },
-  object: { type: 'object' },
-  array: { type: 'array' },
+  // Any keys, any items: a nested value is whatever the log holds (a generated client can read into it).
+  object: { type: 'object', additionalProperties: true },
+  array: { type: 'array', items: {} },
 };
 
 /** A parameter's value in the schema's own terms: a number for a number, a list for a list. */
@@ -39,9 +40,11 @@ function paramSchema(p: ParamDefinition): object {
       case 'number':
         return { type: 'number', format: 'double' };
       case 'boolean':
-        return { type: 'boolean' };
+        // What the server takes in a query string: true, false, 1 or 0.
+        return { type: 'string', enum: ['true', 'false', '1', '0'] };
       case 'timestamp':
-        return { type: 'string', format: 'date-time' };
+        // ISO 8601 with Z, an offset or no zone (UTC): wider than RFC 3339's date-time, which needs a zone.
+        return { type: 'string', pattern: ISO_TIMESTAMP, description: 'ISO 8601; without a zone it is UTC.' };
       case 'date':
         return { type: 'string', format: 'date' };
       case 'string[]':
@@ -55,16 +58,35 @@ function paramSchema(p: ParamDefinition): object {
     ...(p.allowed && p.type !== 'string[]' ? enumOf(p.allowed) : {}),
     ...(p.min !== undefined ? { minimum: p.min } : {}),
     ...(p.max !== undefined ? { maximum: p.max } : {}),
-    ...(p.default !== undefined ? { default: typedValue(p, p.default) } : {}),
+    ...(p.default !== undefined ? { default: p.type === 'boolean' ? p.default : typedValue(p, p.default) } : {}),
   };
 }
 
-const errorResponse = (description: string) => ({
+/** An ISO 8601 timestamp as the server reads one (src/time.ts). */
+const ISO_TIMESTAMP = '^\\d{4}-\\d{2}-\\d{2}([Tt ]\\d{2}:\\d{2}(:\\d{2}([.,]\\d{1,9})?)?)?([Zz]|[+-]\\d{2}(:?\\d{2})?)?$';
+
+const errorResponse = (description: string, headers: object = {}) => ({
   description,
+  headers,
   content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
 });
 
-function operation(query: SavedQuery, by: 'name' | 'id'): object {
+const retryAfter = { 'Retry-After': { description: 'Seconds to wait before trying again.', schema: { type: 'integer' } } };
+
+/** The answers any path may get besides its own: the server's limits and failures, in the error envelope. */
+const commonErrors = {
+  '408': errorResponse('The request headers did not arrive within --header-timeout.'),
+  '414': errorResponse('The request URL is longer than 8192 bytes.'),
+  '431': errorResponse('The request headers are larger than 16 KiB.'),
+  '500': errorResponse('This saved query cannot run (its definition; the server log says why), or an internal error.'),
+};
+
+/** An operation for HEAD beside a GET: the same answers, without their bodies. */
+function headOf(get: Record<string, unknown>): object {
+  return { ...get, operationId: `${String(get.operationId)}Head`, summary: `${String(get.summary)} (headers only)` };
+}
+
+function operation(query: SavedQuery, by: 'name' | 'id'): Record<string, unknown> {
   return {
     operationId: `${query.name.replace(/[^A-Za-z0-9]+(.)/g, (_, c: string) => c.toUpperCase())}${by === 'id' ? 'ById' : ''}`,
     summary: query.description || query.name,
@@ -116,27 +138,58 @@ function operation(query: SavedQuery, by: 'name' | 'id'): object {
       },
       '400': errorResponse('A parameter is missing, unknown or malformed.'),
       '401': errorResponse('Missing or wrong X-API-KEY.'),
+      '404': errorResponse('No such saved query (any more: the server read its folders again).'),
+      ...commonErrors,
       '502': errorResponse('The warehouse failed.'),
+      '503': errorResponse('The engine is busy: another process holds the data directory, or more calls wait than --max-queue.', retryAfter),
       '504': errorResponse('The query ran past its time limit.'),
     },
   };
 }
 
+/** GET /health: up, and on the embedded engine its queue. */
+const health = {
+  operationId: 'health',
+  summary: 'Liveness; needs no key.',
+  security: [],
+  responses: {
+    '200': {
+      description: 'Up.',
+      content: {
+        'application/json': {
+          schema: {
+            type: 'object',
+            required: ['status'],
+            properties: {
+              status: { type: 'string', enum: ['ok'] },
+              queue: {
+                type: 'object',
+                description: "The embedded engine's statements: running, waiting their turn, and dropped (never run: everyone waiting had gone).",
+                required: ['running', 'waiting', 'dropped'],
+                properties: { running: { type: 'integer' }, waiting: { type: 'integer' }, dropped: { type: 'integer' } },
+              },
+            },
+          },
+        },
+      },
+    },
+    ...commonErrors,
+  },
+};
+
 /** The OpenAPI 3.1 document of the HTTP mode: every saved query the server answers, by name and by id. */
 export function openApiDocument(version: string, queries: readonly SavedQuery[]): object {
   const paths: Record<string, object> = {
     '/health': {
-      get: {
-        operationId: 'health',
-        summary: 'Liveness; needs no key.',
-        security: [],
-        responses: { '200': { description: 'Up.' }, '405': errorResponse('Any method but GET and HEAD.') },
-      },
+      get: health,
+      head: headOf(health),
     },
   };
   for (const query of queries) {
-    paths[`/api/endpoints/query/${query.name}`] = { get: operation(query, 'name') };
-    paths[`/api/endpoints/query/${query.id}`] = { get: operation(query, 'id') };
+    for (const by of ['name', 'id'] as const) {
+      const get = operation(query, by);
+      paths[`/api/endpoints/query/${by === 'name' ? query.name : query.id}`] = { get, head: headOf(get) };
+    }
   }
   return {
     openapi: '3.1.0',

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { BusyError, InputError, InterruptedError, MethodNotAllowedError, NotFoundError, SavedqError, UnauthorizedError, UriTooLongError } from '../errors.js';
+import { BusyError, InputError, InterruptedError, MethodNotAllowedError, NotFoundError, OverloadedError, SavedqError, UnauthorizedError, UriTooLongError } from '../errors.js';
 import type { RawParams } from '../queries/params.js';
 import type { PreparedCall, RunResult, Savedq } from '../library.js';
 import { render } from '../output/index.js';
@@ -22,6 +22,10 @@ export interface ServeOptions {
   readonly log: (line: string) => void;
   /** Whether each request is logged (default), or only warnings and failures. */
   readonly logRequests?: boolean;
+  /** HTTP connections open at once; past it, a new one is closed at once (default 1000). */
+  readonly maxConnections?: number;
+  /** Seconds a request's headers may take (default 10). */
+  readonly headerTimeoutSeconds?: number;
 }
 
 /** A running server. */
@@ -96,13 +100,14 @@ function sendError(res: ServerResponse, err: unknown, log: (line: string) => voi
   // (the log), not its callers, who are told what went wrong for them.
   if (err.forCaller !== err.message) log(err.message);
   if (err instanceof MethodNotAllowedError) res.setHeader('Allow', 'GET, HEAD');
-  const headers: Record<string, string> = err instanceof BusyError ? { 'Retry-After': String(err.retryAfterSeconds) } : {};
+  const headers: Record<string, string> = err instanceof BusyError || err instanceof OverloadedError ? { 'Retry-After': String(err.retryAfterSeconds) } : {};
   send(res, err.httpStatus, errorBody(err.code, err.forCaller), headers);
 }
 
 /** Starts `savedq serve`: the thin HTTP mode over the library. */
 export async function startServer(lib: Savedq, options: ServeOptions): Promise<RunningServer> {
   const isKey = keyChecker(options.apiKeys);
+  const headerTimeoutSeconds = options.headerTimeoutSeconds ?? 10;
   // Made again only when the server answers another set of saved queries (after SIGHUP).
   let openapi = { for: lib.queries, text: '' };
   const openapiText = async (): Promise<string> => {
@@ -182,7 +187,8 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
       return { what: '/openapi.json', cache: '-' };
     }
     const key = req.headers['x-api-key'];
-    if (!isKey(Array.isArray(key) ? undefined : key)) {
+    const keyIndex = isKey(Array.isArray(key) ? undefined : key);
+    if (keyIndex === undefined) {
       throw new UnauthorizedError('missing or wrong X-API-KEY header.');
     }
     const cacheControl = req.headers['cache-control'];
@@ -190,7 +196,8 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     // The query's time limit is the library's, counted from when the query starts (not while the data
     // directory is awaited: a busy one answers 503 with Retry-After). A client that goes away first
     // stops waiting; its query, when no one else waits for it and it has not begun, is not run.
-    const result = await lib.runPrepared(await prepared(path, search), refresh ? 'refresh' : 'use', gone);
+    // Calls wait for the engine in turns fair across callers: each API key its own queue.
+    const result = await lib.runPrepared(await prepared(path, search), refresh ? 'refresh' : 'use', gone, `key ${keyIndex + 1}`);
     return reply(res, result, await bodyOf(result.rows));
   }
 
@@ -202,14 +209,23 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     const call = preparedFor === lib.queries ? calls.get(q < 0 ? `${rawUrl}?` : rawUrl) : undefined;
     if (!call) return undefined;
     const key = req.headers['x-api-key'];
-    if (!isKey(Array.isArray(key) ? undefined : key)) return undefined; // the full path answers 401
+    if (isKey(Array.isArray(key) ? undefined : key) === undefined) return undefined; // the full path answers 401
     const result = lib.answerRecent(call);
     const body = result && bodies.get(result.rows);
     if (!result || !body) return undefined;
     return reply(res, result, body);
   };
 
-  const server = createServer({ maxHeaderSize: 16 * 1024, requestTimeout: (options.timeoutSeconds + 30) * 1000, headersTimeout: 20_000 }, (req, res) => {
+  const server = createServer(
+    {
+      maxHeaderSize: 16 * 1024,
+      // A request's headers must be whole within --header-timeout (slow clients holding connections
+      // open); Node looks every second, so such a connection is closed about a second after.
+      headersTimeout: headerTimeoutSeconds * 1000,
+      connectionsCheckingInterval: 1000,
+      requestTimeout: Math.max(options.timeoutSeconds + 30, headerTimeoutSeconds + 1) * 1000,
+    },
+    (req, res) => {
     const started = performance.now();
     const done = (what: string, cache: string, status = res.statusCode) => {
       if (options.logRequests === false) return;
@@ -241,15 +257,24 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
         inFlight -= 1;
         if (inFlight === 0) drained?.();
       });
-  });
+    },
+  );
+  server.maxConnections = options.maxConnections ?? 1000;
   // Requests Node cannot parse never reach the handler: oversized headers get 431, anything else 400.
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     if (!socket.writable) {
       socket.destroy();
       return;
     }
-    const status = err.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
-    socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+    // In the JSON error envelope, as every other answer (the OpenAPI document declares them).
+    const [status, code, message] =
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? ['431 Request Header Fields Too Large', 'headers_too_large', 'the request headers are larger than 16 KiB.']
+        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? ['408 Request Timeout', 'request_timeout', `the request headers did not arrive within ${headerTimeoutSeconds} s.`]
+          : ['400 Bad Request', 'bad_request', 'the request is not valid HTTP.'];
+    const body = JSON.stringify(errorBody(code, message));
+    socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Type: ${JSON_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
   });
 
   await new Promise<void>((resolve, reject) => {
