@@ -39,6 +39,17 @@ export function inDirectory<T>(dir: string, fn: () => T): T {
   }
 }
 
+/** Makes a directory (its parents as `mkdir -p` does) with mode 0700 when it is missing; leaves one that exists as it is. */
+export function makePrivateDirectory(dir: string): void {
+  if (existsSync(dir)) return;
+  makeDirectory(dirname(dir));
+  try {
+    mkdirSync(dir, { mode: 0o700 });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+}
+
 /** Why a path of savedq's is not safe to use, with the command that fixes it; undefined when it is. */
 export type Unsafe = string | undefined;
 
@@ -48,14 +59,7 @@ export type Unsafe = string | undefined;
  * may write to it (they could plant or replace what savedq reads).
  */
 export function ownDirectory(dir: string): Unsafe {
-  if (!existsSync(dir)) {
-    makeDirectory(dirname(dir));
-    try {
-      mkdirSync(dir, { mode: 0o700 });
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-    }
-  }
+  makePrivateDirectory(dir);
   const stat = statSync(dir);
   if (!stat.isDirectory()) return undefined; // the caller says what it is not
   const uid = process.getuid?.();
@@ -72,14 +76,7 @@ export function ownDirectory(dir: string): Unsafe {
  */
 export function ownFile(file: string): Unsafe {
   const dir = dirname(file);
-  if (!existsSync(dir)) {
-    makeDirectory(dirname(dir));
-    try {
-      mkdirSync(dir, { mode: 0o700 });
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-    }
-  }
+  makePrivateDirectory(dir);
   const folder = statSync(dir);
   if ((folder.mode & 0o022) !== 0 && (folder.mode & 0o1000) === 0) return `other users can replace files in ${dir}; run chmod 700 ${dir}`;
   const uid = process.getuid?.();

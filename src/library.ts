@@ -1,3 +1,4 @@
+import { dirname, join } from 'node:path';
 import { ResultsCache, type CachedCall, type CacheEntry } from './cache/index.js';
 import { SqliteStore } from './cache/store.js';
 import { prepareCall, type CallRequest, type PreparedCall } from './calls/prepare.js';
@@ -10,6 +11,7 @@ import { DefinitionError, InputError } from './errors.js';
 import type { LoadInput, LoadOptions, LoadReport } from './load/index.js';
 import { builtinQueriesDir } from './package.js';
 import { brokenText, QueryCatalog, type CatalogScan, type DefinitionMemo } from './queries/catalog.js';
+import { fileMemo, pruneMemo } from './queries/memo.js';
 import type { PatternMemo } from './queries/params.js';
 import type { SavedQuery } from './queries/types.js';
 import { SILENT, type Reporter } from './report.js';
@@ -46,8 +48,8 @@ export interface LibraryOptions {
   readonly reporter?: Reporter;
 }
 
-/** A definition's reading (or a pattern's check) is kept while in use (looked up by its text, so never stale). */
-const DEFINITION_RETENTION_MS = 7 * 24 * 3_600_000;
+/** What the catalog remembers is kept a week after it was written (looked up by its text, so never stale). */
+const MEMO_RETENTION_MS = 7 * 24 * 3_600_000;
 
 /**
  * The library: every surface (CLI commands, HTTP) comes in here, and a call reads top-down from it:
@@ -76,23 +78,24 @@ export class Savedq {
     this.#reporter = options.reporter ?? SILENT;
     this.#store = new SqliteStore(config.cacheFile, (message) => this.#reporter.warn(message));
     this.cache = new ResultsCache(this.#store);
-    this.#catalog = options.queries ?? new QueryCatalog({ builtin: builtinQueriesDir, user: config.queryFolders }, this.#definitionMemo());
+    this.#memo = fileMemo(this.#memoDir);
+    this.#catalog = options.queries ?? new QueryCatalog({ builtin: builtinQueriesDir, user: config.queryFolders }, this.#memo);
     this.#engine = new Engine(config, { owns: options.ownsEngine === true, signal: options.signal, reporter: this.#reporter });
     this.#runner = new CallRunner(this.cache, (call, gone, caller) => this.#turns.run(caller, () => this.execute(call, gone), gone), () => this.clock());
   }
 
-  /** Patterns RE2 compiled, in the same SQLite file: a hit of a pattern checked before loads no RE2. */
+  /** What the catalog remembers, and the patterns that compiled: files beside the cache file (queries/memo.ts). */
+  readonly #memo: DefinitionMemo;
+
+  /** Patterns RE2 compiled: a hit of a pattern checked before loads no RE2. */
   readonly #patterns: PatternMemo = {
-    get: (pattern) => this.#store.get(`pattern:${pattern}`),
-    set: (pattern) => this.#store.set(`pattern:${pattern}`, true, DEFINITION_RETENTION_MS),
+    get: (pattern) => this.#memo.get(`pattern:${pattern}`),
+    set: (pattern) => this.#memo.set(`pattern:${pattern}`, true),
   };
 
-  /** The catalog's memo of definitions read, in the same SQLite file as the results. */
-  #definitionMemo(): DefinitionMemo {
-    return {
-      get: (key) => this.#store.get(`definition:${key}`),
-      set: (key, value) => this.#store.set(`definition:${key}`, value, DEFINITION_RETENTION_MS),
-    };
+  /** The folder of the catalog's memo. */
+  get #memoDir(): string {
+    return join(dirname(this.config.cacheFile), 'definitions');
   }
 
   /** The saved queries this library answers. */
@@ -233,7 +236,8 @@ export class Savedq {
    * results while the entries take more than --cache-max-mb (warm, serve every ten minutes, and a run
    * that finds the file over it).
    */
-  pruneCache(): Promise<{ expired: number; evicted: number }> {
+  async pruneCache(): Promise<{ expired: number; evicted: number }> {
+    pruneMemo(this.#memoDir, MEMO_RETENTION_MS);
     return this.cache.prune(this.config.cacheMaxBytes);
   }
 

@@ -64,9 +64,10 @@ describe('a reader that closes the pipe early', () => {
 describe('paths that are not what they seem', () => {
   it('a cache file under /proc: one warning line and the answer, at once', async () => {
     const started = Date.now();
-    const r = await cli(['run', 'many', '-p', 'n=3'], { env: { ...env, SAVEDQ_CACHE_FILE: '/proc/savedq/results.sqlite' } });
+    // A cached query: one that is not never opens the cache file.
+    const r = await cli(['run', 'usage.api-counts', '-p', 'project=x', '-p', 'interval=daily'], { env: { ...env, SAVEDQ_CACHE_FILE: '/proc/savedq/results.sqlite' } });
     expect(r.code, r.stderr).toBe(0);
-    expect(JSON.parse(r.stdout)).toHaveLength(3);
+    expect(JSON.parse(r.stdout)).toEqual(expect.any(Array));
     expect(r.stderr).toMatch(/^warning: results cache \/proc\/savedq\/results\.sqlite is not usable \(no such file\); answering without it\.\n$/);
     expect(Date.now() - started).toBeLessThan(10_000);
   });

@@ -45,7 +45,16 @@ export class FairTurns {
 
   #wait(caller: string, signal: AbortSignal | undefined): Promise<void> {
     if (this.#waiting >= this.#maxWaiting) {
-      return Promise.reject(new OverloadedError(`${this.#waiting} calls are waiting for the engine already; try again shortly.`));
+      // Full: the caller with the most calls waiting gives up its newest to one with fewer (drop from
+      // the longest queue, as fair queueing does), so a flood never keeps the others out.
+      const mine = this.#queues.get(caller)?.length ?? 0;
+      const [longest, queue] = [...this.#queues].reduce((a, b) => (b[1].length > a[1].length ? b : a));
+      if (longest === caller || queue.length <= mine + 1) {
+        return Promise.reject(new OverloadedError(`${this.#waiting} calls are waiting for the engine already; try again shortly.`));
+      }
+      const shed = queue.pop() as Waiter;
+      this.#waiting -= 1;
+      shed.refuse(new OverloadedError(`${this.#waiting + 1} calls were waiting for the engine, most of them this caller's; try again shortly.`));
     }
     return new Promise<void>((resolve, reject) => {
       const queue = this.#queues.get(caller) ?? [];

@@ -1,0 +1,84 @@
+import { readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { makePrivateDirectory, ownDirectory } from '../fs.js';
+import type { DefinitionMemo } from './catalog.js';
+
+/** FNV-1a, 32 bits, twice (two offsets): a file name for a key. Not a digest: the key itself is kept and compared. */
+function fileNameOf(key: string): string {
+  let a = 0x811c9dc5;
+  let b = 0x01000193 ^ 0x5bd1e995;
+  for (let i = 0; i < key.length; i++) {
+    const c = key.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x01000193);
+  }
+  return `${(a >>> 0).toString(36)}-${(b >>> 0).toString(36)}.json`;
+}
+
+/**
+ * What the catalog remembers (definitions' readings, folders' indexes, patterns that compile), one
+ * small file a key in a folder of the user's own (0700, beside the cache file): read without opening
+ * SQLite, so a run that needs no cached result (`--no-cache`) pays for no database. Each file keeps its
+ * whole key, compared on reading: two keys that share a file name only ever make a miss. A folder that
+ * others may write to is not used (a planted reading would be run).
+ */
+export function fileMemo(dir: string): DefinitionMemo {
+  // Checked (and made, 0700, its parent too when missing) on first use, once.
+  let usable: boolean | undefined;
+  const ready = (): boolean => {
+    if (usable === undefined) {
+      try {
+        makePrivateDirectory(dirname(dir));
+        usable = ownDirectory(dir) === undefined;
+      } catch {
+        usable = false; // cannot be made: the memo is only a saving
+      }
+    }
+    return usable;
+  };
+  return {
+    async get(key) {
+      if (!ready()) return undefined;
+      try {
+        const stored = JSON.parse(readFileSync(join(dir, fileNameOf(key)), 'utf8')) as { key?: unknown; value?: unknown };
+        return stored.key === key ? stored.value : undefined;
+      } catch {
+        return undefined;
+      }
+    },
+    async set(key, value) {
+      if (!ready()) return;
+      const file = join(dir, fileNameOf(key));
+      try {
+        // Whole or not at all: written aside, then renamed over (another process may read it meanwhile).
+        writeFileSync(`${file}.${process.pid}.tmp`, JSON.stringify({ key, value }), { mode: 0o600 });
+        renameSync(`${file}.${process.pid}.tmp`, file);
+      } catch {
+        // Not remembered: read again next time.
+      }
+    },
+  };
+}
+
+/** Deletes what the memo wrote longer ago than `maxAgeMs` (it is written again when needed). */
+export function pruneMemo(dir: string, maxAgeMs: number, now = Date.now()): number {
+  let removed = 0;
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return 0;
+  }
+  for (const name of names) {
+    const file = join(dir, name);
+    try {
+      if (now - statSync(file).mtimeMs > maxAgeMs) {
+        rmSync(file, { force: true });
+        removed += 1;
+      }
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return removed;
+}
