@@ -18,7 +18,7 @@ import { codeCacheFile, WRITE_CODE_CACHE_ENV } from './dist/launch.js';
 // loaded on first use (src/lazy.ts): the YAML parser reads a definition's header, which a cache hit
 // never does (the results cache remembers what each definition file said); RE2 checks a pattern before
 // a query runs. The main bundle every run compiles stays small.
-const apart = { yaml: 'yaml', re2: 're2js' };
+const apart = { yaml: 'yaml', re2: 're2js', jose: 'jose' };
 /** Every bundle: one CommonJS file of dist/ for Node. */
 const cjsBundle = {
   outdir: 'dist',

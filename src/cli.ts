@@ -196,6 +196,8 @@ program
   .option('--max-connections <n>', 'HTTP connections open at once, at most; past it a new one is closed (default 1000, capped by the open-file limit; env SAVEDQ_MAX_CONNECTIONS)')
   .option('--header-timeout <seconds>', "a request's headers must arrive within this (default 10)")
   .option('--max-queue <n>', 'calls waiting for the engine, at most; one more is answered 503 overloaded (default 64; env SAVEDQ_MAX_QUEUE)')
+  .option('--token-secret-file <file>', 'secrets of signed tokens, one a line, 32 bytes or more: the first signs, all verify (else env SAVEDQ_TOKEN_SECRETS, comma-separated)')
+  .option('--rate-limit <rps>', 'calls a second for each caller without a limit of its own (env SAVEDQ_RATE_LIMIT; default none)')
   .addHelpText(
     'after',
     examples(
@@ -203,13 +205,45 @@ program
       "curl -H 'X-API-KEY: secret' 'http://127.0.0.1:4000/api/endpoints/query/usage.api-counts?project=acme-shop&interval=daily'",
     ),
   )
-  .action(async (opts: { host: string; port: string; apiKeyFile?: string; maxConnections?: string; headerTimeout?: string; maxQueue?: string }, cmd: Command) => {
+  .action(async (opts: { host: string; port: string; apiKeyFile?: string; maxConnections?: string; headerTimeout?: string; maxQueue?: string; tokenSecretFile?: string; rateLimit?: string }, cmd: Command) => {
     const flags = cmd.optsWithGlobals<GlobalFlags>();
     const { serveCommand, serverLog } = await import('./commands/serve.js');
     const log = serverLog(io, flags);
     // The server owns the engine while it runs, and shares it with every other savedq process.
     const reporter: Reporter = { warn: (message) => log(`warning: ${message}`), note: log };
     await serveCommand(lib(flags, { ownsEngine: true, reporter }), { ...flags, ...opts, version, log, onListening: () => (serving = true) }, io);
+  });
+
+const token = program.command('token').description('signed tokens for serve: one project, some queries, a rate limit');
+token
+  .command('create')
+  .description('print a signed token that opens some saved queries, with parameters fixed and a rate limit')
+  .requiredOption('--name <name>', 'who it is for (in the access log and metrics; its rate-limit bucket)')
+  .option('--query <name|glob>', 'a saved query it opens: a name, an id or a glob such as errors.* (repeatable)', collect, [])
+  .option('--fix <name=value>', 'a parameter every call of it is made with (repeatable)', collect, [])
+  .option('--ttl <duration>', 'how long it is valid: 90s, 15m, 12h, 30d (default 24h)')
+  .option('--rps <n>', 'calls a second it may make')
+  .option('--token-secret-file <file>', 'secrets, one a line: the first signs (else env SAVEDQ_TOKEN_SECRETS, comma-separated)')
+  .addHelpText(
+    'after',
+    examples(
+      "savedq token create --name acme-dashboard --query 'usage.*' --query logs.all --fix project=acme-shop --ttl 30d --rps 5",
+      "curl -H \"Authorization: Bearer $TOKEN\" 'http://127.0.0.1:4000/api/endpoints/query/usage.api-counts?interval=daily'",
+    ),
+  )
+  .action(async (opts: { name: string; query: string[]; fix: string[]; ttl?: string; rps?: string; tokenSecretFile?: string }, cmd: Command) => {
+    const flags = cmd.optsWithGlobals<GlobalFlags>();
+    const { tokenCreateCommand } = await import('./commands/token.js');
+    await tokenCreateCommand(lib(flags), { ...flags, ...opts }, io);
+  });
+token
+  .command('inspect')
+  .description('show a token\'s claims, whether it verifies with the configured secrets, and when it expires')
+  .argument('<token>', 'the token')
+  .option('--token-secret-file <file>', 'secrets, one a line (else env SAVEDQ_TOKEN_SECRETS, comma-separated)')
+  .action(async (value: string, opts: { tokenSecretFile?: string }) => {
+    const { tokenInspectCommand } = await import('./commands/token.js');
+    await tokenInspectCommand(value, opts, io);
   });
 
 program

@@ -195,6 +195,10 @@ export interface ServeSettings {
   readonly headerTimeoutSeconds: number;
   /** Calls waiting for the engine, at most: one more is answered 503 at once. */
   readonly maxQueue: number;
+  /** Secrets of signed tokens: the first signs, every one verifies (none: tokens are refused). */
+  readonly tokenSecrets: readonly string[];
+  /** Calls a second for every caller without a limit of its own; undefined: none. */
+  readonly rateLimit: number | undefined;
 }
 
 /** Flags of `savedq serve`. */
@@ -205,6 +209,41 @@ export interface ServeFlags {
   maxConnections?: string | undefined;
   headerTimeout?: string | undefined;
   maxQueue?: string | undefined;
+  tokenSecretFile?: string | undefined;
+  rateLimit?: string | undefined;
+}
+
+/** A token secret is at least this long (HS256: RFC 7518 §3.2). */
+const MIN_SECRET_BYTES = 32;
+
+/**
+ * The secrets of signed tokens: --token-secret-file (one a line; refused when others may read it), else
+ * SAVEDQ_TOKEN_SECRETS (comma-separated). Each at least 32 bytes. The first signs, every one verifies.
+ */
+export function resolveTokenSecrets(file: string | undefined, env: Env = process.env): string[] {
+  let list: string;
+  const given = text(file);
+  if (given !== undefined) {
+    const path = resolve(given);
+    try {
+      const stat = statSync(path);
+      if (!stat.isFile()) throw new Error('not a regular file');
+      if ((stat.mode & 0o077) !== 0) throw new InputError(`token secret file ${path} can be read by other users; run chmod 600 ${path}.`);
+      list = readFileSync(path, 'utf8');
+    } catch (err) {
+      if (err instanceof InputError) throw err;
+      throw new InputError(`cannot read token secret file ${path}: ${errnoText(err)}.`);
+    }
+  } else {
+    list = (env.SAVEDQ_TOKEN_SECRETS ?? '').replace(/,/g, '\n');
+  }
+  const secrets = list
+    .split('\n')
+    .map((s) => s.trim())
+    .filter((s) => s !== '' && !s.startsWith('#'));
+  const short = secrets.findIndex((s) => Buffer.byteLength(s) < MIN_SECRET_BYTES);
+  if (short >= 0) throw new InputError(`token secret ${short + 1} is ${Buffer.byteLength(secrets[short] as string)} bytes long; a secret is at least ${MIN_SECRET_BYTES} (openssl rand -base64 48 makes one).`);
+  return secrets;
 }
 
 /**
@@ -232,6 +271,8 @@ export function resolveServeSettings(flags: ServeFlags, env: Env = process.env):
     maxConnections: Math.max(1, Math.min(number(first(flags.maxConnections, env.SAVEDQ_MAX_CONNECTIONS) ?? '1000', '--max-connections', { min: 1, max: 1_000_000, integer: true, unit: '' }), (openFileLimit() ?? Infinity) - FILES_KEPT)),
     headerTimeoutSeconds: number(text(flags.headerTimeout) ?? '10', '--header-timeout', { min: 1, max: 3600, unit: 'seconds' }),
     maxQueue: number(first(flags.maxQueue, env.SAVEDQ_MAX_QUEUE) ?? '64', '--max-queue', { min: 1, max: 1_000_000, integer: true, unit: '' }),
+    tokenSecrets: resolveTokenSecrets(flags.tokenSecretFile, env),
+    rateLimit: ((value) => (value === undefined ? undefined : number(value, '--rate-limit', { min: 0.001, max: 1_000_000, unit: 'calls a second' })))(first(flags.rateLimit, env.SAVEDQ_RATE_LIMIT)),
   };
 }
 

@@ -124,6 +124,27 @@ export class UnauthorizedError extends SavedqError {
   override readonly code = 'unauthorized';
 }
 
+/** HTTP: a valid credential asking for what it may not have (a query outside a token's scopes, a fixed parameter changed). */
+export class ForbiddenError extends SavedqError {
+  override readonly exitCode = 2;
+  override readonly httpStatus = 403;
+  override readonly code = 'forbidden';
+}
+
+/** HTTP: a caller past its rate limit. */
+export class RateLimitedError extends SavedqError {
+  override readonly exitCode = 1;
+  override readonly httpStatus = 429;
+  override readonly code = 'rate_limited';
+  /** When to try again (whole seconds, at least 1), for Retry-After. */
+  readonly retryAfterSeconds: number;
+
+  constructor(message: string, retryAfterSeconds: number) {
+    super(message);
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
 /** HTTP: a method other than GET or HEAD. */
 export class MethodNotAllowedError extends SavedqError {
   override readonly exitCode = 2;

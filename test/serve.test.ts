@@ -99,13 +99,22 @@ describe('savedq serve', () => {
   it('refuses a missing key, a wrong key of the same length and of another length, with 401', async () => {
     const path = '/api/endpoints/query/logs.all?project=http-proj';
     const sameLength = (KEYS[0] as string).replace(/.$/, 'X');
-    const attempts: Record<string, string>[] = [{}, { 'X-API-KEY': sameLength }, { 'X-API-KEY': 'short' }, { 'X-API-KEY': '' }];
-    for (const headers of attempts) {
+    const none = 'no credential: send an API key or a token in X-API-KEY or Authorization: Bearer.';
+    const attempts: [Record<string, string>, string][] = [
+      [{}, none],
+      [{ 'X-API-KEY': sameLength }, 'unknown API key.'],
+      [{ 'X-API-KEY': 'short' }, 'unknown API key.'],
+      [{ 'X-API-KEY': '' }, none],
+      [{ Authorization: `Bearer ${sameLength}` }, 'unknown API key.'],
+    ];
+    for (const [headers, message] of attempts) {
       const r = await get(path, headers);
       expect(r.status).toBe(401);
-      expect(r.body).toEqual({ error: { code: 'unauthorized', message: 'missing or wrong X-API-KEY header.' } });
+      expect(r.headers.get('www-authenticate')).toBe('Bearer');
+      expect(r.body).toEqual({ error: { code: 'unauthorized', message } });
     }
     expect((await get(path, { 'X-API-KEY': KEYS[1] as string })).status).toBe(200);
+    expect((await get(path, { Authorization: `Bearer ${KEYS[1] as string}` })).status).toBe(200);
   });
 
   it('answers 400 naming the parameter, for bad percent-encoding and for a parameter given twice', async () => {
@@ -174,9 +183,9 @@ describe('savedq serve', () => {
     await get('/api/endpoints/query/usage.api-counts?project=many-1&interval=hourly', { 'X-API-KEY': KEYS[1] as string });
     const lines = logLines.slice(before);
     expect(lines).toEqual([
-      expect.stringMatching(/^GET logs\.all 200 \d+ms cache=-$/),
-      expect.stringMatching(/^GET usage\.api-counts 200 \d+ms cache=MISS$/),
-      expect.stringMatching(/^GET usage\.api-counts 200 \d+ms cache=HIT$/),
+      expect.stringMatching(/^GET logs\.all 200 \d+ms cache=- caller="key 1" id=[0-9a-f-]{36}$/),
+      expect.stringMatching(/^GET usage\.api-counts 200 \d+ms cache=MISS caller="key 2" id=[0-9a-f-]{36}$/),
+      expect.stringMatching(/^GET usage\.api-counts 200 \d+ms cache=HIT caller="key 2" id=[0-9a-f-]{36}$/),
     ]);
     for (const secret of [...KEYS, 'http-proj', 'many-1']) expect(lines.join('\n')).not.toContain(secret);
   });

@@ -218,7 +218,7 @@ describe('a running serve shares its engine', () => {
     const quick = await get('rows.of?p=acme-shop');
     expect(quick.status).toBe(200);
     expect((await engineQueue(server.url)).dropped).toBe(1);
-    await server.waitFor(/^\d{4}-\d\d-\d\dT[\d:.]+Z GET nap\.again 499 \d+ms cache=-$/m);
+    await server.waitFor(/^\d{4}-\d\d-\d\dT[\d:.]+Z GET nap\.again 499 \d+ms cache=- caller="key 1" id=\S+$/m);
     // The same query asked again is run afresh, not joined to the one given up.
     const again = await get('nap.again');
     expect(again.status).toBe(200);

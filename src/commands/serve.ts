@@ -15,6 +15,8 @@ export interface ServeCommandOptions extends CommonOptions {
   readonly maxConnections?: string | undefined;
   readonly headerTimeout?: string | undefined;
   readonly maxQueue?: string | undefined;
+  readonly tokenSecretFile?: string | undefined;
+  readonly rateLimit?: string | undefined;
   readonly version: string;
   /** The server's log (serverLog), which the library's warnings go to as well. */
   readonly log: ServerLog;
@@ -32,7 +34,7 @@ const PRUNE_EVERY_MS = 600_000;
  * finished the requests in flight.
  */
 export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io: Io): Promise<void> {
-  const { host, port, apiKeys, maxConnections, headerTimeoutSeconds, maxQueue } = resolveServeSettings(options, io.env);
+  const { host, port, apiKeys, maxConnections, headerTimeoutSeconds, maxQueue, tokenSecrets, rateLimit } = resolveServeSettings(options, io.env);
   lib.limitQueue(maxQueue);
   // Every definition is read now: a server answers one whole, valid set of saved queries.
   const { queries, broken } = await lib.queries.scan();
@@ -57,6 +59,8 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
       apiKeys,
       maxConnections,
       headerTimeoutSeconds,
+      tokenSecrets: tokenSecrets.map((s) => new TextEncoder().encode(s)),
+      rateLimit,
       timeoutSeconds: lib.config.queryTimeoutSeconds,
       warmEveryMs: WARM_EVERY_MS,
       version: options.version,

@@ -1,6 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { BusyError, InputError, InterruptedError, MethodNotAllowedError, NotFoundError, OverloadedError, SavedqError, UnauthorizedError, UriTooLongError } from '../errors.js';
+import { randomUUID } from 'node:crypto';
+import { Access, type Caller } from '../access/index.js';
+import { BusyError, InputError, InterruptedError, MethodNotAllowedError, NotFoundError, OverloadedError, RateLimitedError, SavedqError, UnauthorizedError, UriTooLongError } from '../errors.js';
 import type { RawParams } from '../queries/params.js';
 import type { PreparedCall, RunResult, Savedq } from '../library.js';
 import { render } from '../output/index.js';
@@ -26,6 +28,24 @@ export interface ServeOptions {
   readonly maxConnections?: number;
   /** Seconds a request's headers may take (default 10). */
   readonly headerTimeoutSeconds?: number;
+  /** The token secrets as keys (the first signs, every one verifies); none: tokens are refused. */
+  readonly tokenSecrets?: readonly Uint8Array[];
+  /** Calls a second for each caller without a limit of its own; undefined: none. */
+  readonly rateLimit?: number | undefined;
+}
+
+/** A caller's own request id is used when it is 1–128 of these characters. */
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
+
+/** The credential of a request: `Authorization: Bearer <key or token>`, else `X-API-KEY`. */
+function credentialOf(req: IncomingMessage): string | undefined {
+  const authorization = req.headers.authorization;
+  if (authorization !== undefined) {
+    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+    return bearer ? bearer[1] : '';
+  }
+  const key = req.headers['x-api-key'];
+  return Array.isArray(key) ? undefined : key;
 }
 
 /** A running server. */
@@ -100,13 +120,17 @@ function sendError(res: ServerResponse, err: unknown, log: (line: string) => voi
   // (the log), not its callers, who are told what went wrong for them.
   if (err.forCaller !== err.message) log(err.message);
   if (err instanceof MethodNotAllowedError) res.setHeader('Allow', 'GET, HEAD');
-  const headers: Record<string, string> = err instanceof BusyError || err instanceof OverloadedError ? { 'Retry-After': String(err.retryAfterSeconds) } : {};
+  if (err instanceof UnauthorizedError) res.setHeader('WWW-Authenticate', 'Bearer');
+  const headers: Record<string, string> =
+    err instanceof BusyError || err instanceof OverloadedError || err instanceof RateLimitedError ? { 'Retry-After': String(err.retryAfterSeconds) } : {};
   send(res, err.httpStatus, errorBody(err.code, err.forCaller), headers);
 }
 
 /** Starts `savedq serve`: the thin HTTP mode over the library. */
 export async function startServer(lib: Savedq, options: ServeOptions): Promise<RunningServer> {
-  const isKey = keyChecker(options.apiKeys);
+  const access = new Access({ isKey: keyChecker(options.apiKeys), secrets: options.tokenSecrets ?? [], rateLimit: options.rateLimit, clock: () => lib.clock() });
+  /** Who each answered request was, for the access log. */
+  const callers = new WeakMap<ServerResponse, Caller>();
   const headerTimeoutSeconds = options.headerTimeoutSeconds ?? 10;
   // Made again only when the server answers another set of saved queries (after SIGHUP).
   let openapi = { for: lib.queries, text: '' };
@@ -124,15 +148,17 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
   // queries in use: a new set after SIGHUP starts afresh), and the body of each result's rows.
   let preparedFor = lib.queries;
   const calls = new Map<string, PreparedCall>();
-  const prepared = async (path: string, search: string): Promise<PreparedCall> => {
+  /** A call as this caller may make it: a token's scopes checked and its fixed parameters applied. */
+  const prepared = async (caller: Caller, path: string, search: string): Promise<PreparedCall> => {
     if (preparedFor !== lib.queries) {
       calls.clear();
       preparedFor = lib.queries;
     }
-    const key = `${path}?${search}`;
+    const key = `${caller.identity}\n${path}?${search}`;
     let call = calls.get(key);
     if (!call) {
-      call = await lib.prepare({ nameOrId: decode(path.slice(QUERY_PREFIX.length)), params: parseQueryString(search) });
+      const query = await lib.queries.find(decode(path.slice(QUERY_PREFIX.length)));
+      call = await lib.prepare({ nameOrId: query.id, params: access.authorize(caller, query, parseQueryString(search)) });
       if (calls.size >= PREPARED_CALLS) calls.delete(calls.keys().next().value as string);
       calls.set(key, call);
     }
@@ -186,18 +212,23 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
       send(res, 200, await openapiText());
       return { what: '/openapi.json', cache: '-' };
     }
-    const key = req.headers['x-api-key'];
-    const keyIndex = isKey(Array.isArray(key) ? undefined : key);
-    if (keyIndex === undefined) {
-      throw new UnauthorizedError('missing or wrong X-API-KEY header.');
+    const caller = await access.authenticate(credentialOf(req));
+    callers.set(res, caller);
+    // A limited caller's call past its limit costs nothing else: no cache read, no query.
+    const limit = access.limit(caller);
+    if (limit) {
+      res.setHeader('RateLimit-Limit', String(limit.limit));
+      res.setHeader('RateLimit-Remaining', String(limit.remaining));
+      res.setHeader('RateLimit-Reset', String(limit.resetSeconds));
+      if (!limit.allowed) throw access.refusal(caller, limit);
     }
     const cacheControl = req.headers['cache-control'];
     const refresh = cacheControl !== undefined && /(^|,)\s*no-cache\s*(,|$)/i.test(cacheControl);
     // The query's time limit is the library's, counted from when the query starts (not while the data
     // directory is awaited: a busy one answers 503 with Retry-After). A client that goes away first
     // stops waiting; its query, when no one else waits for it and it has not begun, is not run.
-    // Calls wait for the engine in turns fair across callers: each API key its own queue.
-    const result = await lib.runPrepared(await prepared(path, search), refresh ? 'refresh' : 'use', gone, `key ${keyIndex + 1}`);
+    // Calls wait for the engine in turns fair across callers: each API key, each token's name.
+    const result = await lib.runPrepared(await prepared(caller, path, search), refresh ? 'refresh' : 'use', gone, caller.name);
     return reply(res, result, await bodyOf(result.rows));
   }
 
@@ -205,11 +236,13 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
   const answerAtOnce = (req: IncomingMessage, res: ServerResponse): { what: string; cache: string } | undefined => {
     const rawUrl = req.url ?? '/';
     if (req.method !== 'GET' || !rawUrl.startsWith(QUERY_PREFIX) || req.headers['cache-control'] !== undefined) return undefined;
+    // Known callers without a limit only: the full path answers the others (401, 429, its headers).
+    const caller = access.known(credentialOf(req));
+    if (!caller || caller.rps !== undefined) return undefined;
     const q = rawUrl.indexOf('?');
-    const call = preparedFor === lib.queries ? calls.get(q < 0 ? `${rawUrl}?` : rawUrl) : undefined;
+    const call = preparedFor === lib.queries ? calls.get(`${caller.identity}\n${q < 0 ? `${rawUrl}?` : rawUrl}`) : undefined;
     if (!call) return undefined;
-    const key = req.headers['x-api-key'];
-    if (isKey(Array.isArray(key) ? undefined : key) === undefined) return undefined; // the full path answers 401
+    callers.set(res, caller);
     const result = lib.answerRecent(call);
     const body = result && bodies.get(result.rows);
     if (!result || !body) return undefined;
@@ -227,10 +260,15 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     },
     (req, res) => {
     const started = performance.now();
+    // The caller's own request id when it is well formed, else a fresh one: on every answer and its log line.
+    const given = req.headers['x-request-id'];
+    const requestId = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    res.setHeader('X-Request-Id', requestId);
     const done = (what: string, cache: string, status = res.statusCode) => {
       if (options.logRequests === false) return;
       const ms = Math.round(performance.now() - started);
-      options.log(`${req.method} ${what} ${status} ${ms}ms cache=${cache}`);
+      const caller = callers.get(res);
+      options.log(`${req.method} ${what} ${status} ${ms}ms cache=${cache} caller=${caller ? JSON.stringify(caller.name) : '-'} id=${requestId}`);
     };
     const quick = answerAtOnce(req, res);
     if (quick) {

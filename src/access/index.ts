@@ -1,0 +1,112 @@
+import { ForbiddenError, RateLimitedError, UnauthorizedError } from '../errors.js';
+import type { RawParams } from '../queries/params.js';
+import type { SavedQuery } from '../queries/types.js';
+import { RateLimits, type RateState } from './rate.js';
+import { scopeOf, withFixed } from './scopes.js';
+import { looksLikeToken, verifyToken, type Scope, type TokenClaims } from './tokens.js';
+
+export { MIN_SECRET_BYTES, readClaims, secretKeys, signToken, verifyToken, type Scope, type TokenClaims } from './tokens.js';
+
+/** Who is asking: an API key (every query, /metrics) or a signed token (its scopes, its limits). */
+export interface Caller {
+  readonly kind: 'key' | 'token';
+  /** For the access log, metrics and the rate-limit bucket: `key 2`, or the token's name. */
+  readonly name: string;
+  /** What tells this caller's calls apart for a server's memory of prepared calls: '' for a key (all alike), else the token. */
+  readonly identity: string;
+  readonly scopes?: readonly Scope[];
+  /** Calls a second, when the caller is limited. */
+  readonly rps?: number;
+  /** When a token stops being valid (seconds since the epoch). */
+  readonly exp?: number;
+}
+
+/** How `serve` decides who may call what (README, "Handing serve to others"): decided here, for HTTP (and MCP). */
+export interface AccessOptions {
+  /** Checks a presented API key in constant time: its index, or undefined. */
+  readonly isKey: (presented: string) => number | undefined;
+  /** The token secrets as keys (the first signs, every one verifies); none: tokens are refused. */
+  readonly secrets: readonly Uint8Array[];
+  /** Calls a second for every caller without a limit of its own (--rate-limit); undefined: none. */
+  readonly rateLimit?: number | undefined;
+  readonly clock?: () => number;
+}
+
+/** Verified tokens remembered until they expire, so a token costs its verification once (at most this many). */
+const VERIFIED_TOKENS = 10_000;
+
+/** Decides who a request's credential is, what it may call, with which fixed parameters, and how often. */
+export class Access {
+  readonly #options: AccessOptions;
+  readonly #clock: () => number;
+  readonly #limits: RateLimits;
+  readonly #verified = new Map<string, Caller>();
+
+  constructor(options: AccessOptions) {
+    this.#options = options;
+    this.#clock = options.clock ?? Date.now;
+    this.#limits = new RateLimits(this.#clock);
+  }
+
+  /**
+   * The caller of a credential, from what was verified before when it is still valid (synchronous:
+   * serve's hot path), else undefined.
+   */
+  known(credential: string | undefined): Caller | undefined {
+    if (credential === undefined || credential === '') return undefined;
+    const index = this.#options.isKey(credential);
+    if (index !== undefined) return this.#keyCaller(index);
+    const caller = this.#verified.get(credential);
+    return caller && (caller.exp ?? 0) > this.#clock() / 1000 ? caller : undefined;
+  }
+
+  /** The caller of a credential: an API key, or a token that verifies; else an UnauthorizedError saying why. */
+  async authenticate(credential: string | undefined): Promise<Caller> {
+    if (credential === undefined || credential === '') throw new UnauthorizedError('no credential: send an API key or a token in X-API-KEY or Authorization: Bearer.');
+    const known = this.known(credential);
+    if (known) return known;
+    if (!looksLikeToken(credential)) throw new UnauthorizedError('unknown API key.');
+    if (this.#options.secrets.length === 0) throw new UnauthorizedError('this server takes no tokens (no token secret is configured).');
+    const claims = await verifyToken(credential, this.#options.secrets, Math.floor(this.#clock() / 1000));
+    const caller = tokenCaller(credential, claims, this.#options.rateLimit);
+    if (this.#verified.size >= VERIFIED_TOKENS) this.#verified.delete(this.#verified.keys().next().value as string);
+    this.#verified.set(credential, caller);
+    return caller;
+  }
+
+  #keyCaller(index: number): Caller {
+    const rps = this.#options.rateLimit;
+    return { kind: 'key', name: `key ${index + 1}`, identity: '', ...(rps !== undefined ? { rps } : {}) };
+  }
+
+  /**
+   * A call's parameters as the caller may make it: an API key's as given; a token's only for a query
+   * its scopes open (else a ForbiddenError), with the scope's fixed parameters applied.
+   */
+  authorize(caller: Caller, query: SavedQuery, params: RawParams): RawParams {
+    if (caller.kind === 'key') return params;
+    const scope = scopeOf(caller.scopes ?? [], query);
+    if (!scope) throw new ForbiddenError(`the token does not open ${query.name}.`);
+    return withFixed(params, scope);
+  }
+
+  /** /metrics is an API key's. */
+  authorizeMetrics(caller: Caller): void {
+    if (caller.kind !== 'key') throw new ForbiddenError('/metrics takes an API key, not a token.');
+  }
+
+  /** Takes one call from a limited caller's bucket: its state (undefined for a caller without a limit). */
+  limit(caller: Caller): RateState | undefined {
+    return caller.rps === undefined ? undefined : this.#limits.take(caller.name, caller.rps);
+  }
+
+  /** The refusal of a call past its caller's limit. */
+  refusal(caller: Caller, state: RateState): RateLimitedError {
+    return new RateLimitedError(`${caller.kind === 'key' ? 'this key' : 'this token'} is past its rate limit of ${caller.rps ?? 0} calls a second.`, state.retryAfterSeconds);
+  }
+}
+
+function tokenCaller(token: string, claims: TokenClaims, rateLimit: number | undefined): Caller {
+  const rps = claims.limits?.rps ?? rateLimit;
+  return { kind: 'token', name: claims.name, identity: token, scopes: claims.scopes, exp: claims.exp, ...(rps !== undefined ? { rps } : {}) };
+}

@@ -1,0 +1,87 @@
+import { resolveTokenSecrets } from '../config.js';
+import { InputError } from '../errors.js';
+import type { Savedq } from '../library.js';
+import { checkValue } from '../queries/params.js';
+import type { SavedQuery } from '../queries/types.js';
+import { readClaims, secretKeys, signToken, verifyToken, type Scope, type TokenClaims } from '../access/index.js';
+import { scopeOf } from '../access/scopes.js';
+import type { CommonOptions, Io } from './io.js';
+
+/** Options of `savedq token create`. */
+export interface TokenCreateOptions extends CommonOptions {
+  readonly name?: string | undefined;
+  /** Queries the token opens: names, ids or globs. */
+  readonly query: readonly string[];
+  /** `k=v` parameters every call of the token is made with. */
+  readonly fix: readonly string[];
+  readonly ttl?: string | undefined;
+  readonly rps?: string | undefined;
+  readonly tokenSecretFile?: string | undefined;
+}
+
+/** A duration such as 90s, 15m, 12h, 30d (a bare number is seconds), in seconds. */
+export function parseDuration(text: string): number {
+  const m = /^(\d+(?:\.\d+)?)\s*(s|m|h|d)?$/.exec(text.trim());
+  const seconds = m ? Number(m[1]) * { s: 1, m: 60, h: 3600, d: 86_400 }[(m[2] ?? 's') as 's' | 'm' | 'h' | 'd'] : NaN;
+  if (!(seconds >= 1 && seconds <= 10 * 365 * 86_400)) throw new InputError(`invalid --ttl ${JSON.stringify(text)}: a duration such as 90s, 15m, 12h or 30d, at most ten years.`);
+  return Math.round(seconds);
+}
+
+/**
+ * `savedq token create`: signs a token with the first secret. Each --fix must be a declared parameter of
+ * every query the scopes match, and a valid value of it; a scope that matches no query is refused.
+ */
+export async function tokenCreateCommand(lib: Savedq, options: TokenCreateOptions, io: Io, now = Date.now()): Promise<string> {
+  const name = options.name ?? '';
+  if (name.length < 1 || name.length > 128) throw new InputError('--name is required: who the token is for, 1 to 128 characters.');
+  if (options.query.length === 0) throw new InputError('give at least one --query: a saved query name, id or glob (errors.*).');
+  const fixed: Record<string, string> = {};
+  for (const pair of options.fix) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw new InputError(`invalid --fix ${JSON.stringify(pair)}: expected name=value.`);
+    fixed[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  const { queries } = await lib.savedQueries();
+  const scopes: Scope[] = options.query.map((query) => ({ query, ...(options.fix.length > 0 ? { fixed_params: fixed } : {}) }));
+  for (const scope of scopes) {
+    const matched = queries.filter((q) => scopeOf([scope], q));
+    if (matched.length === 0) throw new InputError(`--query ${JSON.stringify(scope.query)} matches no saved query; see savedq list.`);
+    for (const query of matched) checkFixed(query, fixed);
+  }
+  const exp = Math.floor(now / 1000) + parseDuration(options.ttl ?? '24h');
+  const rps = options.rps === undefined ? undefined : Number(options.rps);
+  if (rps !== undefined && !(rps > 0)) throw new InputError(`invalid --rps ${JSON.stringify(options.rps)}: calls a second, more than 0.`);
+  const claims: TokenClaims = { name, iat: Math.floor(now / 1000), exp, scopes, ...(rps !== undefined ? { limits: { rps } } : {}) };
+  const token = await signToken(claims, secretKeys(resolveTokenSecrets(options.tokenSecretFile, io.env)));
+  io.stdout.write(`${token}\n`);
+  return token;
+}
+
+/** A fixed value must be one the query's parameter takes, as a URL's value would be checked. */
+function checkFixed(query: SavedQuery, fixed: Readonly<Record<string, string>>): void {
+  for (const [param, value] of Object.entries(fixed)) {
+    const declared = query.params.find((p) => p.name === param);
+    if (!declared) throw new InputError(`--fix ${param}: ${query.name} has no parameter '${param}' (it takes ${query.params.map((p) => p.name).join(', ') || 'none'}).`);
+    const checked = checkValue(declared, value);
+    if ('reason' in checked) throw new InputError(`--fix ${param}=${value}: not a value of ${query.name}'s '${param}': ${checked.reason}.`);
+  }
+}
+
+/** `savedq token inspect <token>`: its claims, whether it verifies with the configured secrets, and when it expires. */
+export async function tokenInspectCommand(token: string, options: { tokenSecretFile?: string | undefined }, io: Io, now = Date.now()): Promise<void> {
+  const claims = readClaims(token);
+  const secrets = resolveTokenSecrets(options.tokenSecretFile, io.env);
+  let verdict: string;
+  if (secrets.length === 0) verdict = 'not checked: no token secret is configured';
+  else {
+    try {
+      await verifyToken(token, secretKeys(secrets), Math.floor(now / 1000));
+      verdict = 'yes';
+    } catch (err) {
+      verdict = `no: ${err instanceof Error ? err.message : String(err)}`;
+    }
+  }
+  const exp = typeof claims.exp === 'number' ? claims.exp : undefined;
+  const expires = exp === undefined ? 'never (no exp: refused)' : `${new Date(exp * 1000).toISOString()} (${exp * 1000 > now ? `in ${Math.round((exp * 1000 - now) / 1000)} s` : 'already'})`;
+  io.stdout.write(`${JSON.stringify(claims, null, 2)}\nverifies: ${verdict}\nexpires: ${expires}\n`);
+}

@@ -1,0 +1,149 @@
+import { createHmac } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { cli, eventually, startServe, tempDir, type ServeProcess } from './helpers.js';
+
+// Signed tokens on a real serve: minted by `savedq token create`, and by hand with node:crypto, so a
+// mistake in one is not hidden by the other.
+const dir = tempDir();
+const queries = join(dir, 'queries');
+mkdirSync(queries);
+writeFileSync(join(queries, 'by.tags.sql'), '/*\nparams:\n  tags: { type: "string[]" }\n  project: { type: string, required: true }\n*/\nSELECT @project AS project, arrayStringConcat(@tags, \',\') AS tags\n');
+const SECRET = 'a-token-secret-of-forty-bytes-0123456789';
+const OLD_SECRET = 'an-older-secret-still-listed-0123456789';
+const env = { SAVEDQ_DATA_DIR: join(dir, 'data'), SAVEDQ_CACHE_FILE: join(dir, 'cache.sqlite'), SAVEDQ_QUERIES: queries, SAVEDQ_TOKEN_SECRETS: `${SECRET},${OLD_SECRET}` };
+let server: ServeProcess;
+
+const b64 = (value: object | string) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url');
+/** A JWT made by hand: header and payload as given, HS256 over them with a secret (or no signature). */
+function handMade(payload: object, secret: string | undefined = SECRET, header: object = { alg: 'HS256', typ: 'JWT' }): string {
+  const body = `${b64(header)}.${b64(payload)}`;
+  return `${body}.${secret === undefined ? '' : createHmac('sha256', secret).update(body).digest('base64url')}`;
+}
+const now = () => Math.floor(Date.now() / 1000);
+const acme = (extra: object = {}) => ({ name: 'acme-dashboard', exp: now() + 3600, scopes: [{ query: 'logs.all', fixed_params: { project: 'acme-shop' } }], ...extra });
+
+async function get(path: string, token: string, header: 'bearer' | 'key' = 'bearer') {
+  const headers: Record<string, string> = header === 'bearer' ? { Authorization: `Bearer ${token}` } : { 'X-API-KEY': token };
+  const res = await fetch(`${server.url}/api/endpoints/query/${path}`, { headers });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: JSON.parse(text) as { result?: Record<string, unknown>[]; error?: { code: string; message: string } } };
+}
+
+beforeAll(async () => {
+  const events = [
+    ...Array.from({ length: 3 }, (_, i) => ({ timestamp: new Date(Date.now() - i * 60_000).toISOString(), project: 'acme-shop', event_message: `acme ${i}`, metadata: { request: { url: 'https://acme-shop.example/rest/v1/x', path: '/rest/v1/x' } } })),
+    ...Array.from({ length: 2 }, (_, i) => ({ timestamp: new Date(Date.now() - i * 60_000).toISOString(), project: 'globex', event_message: `globex ${i}`, metadata: { request: { url: 'https://globex.example/rest/v1/x', path: '/rest/v1/x' } } })),
+  ];
+  const loaded = await cli(['load', 'edge_logs', '-'], { env, input: events.map((e) => JSON.stringify(e)).join('\n') });
+  expect(loaded.code, loaded.stderr).toBe(0);
+  server = await startServe({ ...env, SAVEDQ_API_KEYS: 'the-api-key' });
+});
+
+describe('signed tokens', () => {
+  it('savedq token create mints a token serve takes; inspect shows its claims, that it verifies, and when it expires', async () => {
+    const created = await cli(['token', 'create', '--name', 'acme-dashboard', '--query', 'logs.all', '--fix', 'project=acme-shop', '--ttl', '1h'], { env });
+    expect(created.code, created.stderr).toBe(0);
+    const token = created.stdout.trim();
+    const r = await get('logs.all', token);
+    expect(r.status).toBe(200);
+    expect(r.body.result?.map((row) => row.event_message)).toEqual(['acme 0', 'acme 1', 'acme 2']);
+    const inspected = await cli(['token', 'inspect', token], { env });
+    expect(inspected.stdout).toMatch(/"name": "acme-dashboard"/);
+    expect(inspected.stdout).toMatch(/^verifies: yes$/m);
+    expect(inspected.stdout).toMatch(/^expires: \d{4}-.*Z \(in 3[56]\d\d s\)$/m);
+    const elsewhere = await cli(['token', 'inspect', token], { env: { ...env, SAVEDQ_TOKEN_SECRETS: 'another-secret-entirely-0123456789abcdef' } });
+    expect(elsewhere.stdout).toMatch(/^verifies: no: the token’s signature does not verify\.$/m);
+  });
+
+  it('refuses with 401 and WWW-Authenticate: Bearer what is not a valid token, saying why', async () => {
+    const cases: [string, string][] = [
+      [handMade(acme(), undefined, { alg: 'none', typ: 'JWT' }), 'the token is not signed with HS256.'],
+      [handMade(acme(), SECRET, { alg: 'HS512', typ: 'JWT' }), 'the token is not signed with HS256.'],
+      [`${handMade(acme()).split('.').slice(0, 1).join('.')}.${b64({ ...acme(), scopes: [{ query: '*' }] })}.${handMade(acme()).split('.')[2]}`, 'the token’s signature does not verify.'],
+      [handMade(acme(), 'a-secret-that-is-no-longer-listed-012345'), 'the token’s signature does not verify.'],
+      [handMade(acme({ exp: now() - 10 })), 'token expired.'],
+      [handMade(acme({ nbf: now() + 600 })), 'token not yet valid.'],
+      [handMade({ name: 'no-exp', scopes: [{ query: 'logs.all' }] }), 'the token has no expiry (exp).'],
+      [handMade(acme({ scopes: [] })), 'the token has no scopes.'],
+      ['not.a.token', 'the token is malformed.'],
+    ];
+    for (const [token, message] of cases) {
+      const r = await get('logs.all', token);
+      expect([r.status, r.headers.get('www-authenticate'), r.body.error?.message], token).toEqual([401, 'Bearer', message]);
+    }
+    // An older secret still listed verifies; so does a token sent in X-API-KEY.
+    expect((await get('logs.all', handMade(acme(), OLD_SECRET))).status).toBe(200);
+    expect((await get('logs.all', handMade(acme()), 'key')).status).toBe(200);
+  });
+
+  it('a fixed parameter is always the token’s: absent or equal it runs with it, another value is 403 naming it (string, regex, string[])', async () => {
+    const pinned = handMade({ name: 'pinned', exp: now() + 600, scopes: [{ query: 'logs.all', fixed_params: { project: 'acme-shop' } }, { query: 'usage.*', fixed_params: { project: '^https://acme-shop\\.' } }, { query: 'by.tags', fixed_params: { tags: 'a,b', project: 'acme-shop' } }] });
+    const projects = (r: Awaited<ReturnType<typeof get>>) => [...new Set(r.body.result?.map((row) => (row.event_message as string).split(' ')[0]))];
+    expect(projects(await get('logs.all', pinned))).toEqual(['acme']);
+    expect(projects(await get('logs.all?project=acme-shop', pinned))).toEqual(['acme']);
+    for (const attempt of ['logs.all?project=globex', 'logs.all?project=acme-shop&project=globex', 'logs.all?project=globex&project=acme-shop', 'logs.all?project=', `usage.api-counts?interval=daily&project=${encodeURIComponent('globex')}`, 'by.tags?tags=a,c', 'by.tags?tags=b,a']) {
+      const r = await get(attempt, pinned);
+      expect([r.status, r.body.error?.code], attempt).toEqual([403, 'forbidden']);
+      expect(r.body.error?.message).toMatch(/^parameter '(project|tags)' is fixed by the token/);
+    }
+    expect((await get('by.tags', pinned)).body.result).toEqual([{ project: 'acme-shop', tags: 'a,b' }]);
+    expect((await get('usage.api-counts?interval=daily', pinned)).status).toBe(200);
+    // A glob scope opens what it matches, by name or id, and nothing else.
+    expect((await get('functions.invocation-stats?project=acme-shop', pinned))).toMatchObject({ status: 403, body: { error: { code: 'forbidden', message: 'the token does not open functions.invocation-stats.' } } });
+    // Tried hard: another project's rows by a parameter's other spelling, a header, another query name.
+    expect((await get('logs.all?Project=globex', pinned)).status).toBe(400);
+    const both = await fetch(`${server.url}/api/endpoints/query/logs.all`, { headers: { Authorization: `Bearer ${pinned}`, 'X-API-KEY': 'the-api-key' } });
+    expect(projects({ status: both.status, headers: both.headers, body: (await both.json()) as { result?: Record<string, unknown>[] } })).toEqual(['acme']);
+    const ids = JSON.parse((await cli(['list', '-f', 'json'], { env })).stdout) as { name: string; id: string }[];
+    const logsAll = ids.find((q) => q.name === 'logs.all')?.id as string;
+    expect(projects(await get(`${logsAll}?project=acme-shop`, pinned))).toEqual(['acme']);
+    expect((await get(`${logsAll}?project=globex`, pinned)).status).toBe(403);
+  });
+
+  it('a burst past the token’s rps: some 429 with Retry-After, the rest 200, RateLimit headers on each; the bucket refills', async () => {
+    const limited = handMade({ name: 'limited', exp: now() + 600, scopes: [{ query: 'logs.all', fixed_params: { project: 'acme-shop' } }], limits: { rps: 2 } });
+    const burst = await Promise.all(Array.from({ length: 8 }, () => get('logs.all', limited)));
+    const refused = burst.filter((r) => r.status === 429);
+    expect(refused.length).toBeGreaterThan(0);
+    expect(burst.filter((r) => r.status === 200).length).toBeGreaterThan(0);
+    expect(burst.every((r) => r.status === 200 || r.status === 429)).toBe(true);
+    for (const r of refused) {
+      expect(Number(r.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      expect(r.body.error?.code).toBe('rate_limited');
+    }
+    for (const r of burst) expect([r.headers.get('ratelimit-limit'), r.headers.get('ratelimit-remaining')]).toEqual(['2', expect.stringMatching(/^\d+$/)]);
+    await eventually('the bucket to refill', async () => (await get('logs.all', limited)).status === 200);
+  });
+
+  it('every answer carries X-Request-Id: the caller’s own when well formed, else a fresh one; the log names the caller, never the token', async () => {
+    const token = handMade(acme());
+    const mine = await fetch(`${server.url}/api/endpoints/query/logs.all`, { headers: { Authorization: `Bearer ${token}`, 'X-Request-Id': 'dash-42.a_b' } });
+    expect(mine.headers.get('x-request-id')).toBe('dash-42.a_b');
+    const bad = await fetch(`${server.url}/health`, { headers: { 'X-Request-Id': 'no spaces allowed' } });
+    expect(bad.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    await server.waitFor(/GET logs\.all 200 \d+ms cache=- caller="acme-dashboard" id=dash-42\.a_b$/m);
+    expect(server.stderr()).not.toContain(token);
+    expect(server.stderr()).not.toContain(SECRET);
+  });
+
+  it('token create refuses what a token could never be used for', async () => {
+    const refusals: [string[], RegExp][] = [
+      [['--query', 'logs.all'], /required option '--name <name>' not specified/],
+      [['--name', 'x'], /give at least one --query/],
+      [['--name', 'x', '--query', 'nothing.*'], /matches no saved query/],
+      [['--name', 'x', '--query', 'logs.all', '--fix', 'interval=daily'], /logs\.all has no parameter 'interval'/],
+      [['--name', 'x', '--query', 'usage.*', '--fix', 'interval=weekly'], /not a value of usage\.api-counts's 'interval'/],
+      [['--name', 'x', '--query', 'logs.all', '--ttl', 'forever'], /invalid --ttl "forever"/],
+    ];
+    for (const [args, message] of refusals) {
+      const r = await cli(['token', 'create', ...args], { env });
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr).toMatch(message);
+      expect(r.stdout).toBe('');
+    }
+    const short = await cli(['token', 'create', '--name', 'x', '--query', 'logs.all'], { env: { ...env, SAVEDQ_TOKEN_SECRETS: 'short' } });
+    expect(short).toMatchObject({ code: 2, stderr: expect.stringMatching(/token secret 1 is 5 bytes long; a secret is at least 32/) });
+  });
+});
