@@ -197,6 +197,7 @@ program
   .option('--header-timeout <seconds>', "a request's headers must arrive within this (default 10)")
   .option('--max-queue <n>', 'calls waiting for the engine, at most; one more is answered 503 overloaded (default 64; env SAVEDQ_MAX_QUEUE)')
   .option('--token-secret-file <file>', 'secrets of signed tokens, one a line, 32 bytes or more: the first signs, all verify (else env SAVEDQ_TOKEN_SECRETS, comma-separated)')
+  .option('--cors-origin <origin>', 'an origin whose pages may call serve from a browser (repeatable; * for any; env SAVEDQ_CORS_ORIGINS, comma-separated)', collect, [])
   .option('--rate-limit <rps>', 'calls a second for each caller without a limit of its own (env SAVEDQ_RATE_LIMIT; default none)')
   .addHelpText(
     'after',
@@ -205,7 +206,7 @@ program
       "curl -H 'X-API-KEY: secret' 'http://127.0.0.1:4000/api/endpoints/query/usage.api-counts?project=acme-shop&interval=daily'",
     ),
   )
-  .action(async (opts: { host: string; port: string; apiKeyFile?: string; maxConnections?: string; headerTimeout?: string; maxQueue?: string; tokenSecretFile?: string; rateLimit?: string }, cmd: Command) => {
+  .action(async (opts: { host: string; port: string; apiKeyFile?: string; maxConnections?: string; headerTimeout?: string; maxQueue?: string; tokenSecretFile?: string; rateLimit?: string; corsOrigin: string[] }, cmd: Command) => {
     const flags = cmd.optsWithGlobals<GlobalFlags>();
     const { serveCommand, serverLog } = await import('./commands/serve.js');
     const log = serverLog(io, flags);

@@ -199,6 +199,8 @@ export interface ServeSettings {
   readonly tokenSecrets: readonly string[];
   /** Calls a second for every caller without a limit of its own; undefined: none. */
   readonly rateLimit: number | undefined;
+  /** Origins whose pages may call serve (CORS); `*` any; empty: none. */
+  readonly corsOrigins: readonly string[];
 }
 
 /** Flags of `savedq serve`. */
@@ -211,6 +213,17 @@ export interface ServeFlags {
   maxQueue?: string | undefined;
   tokenSecretFile?: string | undefined;
   rateLimit?: string | undefined;
+  /** --cors-origin, repeatable. */
+  corsOrigin?: readonly string[] | undefined;
+}
+
+/** Origins as a browser sends them (scheme://host[:port], no path), or `*`: anything else is refused at start. */
+function corsOrigins(given: readonly string[]): string[] {
+  const origins = given.map((o) => o.trim()).filter((o) => o !== '');
+  for (const origin of origins) {
+    if (origin !== '*' && !/^https?:\/\/[^/\s]+$/.test(origin)) throw new InputError(`invalid --cors-origin ${JSON.stringify(origin)}: an origin such as https://dashboard.example.com (no path), or *.`);
+  }
+  return origins;
 }
 
 /** A token secret is at least this long (HS256: RFC 7518 §3.2). */
@@ -272,6 +285,7 @@ export function resolveServeSettings(flags: ServeFlags, env: Env = process.env):
     headerTimeoutSeconds: number(text(flags.headerTimeout) ?? '10', '--header-timeout', { min: 1, max: 3600, unit: 'seconds' }),
     maxQueue: number(first(flags.maxQueue, env.SAVEDQ_MAX_QUEUE) ?? '64', '--max-queue', { min: 1, max: 1_000_000, integer: true, unit: '' }),
     tokenSecrets: resolveTokenSecrets(flags.tokenSecretFile, env),
+    corsOrigins: corsOrigins(flags.corsOrigin && flags.corsOrigin.length > 0 ? flags.corsOrigin : (env.SAVEDQ_CORS_ORIGINS ?? '').split(',')),
     rateLimit: ((value) => (value === undefined ? undefined : number(value, '--rate-limit', { min: 0.001, max: 1_000_000, unit: 'calls a second' })))(first(flags.rateLimit, env.SAVEDQ_RATE_LIMIT)),
   };
 }

@@ -17,6 +17,7 @@ export interface ServeCommandOptions extends CommonOptions {
   readonly maxQueue?: string | undefined;
   readonly tokenSecretFile?: string | undefined;
   readonly rateLimit?: string | undefined;
+  readonly corsOrigin?: readonly string[] | undefined;
   readonly version: string;
   /** The server's log (serverLog), which the library's warnings go to as well. */
   readonly log: ServerLog;
@@ -34,7 +35,7 @@ const PRUNE_EVERY_MS = 600_000;
  * finished the requests in flight.
  */
 export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io: Io): Promise<void> {
-  const { host, port, apiKeys, maxConnections, headerTimeoutSeconds, maxQueue, tokenSecrets, rateLimit } = resolveServeSettings(options, io.env);
+  const { host, port, apiKeys, maxConnections, headerTimeoutSeconds, maxQueue, tokenSecrets, rateLimit, corsOrigins } = resolveServeSettings(options, io.env);
   lib.limitQueue(maxQueue);
   // Every definition is read now: a server answers one whole, valid set of saved queries.
   const { queries, broken } = await lib.queries.scan();
@@ -60,6 +61,7 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
       maxConnections,
       headerTimeoutSeconds,
       tokenSecrets: tokenSecrets.map((s) => new TextEncoder().encode(s)),
+      corsOrigins,
       rateLimit,
       timeoutSeconds: lib.config.queryTimeoutSeconds,
       warmEveryMs: WARM_EVERY_MS,

@@ -73,6 +73,13 @@ const errorResponse = (description: string, headers: object = {}) => ({
 
 const retryAfter = { 'Retry-After': { description: 'Seconds to wait before trying again.', schema: { type: 'integer' } } };
 
+/** On every answer to a rate-limited caller. */
+const rateLimitHeaders = {
+  'RateLimit-Limit': { description: 'Calls the caller may make in a burst.', schema: { type: 'integer' } },
+  'RateLimit-Remaining': { description: 'Calls left in the burst now.', schema: { type: 'integer' } },
+  'RateLimit-Reset': { description: 'Seconds until the burst is whole again.', schema: { type: 'integer' } },
+};
+
 /** The answers any path may get besides its own: the server's limits and failures, in the error envelope. */
 const commonErrors = {
   '408': errorResponse('The request headers did not arrive within --header-timeout.'),
@@ -95,7 +102,8 @@ function operation(query: SavedQuery, by: 'name' | 'id'): Record<string, unknown
       (query.cacheSeconds > 0
         ? `Cached for ${query.cacheSeconds} s (X-Cache and Age headers; send Cache-Control: no-cache to refresh).`
         : 'Not cached.'),
-    security: [{ apiKey: [] }],
+    // An API key or a signed token, in X-API-KEY or as a bearer credential.
+    security: [{ apiKey: [] }, { bearer: [] }],
     parameters: query.params.map((p) => ({
       name: p.name,
       in: 'query',
@@ -108,12 +116,16 @@ function operation(query: SavedQuery, by: 'name' | 'id'): Record<string, unknown
     responses: {
       '200': {
         description: 'The rows.',
-        headers: query.cacheSeconds > 0
-          ? {
-              'X-Cache': { schema: { type: 'string', enum: ['HIT', 'MISS'] } },
-              Age: { schema: { type: 'integer' }, description: 'Seconds since the result was computed.' },
-            }
-          : {},
+        headers: {
+          ...(query.cacheSeconds > 0
+            ? {
+                'X-Cache': { schema: { type: 'string', enum: ['HIT', 'MISS'] } },
+                Age: { schema: { type: 'integer' }, description: 'Seconds since the result was computed.' },
+              }
+            : {}),
+          'X-Request-Id': { schema: { type: 'string' }, description: "The caller's own X-Request-Id when it is 1-128 of [A-Za-z0-9._-], else a fresh one." },
+          ...rateLimitHeaders,
+        },
         content: {
           'application/json': {
             schema: {
@@ -137,7 +149,11 @@ function operation(query: SavedQuery, by: 'name' | 'id'): Record<string, unknown
         },
       },
       '400': errorResponse('A parameter is missing, unknown or malformed.'),
-      '401': errorResponse('Missing or wrong X-API-KEY.'),
+      '401': errorResponse('No credential, an unknown key, or a token that does not verify (the message says why: "token expired.").', {
+        'WWW-Authenticate': { description: 'Bearer', schema: { type: 'string' } },
+      }),
+      '403': errorResponse("A token asking for a query outside its scopes, or giving a fixed parameter another value (named)."),
+      '429': errorResponse("The caller is past its rate limit (a token's limits.rps, or --rate-limit).", { ...retryAfter, ...rateLimitHeaders }),
       '404': errorResponse('No such saved query (any more: the server read its folders again).'),
       ...commonErrors,
       '502': errorResponse('The warehouse failed.'),
@@ -203,7 +219,10 @@ export function openApiDocument(version: string, queries: readonly SavedQuery[])
     servers: [{ url: '/' }],
     paths,
     components: {
-      securitySchemes: { apiKey: { type: 'apiKey', in: 'header', name: 'X-API-KEY' } },
+      securitySchemes: {
+        apiKey: { type: 'apiKey', in: 'header', name: 'X-API-KEY', description: 'An API key (every query), or a signed token in this header.' },
+        bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'A signed token (HS256) that opens some queries with fixed parameters, or an API key.' },
+      },
       schemas: {
         Error: {
           type: 'object',

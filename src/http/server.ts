@@ -6,6 +6,7 @@ import { BusyError, InputError, InterruptedError, MethodNotAllowedError, NotFoun
 import type { RawParams } from '../queries/params.js';
 import type { PreparedCall, RunResult, Savedq } from '../library.js';
 import { render } from '../output/index.js';
+import { serveMetrics } from './metrics.js';
 import type { Row } from '../queries/types.js';
 import { keyChecker } from './keys.js';
 import { openApiDocument } from './openapi.js';
@@ -32,7 +33,14 @@ export interface ServeOptions {
   readonly tokenSecrets?: readonly Uint8Array[];
   /** Calls a second for each caller without a limit of its own; undefined: none. */
   readonly rateLimit?: number | undefined;
+  /** Origins whose pages may call the server (CORS); `*` any; none: no CORS header at all. */
+  readonly corsOrigins?: readonly string[];
 }
+
+/** What a page on another origin may read of an answer. */
+const EXPOSED_HEADERS = 'X-Cache, Age, X-Request-Id, Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset';
+/** The server's own paths, as metric labels (any other path is `other`). */
+const KNOWN_PATHS = new Set(['/health', '/openapi.json', '/metrics', 'preflight']);
 
 /** A caller's own request id is used when it is 1–128 of these characters. */
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
@@ -128,9 +136,12 @@ function sendError(res: ServerResponse, err: unknown, log: (line: string) => voi
 
 /** Starts `savedq serve`: the thin HTTP mode over the library. */
 export async function startServer(lib: Savedq, options: ServeOptions): Promise<RunningServer> {
+  const cors = options.corsOrigins && options.corsOrigins.length > 0 ? new Set(options.corsOrigins) : undefined;
+  const metrics = await serveMetrics(() => lib.engineQueue());
   const access = new Access({ isKey: keyChecker(options.apiKeys), secrets: options.tokenSecrets ?? [], rateLimit: options.rateLimit, clock: () => lib.clock() });
-  /** Who each answered request was, for the access log. */
+  /** Who each answered request was, for the access log; and the query it was for, once found (a metric's label). */
   const callers = new WeakMap<ServerResponse, Caller>();
+  const labels = new WeakMap<ServerResponse, string>();
   const headerTimeoutSeconds = options.headerTimeoutSeconds ?? 10;
   // Made again only when the server answers another set of saved queries (after SIGHUP).
   let openapi = { for: lib.queries, text: '' };
@@ -169,6 +180,7 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
    * X-Cache and Age.
    */
   const reply = (res: ServerResponse, result: RunResult, body: Body): { what: string; cache: string } => {
+    labels.set(res, result.query.name);
     if (result.query.cacheSeconds === 0) {
       res.writeHead(200, ['Content-Type', JSON_TYPE, 'Content-Length', body.length]);
       res.end(body.text);
@@ -199,7 +211,7 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     const path = q < 0 ? rawUrl : rawUrl.slice(0, q);
     const search = q < 0 ? '' : rawUrl.slice(q + 1);
     const isQuery = path.startsWith(QUERY_PREFIX) && path.length > QUERY_PREFIX.length && !path.slice(QUERY_PREFIX.length).includes('/');
-    const known = isQuery || path === '/health' || path === '/openapi.json';
+    const known = isQuery || path === '/health' || path === '/openapi.json' || path === '/metrics';
     if (!known) throw new NotFoundError('no such path; queries are at /api/endpoints/query/<name|id>.');
     if (req.method !== 'GET' && req.method !== 'HEAD') throw new MethodNotAllowedError(`${req.method ?? 'this method'} is not allowed; use GET.`);
     if (path === '/health') {
@@ -212,6 +224,15 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
       send(res, 200, await openapiText());
       return { what: '/openapi.json', cache: '-' };
     }
+    if (path === '/metrics') {
+      const caller = await access.authenticate(credentialOf(req));
+      callers.set(res, caller);
+      access.authorizeMetrics(caller);
+      const { body, contentType } = await metrics.text();
+      res.writeHead(200, { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(body) });
+      res.end(body);
+      return { what: '/metrics', cache: '-' };
+    }
     const caller = await access.authenticate(credentialOf(req));
     callers.set(res, caller);
     // A limited caller's call past its limit costs nothing else: no cache read, no query.
@@ -220,7 +241,10 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
       res.setHeader('RateLimit-Limit', String(limit.limit));
       res.setHeader('RateLimit-Remaining', String(limit.remaining));
       res.setHeader('RateLimit-Reset', String(limit.resetSeconds));
-      if (!limit.allowed) throw access.refusal(caller, limit);
+      if (!limit.allowed) {
+        metrics.rateLimited();
+        throw access.refusal(caller, limit);
+      }
     }
     const cacheControl = req.headers['cache-control'];
     const refresh = cacheControl !== undefined && /(^|,)\s*no-cache\s*(,|$)/i.test(cacheControl);
@@ -228,7 +252,9 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     // directory is awaited: a busy one answers 503 with Retry-After). A client that goes away first
     // stops waiting; its query, when no one else waits for it and it has not begun, is not run.
     // Calls wait for the engine in turns fair across callers: each API key, each token's name.
-    const result = await lib.runPrepared(await prepared(caller, path, search), refresh ? 'refresh' : 'use', gone, caller.name);
+    const call = await prepared(caller, path, search);
+    labels.set(res, call.query.name);
+    const result = await lib.runPrepared(call, refresh ? 'refresh' : 'use', gone, caller.name);
     return reply(res, result, await bodyOf(result.rows));
   }
 
@@ -265,11 +291,30 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     const requestId = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     res.setHeader('X-Request-Id', requestId);
     const done = (what: string, cache: string, status = res.statusCode) => {
+      // A query's name once it was found, else a path of the server's own: the label never takes what a client made up.
+      const label = labels.get(res) ?? (KNOWN_PATHS.has(what) ? what : 'other');
+      metrics.request(label, status, (performance.now() - started) / 1000, cache);
       if (options.logRequests === false) return;
       const ms = Math.round(performance.now() - started);
       const caller = callers.get(res);
       options.log(`${req.method} ${what} ${status} ${ms}ms cache=${cache} caller=${caller ? JSON.stringify(caller.name) : '-'} id=${requestId}`);
     };
+    // Browsers on other origins: CORS only for the origins --cors-origin names.
+    const origin = req.headers.origin;
+    const allowed = origin !== undefined && cors !== undefined && (cors.has('*') || cors.has(origin));
+    if (allowed) {
+      res.setHeader('Access-Control-Allow-Origin', origin);
+      res.setHeader('Vary', 'Origin');
+      res.setHeader('Access-Control-Expose-Headers', EXPOSED_HEADERS);
+    }
+    if (req.method === 'OPTIONS' && cors !== undefined) {
+      if (allowed) {
+        res.writeHead(204, { 'Access-Control-Allow-Methods': 'GET, HEAD', 'Access-Control-Allow-Headers': 'Authorization, X-API-KEY, Cache-Control', 'Access-Control-Max-Age': '600' });
+        res.end();
+      } else send(res, 403, errorBody('forbidden', 'this origin may not call this server (see --cors-origin).'));
+      done('preflight', '-');
+      return;
+    }
     const quick = answerAtOnce(req, res);
     if (quick) {
       done(quick.what, quick.cache);
@@ -328,6 +373,8 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
           lib
             .warm()
             .then((outcomes) => {
+              metrics.warmed('refreshed', outcomes.filter((o) => !o.error && !o.left).length);
+              metrics.warmed('failed', outcomes.filter((o) => o.error).length);
               for (const o of outcomes) if (o.error) options.log(`warm failed for ${o.name}: ${o.error.message}`);
               if (outcomes.length > 0) options.log(`warm: ${outcomes.filter((o) => !o.error).length} of ${outcomes.length} refreshed`);
             })
