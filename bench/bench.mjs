@@ -205,19 +205,26 @@ function peakRssMb(pid) {
 async function httpFigure(env) {
   const path = '/api/endpoints/query/usage.api-counts?project=project-7%5C.&interval=daily';
   // As a user runs it: one access-log line a request.
-  const server = await startProcess([BIN, 'serve', '--port', '0'], { ...env, SAVEDQ_API_KEYS: 'bench-key' });
+  const secrets = { SAVEDQ_TOKEN_SECRETS: 'a-bench-token-secret-0123456789abcdefgh' };
+  const server = await startProcess([BIN, 'serve', '--port', '0'], { ...env, ...secrets, SAVEDQ_API_KEYS: 'bench-key' });
   const headers = { 'X-API-KEY': 'bench-key' };
+  const token = spawnSync('node', [BIN, 'token', 'create', '--name', 'bench', '--query', 'usage.*', '--fix', 'project=project-7\\.', '--ttl', '1h'], { env: { ...process.env, ...env, ...secrets }, encoding: 'utf8' }).stdout.trim();
+  const bearer = { Authorization: `Bearer ${token}` };
   const body = await (await fetch(`${server.url}${path}`, { headers })).text(); // warms the cache
   const bare = await startProcess([here('bare-server.mjs'), body], {});
   const ours = [];
+  const tokens = [];
   const theirs = [];
   for (let i = 0; i < 3; i++) {
     ours.push(hammer(`${server.url}${path}`, headers, HTTP_SECONDS));
+    tokens.push(hammer(`${server.url}${path}`, bearer, HTTP_SECONDS));
     theirs.push(hammer(`${bare.url}${path}`, {}, HTTP_SECONDS));
   }
   console.log(`  memory: peak RSS of serve under load ${fmt(peakRssMb(server.child.pid))} MB`);
   bare.child.kill('SIGTERM');
   figure(`HTTP cached endpoint, 32 keep-alive connections (${loadGenerator()}), access log on`, median(ours), median(theirs), 'req/s', '>= 0.7');
+  figure(`the same with a signed token (Authorization: Bearer)`, median(tokens), median(theirs), 'req/s', '>= 0.7');
+  await badTokenFigure(server, headers, path);
   await sharedFigures(env, server, headers);
   server.child.kill('SIGTERM');
   await new Promise((resolve) => server.child.once('exit', resolve));
@@ -226,6 +233,22 @@ async function httpFigure(env) {
   const alone = ['run', 'logs.all', '-p', 'project=project-7', '-p', 'project_tier=PAYG', '--at', AT, '--no-cache', '-f', 'json'];
   const [a, b] = sideBySide(() => timed('node', [BIN, ...alone], env).ms, () => timed('node', ['-e', '']).ms);
   figure('CLI run --no-cache, no serve running, whole process', a, b, 'ms', '(for comparison)');
+}
+
+/** The p99 of a good caller's cached requests, alone and while 300 connections send bad tokens. */
+async function badTokenFigure(server, headers, path) {
+  const good = async () => {
+    const ms = [];
+    for (let i = 0; i < 300; i++) ms.push(await timedGet(`${server.url}${path}`, headers));
+    return [...ms].sort((a, b) => a - b)[Math.floor(ms.length * 0.99) - 1];
+  };
+  const idle = await good();
+  const forged = `${Buffer.from('{"alg":"HS256","typ":"JWT"}').toString('base64url')}.${Buffer.from(JSON.stringify({ name: 'x', exp: 9e9, scopes: [{ query: '*' }] })).toString('base64url')}.${'A'.repeat(43)}`;
+  const flood = spawn(loadGenerator() === 'wrk' ? 'wrk' : 'node', loadGenerator() === 'wrk' ? ['-t2', '-c300', '-d8s', '-H', `Authorization: Bearer ${forged}`, `${server.url}${path}`] : [here('../node_modules/autocannon/autocannon.js'), '-c', '300', '-d', '8', '-H', `Authorization=Bearer ${forged}`, `${server.url}${path}`], { stdio: 'ignore' });
+  await new Promise((r) => setTimeout(r, 1000));
+  const during = await good();
+  flood.kill('SIGTERM');
+  figure('p99 of a good caller\'s cached requests while 300 connections send bad tokens, against alone', during, idle, 'ms', '(p99 <= 100 ms)');
 }
 
 /**

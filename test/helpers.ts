@@ -118,13 +118,24 @@ export interface ServeProcess {
   waitFor(pattern: RegExp, timeoutMs?: number): Promise<void>;
 }
 
+/**
+ * Every serve a test file started and that still runs, killed when the file ends (a hook registered
+ * inside a test would not be), and when the process does.
+ */
+const servers = new Set<ChildProcess>();
+afterAll(() => {
+  for (const child of servers) child.kill('SIGKILL');
+});
+process.on('exit', () => {
+  for (const child of servers) child.kill('SIGKILL');
+});
+
 /** Starts `savedq serve --port 0` with this environment (and PATH); resolves once it listens. */
 export async function startServe(env: Record<string, string>, args: readonly string[] = [], serveArgs: readonly string[] = [], wrapper: readonly string[] = []): Promise<ServeProcess> {
   const command = [...wrapper, process.execPath, binPath, ...args, 'serve', '--port', '0', ...serveArgs];
   const child = spawn(command[0] as string, command.slice(1), { env: { PATH: process.env.PATH ?? '', XDG_CONFIG_HOME: NO_CONFIG, ...env } });
-  afterAll(() => {
-    child.kill('SIGKILL');
-  });
+  servers.add(child);
+  child.on('exit', () => servers.delete(child));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   let stderr = '';
   const waiters: { pattern: RegExp; resolve: () => void }[] = [];

@@ -12,6 +12,8 @@ export interface Caller {
   readonly kind: 'key' | 'token';
   /** For the access log, metrics and the rate-limit bucket: `key 2`, or the token's name. */
   readonly name: string;
+  /** The name as the access log writes it: quoted, escaped (a token's name is anyone's text). */
+  readonly quoted: string;
   /** What tells this caller's calls apart for a server's memory of prepared calls: '' for a key (all alike), else the token. */
   readonly identity: string;
   readonly scopes?: readonly Scope[];
@@ -34,6 +36,8 @@ export interface AccessOptions {
 
 /** Verified tokens remembered until they expire, so a token costs its verification once (at most this many). */
 const VERIFIED_TOKENS = 10_000;
+/** A refused token is refused again without verifying it for this long (one not yet valid may become so). */
+const REFUSED_FOR_MS = 10_000;
 
 /** Decides who a request's credential is, what it may call, with which fixed parameters, and how often. */
 export class Access {
@@ -41,6 +45,8 @@ export class Access {
   readonly #clock: () => number;
   readonly #limits: RateLimits;
   readonly #verified = new Map<string, Caller>();
+  readonly #refused = new Map<string, { message: string; until: number }>();
+  readonly #keyCallers: Caller[] = [];
 
   constructor(options: AccessOptions) {
     this.#options = options;
@@ -67,16 +73,34 @@ export class Access {
     if (known) return known;
     if (!looksLikeToken(credential)) throw new UnauthorizedError('unknown API key.');
     if (this.#options.secrets.length === 0) throw new UnauthorizedError('this server takes no tokens (no token secret is configured).');
-    const claims = await verifyToken(credential, this.#options.secrets, Math.floor(this.#clock() / 1000));
+    // A token refused a moment ago is refused again without verifying it: a flood of bad tokens costs a lookup each.
+    const refused = this.#refused.get(credential);
+    if (refused && refused.until > this.#clock()) throw new UnauthorizedError(refused.message);
+    let claims: TokenClaims;
+    try {
+      claims = await verifyToken(credential, this.#options.secrets, Math.floor(this.#clock() / 1000));
+    } catch (err) {
+      if (err instanceof UnauthorizedError) {
+        if (this.#refused.size >= VERIFIED_TOKENS) this.#refused.delete(this.#refused.keys().next().value as string);
+        this.#refused.set(credential, { message: err.message, until: this.#clock() + REFUSED_FOR_MS });
+      }
+      throw err;
+    }
     const caller = tokenCaller(credential, claims, this.#options.rateLimit);
     if (this.#verified.size >= VERIFIED_TOKENS) this.#verified.delete(this.#verified.keys().next().value as string);
     this.#verified.set(credential, caller);
     return caller;
   }
 
+  /** An API key's caller, made once (serve's hot path allocates nothing for it). */
   #keyCaller(index: number): Caller {
-    const rps = this.#options.rateLimit;
-    return { kind: 'key', name: `key ${index + 1}`, identity: '', ...(rps !== undefined ? { rps } : {}) };
+    let caller = this.#keyCallers[index];
+    if (!caller) {
+      const rps = this.#options.rateLimit;
+      caller = { kind: 'key', name: `key ${index + 1}`, quoted: `"key ${index + 1}"`, identity: '', ...(rps !== undefined ? { rps } : {}) };
+      this.#keyCallers[index] = caller;
+    }
+    return caller;
   }
 
   /**
@@ -108,5 +132,5 @@ export class Access {
 
 function tokenCaller(token: string, claims: TokenClaims, rateLimit: number | undefined): Caller {
   const rps = claims.limits?.rps ?? rateLimit;
-  return { kind: 'token', name: claims.name, identity: token, scopes: claims.scopes, exp: claims.exp, ...(rps !== undefined ? { rps } : {}) };
+  return { kind: 'token', name: claims.name, quoted: JSON.stringify(claims.name), identity: token, scopes: claims.scopes, exp: claims.exp, ...(rps !== undefined ? { rps } : {}) };
 }

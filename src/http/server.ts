@@ -42,6 +42,15 @@ const EXPOSED_HEADERS = 'X-Cache, Age, X-Request-Id, Retry-After, RateLimit-Limi
 /** The server's own paths, as metric labels (any other path is `other`). */
 const KNOWN_PATHS = new Set(['/health', '/openapi.json', '/metrics', 'preflight']);
 
+/** What one request's handling learns on the way, for its answer and its log line. */
+interface RequestContext {
+  readonly id: string;
+  /** Who asked, once known. */
+  caller: Caller | undefined;
+  /** The saved query it was for, once found: a metric's label (never a name a client made up). */
+  label: string | undefined;
+}
+
 /** A caller's own request id is used when it is 1–128 of these characters. */
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
@@ -139,9 +148,8 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
   const cors = options.corsOrigins && options.corsOrigins.length > 0 ? new Set(options.corsOrigins) : undefined;
   const metrics = await serveMetrics(() => lib.engineQueue());
   const access = new Access({ isKey: keyChecker(options.apiKeys), secrets: options.tokenSecrets ?? [], rateLimit: options.rateLimit, clock: () => lib.clock() });
-  /** Who each answered request was, for the access log; and the query it was for, once found (a metric's label). */
-  const callers = new WeakMap<ServerResponse, Caller>();
-  const labels = new WeakMap<ServerResponse, string>();
+  /** A query's answer sends the request id with its other headers, in one write, unless it was set already. */
+  const idHeader = (res: ServerResponse, ctx: RequestContext): string[] => (res.hasHeader('X-Request-Id') ? [] : ['X-Request-Id', ctx.id]);
   const headerTimeoutSeconds = options.headerTimeoutSeconds ?? 10;
   // Made again only when the server answers another set of saved queries (after SIGHUP).
   let openapi = { for: lib.queries, text: '' };
@@ -179,16 +187,16 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
    * Sends a query's answer: its rows' body (made once a result, and kept with it), and for a cached query
    * X-Cache and Age.
    */
-  const reply = (res: ServerResponse, result: RunResult, body: Body): { what: string; cache: string } => {
-    labels.set(res, result.query.name);
+  const reply = (res: ServerResponse, ctx: RequestContext, result: RunResult, body: Body): { what: string; cache: string } => {
+    ctx.label = result.query.name;
     if (result.query.cacheSeconds === 0) {
-      res.writeHead(200, ['Content-Type', JSON_TYPE, 'Content-Length', body.length]);
+      res.writeHead(200, ['Content-Type', JSON_TYPE, 'Content-Length', body.length, ...idHeader(res, ctx)]);
       res.end(body.text);
       return { what: result.query.name, cache: '-' };
     }
     const cache = result.cache === 'hit' ? 'HIT' : 'MISS';
     const age = String(Math.max(0, Math.floor((lib.clock() - result.computedAt) / 1000)));
-    res.writeHead(200, ['Content-Type', JSON_TYPE, 'Content-Length', body.length, 'X-Cache', cache, 'Age', age]);
+    res.writeHead(200, ['Content-Type', JSON_TYPE, 'Content-Length', body.length, 'X-Cache', cache, 'Age', age, ...idHeader(res, ctx)]);
     res.end(body.text);
     return { what: result.query.name, cache };
   };
@@ -204,7 +212,7 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     return body;
   };
 
-  async function handle(req: IncomingMessage, res: ServerResponse, gone: AbortSignal): Promise<{ what: string; cache: string }> {
+  async function handle(req: IncomingMessage, res: ServerResponse, ctx: RequestContext, gone: AbortSignal): Promise<{ what: string; cache: string }> {
     const rawUrl = req.url ?? '/';
     if (rawUrl.length > MAX_URL_LENGTH) throw new UriTooLongError(`the request URL is longer than ${MAX_URL_LENGTH} bytes.`);
     const q = rawUrl.indexOf('?');
@@ -226,7 +234,7 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     }
     if (path === '/metrics') {
       const caller = await access.authenticate(credentialOf(req));
-      callers.set(res, caller);
+      ctx.caller = caller;
       access.authorizeMetrics(caller);
       const { body, contentType } = await metrics.text();
       res.writeHead(200, { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(body) });
@@ -234,7 +242,7 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
       return { what: '/metrics', cache: '-' };
     }
     const caller = await access.authenticate(credentialOf(req));
-    callers.set(res, caller);
+    ctx.caller = caller;
     // A limited caller's call past its limit costs nothing else: no cache read, no query.
     const limit = access.limit(caller);
     if (limit) {
@@ -253,13 +261,13 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     // stops waiting; its query, when no one else waits for it and it has not begun, is not run.
     // Calls wait for the engine in turns fair across callers: each API key, each token's name.
     const call = await prepared(caller, path, search);
-    labels.set(res, call.query.name);
+    ctx.label = call.query.name;
     const result = await lib.runPrepared(call, refresh ? 'refresh' : 'use', gone, caller.name);
-    return reply(res, result, await bodyOf(result.rows));
+    return reply(res, ctx, result, await bodyOf(result.rows));
   }
 
   /** A query answered from what was served a moment ago: no await, no promise (the hot path of a busy server). */
-  const answerAtOnce = (req: IncomingMessage, res: ServerResponse): { what: string; cache: string } | undefined => {
+  const answerAtOnce = (req: IncomingMessage, res: ServerResponse, ctx: RequestContext): { what: string; cache: string } | undefined => {
     const rawUrl = req.url ?? '/';
     if (req.method !== 'GET' || !rawUrl.startsWith(QUERY_PREFIX) || req.headers['cache-control'] !== undefined) return undefined;
     // Known callers without a limit only: the full path answers the others (401, 429, its headers).
@@ -268,11 +276,11 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     const q = rawUrl.indexOf('?');
     const call = preparedFor === lib.queries ? calls.get(`${caller.identity}\n${q < 0 ? `${rawUrl}?` : rawUrl}`) : undefined;
     if (!call) return undefined;
-    callers.set(res, caller);
+    ctx.caller = caller;
     const result = lib.answerRecent(call);
     const body = result && bodies.get(result.rows);
     if (!result || !body) return undefined;
-    return reply(res, result, body);
+    return reply(res, ctx, result, body);
   };
 
   const server = createServer(
@@ -289,15 +297,15 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     // The caller's own request id when it is well formed, else a fresh one: on every answer and its log line.
     const given = req.headers['x-request-id'];
     const requestId = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
-    res.setHeader('X-Request-Id', requestId);
+    const ctx: RequestContext = { id: requestId, caller: undefined, label: undefined };
     const done = (what: string, cache: string, status = res.statusCode) => {
       // A query's name once it was found, else a path of the server's own: the label never takes what a client made up.
-      const label = labels.get(res) ?? (KNOWN_PATHS.has(what) ? what : 'other');
+      const label = ctx.label ?? (KNOWN_PATHS.has(what) ? what : 'other');
       metrics.request(label, status, (performance.now() - started) / 1000, cache);
       if (options.logRequests === false) return;
       const ms = Math.round(performance.now() - started);
-      const caller = callers.get(res);
-      options.log(`${req.method} ${what} ${status} ${ms}ms cache=${cache} caller=${caller ? JSON.stringify(caller.name) : '-'} id=${requestId}`);
+      const caller = ctx.caller;
+      options.log(`${req.method} ${what} ${status} ${ms}ms cache=${cache} caller=${caller ? caller.quoted : '-'} id=${requestId}`);
     };
     // Browsers on other origins: CORS only for the origins --cors-origin names.
     const origin = req.headers.origin;
@@ -308,6 +316,7 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
       res.setHeader('Access-Control-Expose-Headers', EXPOSED_HEADERS);
     }
     if (req.method === 'OPTIONS' && cors !== undefined) {
+      res.setHeader('X-Request-Id', requestId);
       if (allowed) {
         res.writeHead(204, { 'Access-Control-Allow-Methods': 'GET, HEAD', 'Access-Control-Allow-Headers': 'Authorization, X-API-KEY, Cache-Control', 'Access-Control-Max-Age': '600' });
         res.end();
@@ -315,11 +324,13 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
       done('preflight', '-');
       return;
     }
-    const quick = answerAtOnce(req, res);
+    const quick = answerAtOnce(req, res, ctx);
     if (quick) {
       done(quick.what, quick.cache);
       return;
     }
+    // Answers other than a query's rows (reply's) are sent with the headers set so far: the id too.
+    res.setHeader('X-Request-Id', requestId);
     inFlight += 1;
     let what = '-';
     let cache = '-';
@@ -327,7 +338,7 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     res.once('close', () => {
       if (!res.writableEnded) gone.abort(new InterruptedError('the client closed the connection before the answer.'));
     });
-    handle(req, res, gone.signal)
+    handle(req, res, ctx, gone.signal)
       .then((r) => ({ what, cache } = r))
       .catch((err: unknown) => sendError(res, err, options.log))
       .finally(() => {
