@@ -14,8 +14,6 @@ export interface Caller {
   readonly name: string;
   /** The name as the access log writes it: quoted, escaped (a token's name is anyone's text). */
   readonly quoted: string;
-  /** What tells this caller's calls apart for a server's memory of prepared calls: '' for a key (all alike), else the token. */
-  readonly identity: string;
   readonly scopes?: readonly Scope[];
   /** Calls a second, when the caller is limited. */
   readonly rps?: number;
@@ -97,7 +95,7 @@ export class Access {
     let caller = this.#keyCallers[index];
     if (!caller) {
       const rps = this.#options.rateLimit;
-      caller = { kind: 'key', name: `key ${index + 1}`, quoted: `"key ${index + 1}"`, identity: '', ...(rps !== undefined ? { rps } : {}) };
+      caller = { kind: 'key', name: `key ${index + 1}`, quoted: `"key ${index + 1}"`, ...(rps !== undefined ? { rps } : {}) };
       this.#keyCallers[index] = caller;
     }
     return caller;
@@ -132,5 +130,5 @@ export class Access {
 
 function tokenCaller(token: string, claims: TokenClaims, rateLimit: number | undefined): Caller {
   const rps = claims.limits?.rps ?? rateLimit;
-  return { kind: 'token', name: claims.name, quoted: JSON.stringify(claims.name), identity: token, scopes: claims.scopes, exp: claims.exp, ...(rps !== undefined ? { rps } : {}) };
+  return { kind: 'token', name: claims.name, quoted: JSON.stringify(claims.name), scopes: claims.scopes, exp: claims.exp, ...(rps !== undefined ? { rps } : {}) };
 }

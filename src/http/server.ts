@@ -58,8 +58,9 @@ const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 function credentialOf(req: IncomingMessage): string | undefined {
   const authorization = req.headers.authorization;
   if (authorization !== undefined) {
-    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
-    return bearer ? bearer[1] : '';
+    // "Bearer <credential>", the scheme's name in any case (RFC 7235).
+    const credential = authorization.slice(7).trim();
+    return authorization.length > 7 && authorization.slice(0, 7).toLowerCase() === 'bearer ' && !/\s/.test(credential) ? credential : '';
   }
   const key = req.headers['x-api-key'];
   return Array.isArray(key) ? undefined : key;
@@ -74,8 +75,9 @@ export interface RunningServer {
 }
 
 const QUERY_PREFIX = '/api/endpoints/query/';
-/** Calls kept prepared, by path and query string. */
+/** Calls kept prepared, by path and query string: for each API key, and for each token (of which there may be thousands). */
 const PREPARED_CALLS = 1_000;
+const PREPARED_CALLS_A_TOKEN = 64;
 const JSON_TYPE = 'application/json; charset=utf-8';
 const MAX_URL_LENGTH = 8192;
 /** The JSON renderer takes no width or colour. */
@@ -166,20 +168,27 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
   // What is computed once and kept: the call a request's path and query string make (for the saved
   // queries in use: a new set after SIGHUP starts afresh), and the body of each result's rows.
   let preparedFor = lib.queries;
-  const calls = new Map<string, PreparedCall>();
+  /** Each caller's prepared calls (a token's carry its scope and fixed parameters), by path and query string. */
+  let calls = new WeakMap<Caller, Map<string, PreparedCall>>();
+  const callsOf = (caller: Caller): Map<string, PreparedCall> | undefined => (preparedFor === lib.queries ? calls.get(caller) : undefined);
   /** A call as this caller may make it: a token's scopes checked and its fixed parameters applied. */
   const prepared = async (caller: Caller, path: string, search: string): Promise<PreparedCall> => {
     if (preparedFor !== lib.queries) {
-      calls.clear();
+      calls = new WeakMap();
       preparedFor = lib.queries;
     }
-    const key = `${caller.identity}\n${path}?${search}`;
-    let call = calls.get(key);
+    let mine = calls.get(caller);
+    if (!mine) {
+      mine = new Map();
+      calls.set(caller, mine);
+    }
+    const key = `${path}?${search}`;
+    let call = mine.get(key);
     if (!call) {
       const query = await lib.queries.find(decode(path.slice(QUERY_PREFIX.length)));
       call = await lib.prepare({ nameOrId: query.id, params: access.authorize(caller, query, parseQueryString(search)) });
-      if (calls.size >= PREPARED_CALLS) calls.delete(calls.keys().next().value as string);
-      calls.set(key, call);
+      if (mine.size >= (caller.kind === 'key' ? PREPARED_CALLS : PREPARED_CALLS_A_TOKEN)) mine.delete(mine.keys().next().value as string);
+      mine.set(key, call);
     }
     return call;
   };
@@ -274,7 +283,7 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     const caller = access.known(credentialOf(req));
     if (!caller || caller.rps !== undefined) return undefined;
     const q = rawUrl.indexOf('?');
-    const call = preparedFor === lib.queries ? calls.get(`${caller.identity}\n${q < 0 ? `${rawUrl}?` : rawUrl}`) : undefined;
+    const call = callsOf(caller)?.get(q < 0 ? `${rawUrl}?` : rawUrl);
     if (!call) return undefined;
     ctx.caller = caller;
     const result = lib.answerRecent(call);
