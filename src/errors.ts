@@ -117,7 +117,7 @@ export class InterruptedError extends SavedqError {
 /** Some refreshes of a warm failed (each is reported on its own): exit 1 after the report. */
 export class WarmFailedError extends SavedqError {}
 
-/** HTTP: a missing or wrong X-API-KEY. */
+/** HTTP: no credential, an unknown API key, or a token that does not verify. */
 export class UnauthorizedError extends SavedqError {
   override readonly exitCode = 2;
   override readonly httpStatus = 401;
