@@ -183,11 +183,13 @@ describe('savedq serve', () => {
     await get('/api/endpoints/query/usage.api-counts?project=many-1&interval=hourly', { 'X-API-KEY': KEYS[1] as string });
     const lines = logLines.slice(before);
     expect(lines).toEqual([
-      expect.stringMatching(/^GET logs\.all 200 \d+ms cache=- caller="key 1" id=[0-9a-f-]{36}$/),
-      expect.stringMatching(/^GET usage\.api-counts 200 \d+ms cache=MISS caller="key 2" id=[0-9a-f-]{36}$/),
-      expect.stringMatching(/^GET usage\.api-counts 200 \d+ms cache=HIT caller="key 2" id=[0-9a-f-]{36}$/),
+      expect.stringMatching(/^GET logs\.all 200 \d+ms cache=- caller="key 1" id=[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-z]+$/),
+      expect.stringMatching(/^GET usage\.api-counts 200 \d+ms cache=MISS caller="key 2" id=[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-z]+$/),
+      expect.stringMatching(/^GET usage\.api-counts 200 \d+ms cache=HIT caller="key 2" id=[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-z]+$/),
     ]);
     for (const secret of [...KEYS, 'http-proj', 'many-1']) expect(lines.join('\n')).not.toContain(secret);
+    // A fresh id for each request.
+    expect(new Set(lines.map((l) => l.split(' id=')[1])).size).toBe(3);
   });
 
   it('works with curl', async () => {

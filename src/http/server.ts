@@ -153,6 +153,10 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
   /** A query's answer sends the request id with its other headers, in one write, unless it was set already. */
   const idHeader = (res: ServerResponse, ctx: RequestContext): string[] => (res.hasHeader('X-Request-Id') ? [] : ['X-Request-Id', ctx.id]);
   const headerTimeoutSeconds = options.headerTimeoutSeconds ?? 10;
+  // A fresh request id: this server's random prefix and a count, unique across servers and restarts
+  // without drawing random bytes for every request.
+  const idPrefix = `${randomUUID().slice(0, 13)}-`;
+  let requestCount = 0;
   // Made again only when the server answers another set of saved queries (after SIGHUP).
   let openapi = { for: lib.queries, text: '' };
   const openapiText = async (): Promise<string> => {
@@ -305,7 +309,7 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     const started = performance.now();
     // The caller's own request id when it is well formed, else a fresh one: on every answer and its log line.
     const given = req.headers['x-request-id'];
-    const requestId = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    const requestId = typeof given === 'string' && REQUEST_ID.test(given) ? given : `${idPrefix}${(requestCount += 1).toString(36)}`;
     const ctx: RequestContext = { id: requestId, caller: undefined, label: undefined };
     const done = (what: string, cache: string, status = res.statusCode) => {
       // A query's name once it was found, else a path of the server's own: the label never takes what a client made up.
