@@ -58,10 +58,12 @@ export class Access {
    */
   known(credential: string | undefined): Caller | undefined {
     if (credential === undefined || credential === '') return undefined;
+    // A token verified before is found by its text first: comparing it with every key, in constant
+    // time, is for credentials that are not known tokens.
+    const verified = this.#verified.get(credential);
+    if (verified && (verified.exp ?? 0) > this.#clock() / 1000) return verified;
     const index = this.#options.isKey(credential);
-    if (index !== undefined) return this.#keyCaller(index);
-    const caller = this.#verified.get(credential);
-    return caller && (caller.exp ?? 0) > this.#clock() / 1000 ? caller : undefined;
+    return index === undefined ? undefined : this.#keyCaller(index);
   }
 
   /** The caller of a credential: an API key, or a token that verifies; else an UnauthorizedError saying why. */
