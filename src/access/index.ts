@@ -5,7 +5,7 @@ import { RateLimits, type RateState } from './rate.js';
 import { scopeOf, withFixed } from './scopes.js';
 import { looksLikeToken, verifyToken, type Scope, type TokenClaims } from './tokens.js';
 
-export { MIN_SECRET_BYTES, readClaims, secretKeys, signToken, verifyToken, type Scope, type TokenClaims } from './tokens.js';
+export { readClaims, secretKeys, signToken, verifyToken, type Scope, type TokenClaims } from './tokens.js';
 
 /** Who is asking: an API key (every query, /metrics) or a signed token (its scopes, its limits). */
 export interface Caller {
@@ -86,7 +86,7 @@ export class Access {
       }
       throw err;
     }
-    const caller = tokenCaller(credential, claims, this.#options.rateLimit);
+    const caller = tokenCaller(claims, this.#options.rateLimit);
     if (this.#verified.size >= VERIFIED_TOKENS) this.#verified.delete(this.#verified.keys().next().value as string);
     this.#verified.set(credential, caller);
     return caller;
@@ -130,7 +130,7 @@ export class Access {
   }
 }
 
-function tokenCaller(token: string, claims: TokenClaims, rateLimit: number | undefined): Caller {
+function tokenCaller(claims: TokenClaims, rateLimit: number | undefined): Caller {
   const rps = claims.limits?.rps ?? rateLimit;
   return { kind: 'token', name: claims.name, quoted: JSON.stringify(claims.name), scopes: claims.scopes, exp: claims.exp, ...(rps !== undefined ? { rps } : {}) };
 }

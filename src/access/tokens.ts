@@ -5,10 +5,8 @@ import { lazyRequire } from '../lazy.js';
 /** jose (JWS with HS256): loaded by serve and `token` only, a bundle of its own (never on a run's path). */
 const jose = lazyRequire<typeof Jose>('jose', 'jose.cjs');
 
-/** The one algorithm savedq signs and accepts: HMAC with SHA-256 over a shared secret. */
+/** The one algorithm savedq signs and accepts: HMAC with SHA-256 over a shared secret (at least 32 bytes: config.ts). */
 const ALGORITHM = 'HS256';
-/** A secret is at least this long (RFC 7518 §3.2: a key of the hash's size or more). */
-export const MIN_SECRET_BYTES = 32;
 
 /** One scope of a token: the queries it opens (a name, an id or a glob such as `errors.*`), and the parameters it fixes. */
 export interface Scope {

@@ -1,5 +1,5 @@
 /** Waits for work, or until the signal aborts, whichever comes first; the work itself goes on. */
-export function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   if (!signal) return work;
   if (signal.aborted) return Promise.reject(signal.reason as Error);
   return new Promise<T>((resolve, reject) => {

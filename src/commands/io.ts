@@ -46,11 +46,6 @@ export function report(io: Io, options: CommonOptions, line: string): void {
   if (!options.quiet) io.stderr.write(`${line}\n`);
 }
 
-/** Warnings the library handed back, one line each on standard error (unless --quiet). */
-export function warn(io: Io, options: CommonOptions, warnings: readonly string[]): void {
-  for (const warning of warnings) report(io, options, `warning: ${warning}`);
-}
-
 /** Whether a command's standard output is in colour. */
 export function colorOf(io: Io, options: CommonOptions): boolean {
   return resolveColor(options.color, io.stdout.isTTY === true, io.env);

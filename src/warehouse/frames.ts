@@ -8,8 +8,8 @@ import type { Socket } from 'node:net';
 /** The lengths before each frame: the header's, then the body's. */
 const PREFIX = 8;
 /** A frame whose header or body claims more than this is refused before any of it is read. */
-export const MAX_HEADER_BYTES = 1024 * 1024;
-export const MAX_BODY_BYTES = 256 * 1024 * 1024;
+const MAX_HEADER_BYTES = 1024 * 1024;
+const MAX_BODY_BYTES = 256 * 1024 * 1024;
 
 /** Writes a frame; false when the socket asks to wait for 'drain'. */
 export function writeFrame(socket: Socket, header: object, body?: Buffer): boolean {
