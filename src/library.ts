@@ -144,7 +144,7 @@ export class Savedq {
   /** Runs a saved query, through the results cache when the query is cached. */
   async run(request: RunRequest): Promise<RunResult> {
     const result = await this.runPrepared(await this.prepare(request), request.cache ?? 'use', request.signal);
-    if (result.cache === 'miss' && this.cache.fileBytes() > this.config.cacheMaxBytes) await this.pruneCache();
+    if (result.cache === 'miss' && (await this.cache.liveBytes()) > this.config.cacheMaxBytes) await this.pruneCache();
     return result;
   }
 
@@ -234,7 +234,7 @@ export class Savedq {
   /**
    * Keeps the cache file bounded: deletes what is past its retention, then the least recently served
    * results while the entries take more than --cache-max-mb (warm, serve every ten minutes, and a run
-   * that finds the file over it).
+   * that finds the pages in use over it).
    */
   async pruneCache(): Promise<{ expired: number; evicted: number }> {
     pruneMemo(this.#memoDir, MEMO_RETENTION_MS);

@@ -113,6 +113,18 @@ export class ResultsCache {
     return { expired: expired[0]?.n ?? 0, evicted };
   }
 
+  /**
+   * Bytes of the file in use (its pages less the free ones): what a run compares with the bound, at the
+   * cost of three pragmas. The file's own size never shrinks (SQLite reuses freed pages), so a bound
+   * checked against it would prune on every miss once the file had reached it.
+   */
+  async liveBytes(): Promise<number> {
+    const [pages] = await this.#store.sql<{ page_count: number }>('PRAGMA page_count');
+    const [free] = await this.#store.sql<{ freelist_count: number }>('PRAGMA freelist_count');
+    const [size] = await this.#store.sql<{ page_size: number }>('PRAGMA page_size');
+    return ((pages?.page_count ?? 0) - (free?.freelist_count ?? 0)) * (size?.page_size ?? 0);
+  }
+
   /** The cache file's size in bytes (with its journal), for `cache list`. */
   fileBytes(): number {
     const size = (f: string) => {
