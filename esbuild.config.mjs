@@ -40,8 +40,8 @@ await build({
   entryPoints: { savedq: 'dist/cli.js', launch: 'dist/launch.js' },
   // Left in node_modules, loaded when first needed: packages with a native addon, which find their
   // binaries relative to their own files, and the warehouse client, which a cache hit never loads.
-  // prom-client: serve's metrics only, never a run's.
-  external: ['sqlite3', 'chdb', 'chdb/*', '@clickhouse/client', 'prom-client', ...Object.values(apart)],
+  // prom-client: serve's metrics only, never a run's; junit-report-builder: `test -f junit` only.
+  external: ['sqlite3', 'chdb', 'chdb/*', '@clickhouse/client', 'prom-client', 'junit-report-builder', ...Object.values(apart)],
   // import() of those becomes require(): they are CommonJS, and the bundle runs as a plain script.
   supported: { 'dynamic-import': false },
   // src/package.ts, the one reader of import.meta.url, is one level under the package root, as is

@@ -6,7 +6,7 @@ import { Savedq } from './library.js';
 import { packageRoot } from './package.js';
 import { FORMATS } from './output/index.js';
 import type { CliShape, CommandShape, OptionShape } from './commands/completion.js';
-import { CHECK_FORMATS, SHELLS } from './commands/choices.js';
+import { CHECK_FORMATS, SHELLS, TEST_FORMATS } from './commands/choices.js';
 import { note, report, type CommonOptions, type Io } from './commands/io.js';
 import type { Reporter } from './report.js';
 import { TABLES } from './warehouse/schema.js';
@@ -267,6 +267,23 @@ program
     const flags = cmd.optsWithGlobals<GlobalFlags>();
     const { checkCommand } = await import('./commands/check.js');
     await checkCommand(lib(flags), { ...flags, format: opts.format, signal: interrupt.signal }, io);
+  });
+
+program
+  .command('test')
+  .description("run saved queries' tests (<name>.test.yaml beside <name>.sql) on throwaway warehouses: no server, none of your data")
+  .argument('[queries...]', 'names or ids of the queries whose tests run (default: every test file of your queries folders)')
+  .addOption(new Option('-f, --format <format>', 'text, json for tools, or junit (JUnit XML) for CI').choices(TEST_FORMATS).default('text'))
+  .option('--builtin', 'also run the tests shipped with the built-in queries and the examples')
+  .option('--update', 'rewrite the rows, rows_unordered and row_count of failing cases with what the query returned')
+  .addHelpText(
+    'after',
+    examples('savedq test', 'savedq --queries ./queries test errors.by-path', 'savedq check && savedq test -f junit > savedq-tests.xml', 'savedq test errors.by-path --update'),
+  )
+  .action(async (names: string[], opts: { format: string; builtin?: boolean; update?: boolean }, cmd: Command) => {
+    const flags = cmd.optsWithGlobals<GlobalFlags>();
+    const { testCommand } = await import('./commands/test.js');
+    await testCommand(lib(flags), { ...flags, names, format: opts.format, builtin: opts.builtin, update: opts.update, signal: interrupt.signal }, io);
   });
 
 program

@@ -117,6 +117,9 @@ export class InterruptedError extends SavedqError {
 /** Some refreshes of a warm failed (each is reported on its own): exit 1 after the report. */
 export class WarmFailedError extends SavedqError {}
 
+/** Some cases of `savedq test` failed (each is reported on its own): exit 1 after the report. */
+export class TestsFailedError extends SavedqError {}
+
 /** HTTP: no credential, an unknown API key, or a token that does not verify. */
 export class UnauthorizedError extends SavedqError {
   override readonly exitCode = 2;

@@ -9,13 +9,14 @@ import type { Config } from './config.js';
 import { Engine } from './engine.js';
 import { DefinitionError, InputError } from './errors.js';
 import type { LoadInput, LoadOptions, LoadReport } from './load/index.js';
-import { builtinQueriesDir } from './package.js';
+import { builtinQueriesDir, examplesDir } from './package.js';
 import { brokenText, QueryCatalog, type CatalogScan, type DefinitionMemo } from './queries/catalog.js';
 import { fileMemo, pruneMemo } from './queries/memo.js';
 import type { PatternMemo } from './queries/params.js';
 import type { SavedQuery } from './queries/types.js';
 import { SILENT, type Reporter } from './report.js';
 import { microsFromDate } from './time.js';
+import type { CheckedTestFile, FileResult, TestOptions } from './testing/index.js';
 import type { Warehouse } from './warehouse/index.js';
 import type { EngineQueue } from './warehouse/types.js';
 import type { TableName } from './warehouse/schema.js';
@@ -273,6 +274,23 @@ export class Savedq {
   async loadSample(table: TableName, options: LoadOptions = {}): Promise<LoadReport> {
     const [{ loadEvents }, { sampleChunks }] = await Promise.all([import('./load/index.js'), import('./load/sample.js')]);
     return loadEvents(this.warehouse(), table, sampleChunks(table, this.clock()), options);
+  }
+
+  /**
+   * Runs saved queries' tests (`savedq test`), each test file on a warehouse of its own in an embedded
+   * engine started for the run on a temporary data directory, whatever the configuration's warehouse:
+   * nothing of this library's data directory, server or cache is read or written.
+   */
+  async test(options: Omit<TestOptions, 'timeoutSeconds'>): Promise<FileResult[]> {
+    const { runTests } = await import('./testing/index.js');
+    const folders = { builtin: builtinQueriesDir, examples: examplesDir, user: this.config.queryFolders };
+    return runTests(folders, { ...options, timeoutSeconds: this.config.queryTimeoutSeconds });
+  }
+
+  /** The test files of the user's folders, read and matched with their queries, nothing run (`check`). */
+  async checkTests(): Promise<CheckedTestFile[]> {
+    const { checkTestFiles } = await import('./testing/index.js');
+    return checkTestFiles(this.#catalog);
   }
 
   /** The DDL of the log tables, for a server or (with a name) a cluster. */

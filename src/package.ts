@@ -19,3 +19,6 @@ export function readSqlFile(name: string): string {
 
 /** The folder of the built-in saved queries. */
 export const builtinQueriesDir = fileURLToPath(new URL('queries/', sqlDir));
+
+/** The folder of the example saved queries (and their tests). */
+export const examplesDir = fileURLToPath(new URL('examples/', sqlDir));

@@ -13,6 +13,8 @@ export interface CheckOptions extends CommonOptions {
 
 /** What `check` found of one definition file. */
 export interface CheckedDefinition {
+  /** A saved query's definition, or a test file. */
+  readonly kind: 'definition' | 'test';
   readonly file: string;
   readonly name: string | null;
   readonly id: string | null;
@@ -22,7 +24,8 @@ export interface CheckedDefinition {
 
 /**
  * `savedq check`: reads every definition (built-in and the user's), has the engine parse and plan each
- * valid query with its parameters bound, and reports each file `ok` or its problems. Throws a
+ * valid query with its parameters bound, reads the test files of the user's folders (their structure
+ * and their query; `savedq test` runs them), and reports each file `ok` or its problems. Throws a
  * DefinitionError (exit 2) when any is broken; meant for the CI of a team's queries folder.
  */
 export async function checkCommand(lib: Savedq, options: CheckOptions, io: Io): Promise<CheckedDefinition[]> {
@@ -37,9 +40,12 @@ export async function checkCommand(lib: Savedq, options: CheckOptions, io: Io): 
     options.signal?.throwIfAborted();
     const objection = await lib.explain(query);
     const problems: DefinitionProblem[] = objection ? [{ file: query.file, ...objection }] : [];
-    checked.push({ file: query.file, name: query.name, id: query.id, ok: problems.length === 0, problems });
+    checked.push({ kind: 'definition', file: query.file, name: query.name, id: query.id, ok: problems.length === 0, problems });
   }
-  for (const b of broken) checked.push({ file: b.file, name: null, id: null, ok: false, problems: b.problems });
+  for (const b of broken) checked.push({ kind: 'definition', file: b.file, name: null, id: null, ok: false, problems: b.problems });
+  for (const t of await lib.checkTests()) {
+    checked.push({ kind: 'test', file: t.file, name: t.query?.name ?? null, id: t.query?.id ?? null, ok: t.problems.length === 0, problems: t.problems });
+  }
 
   const bad = checked.filter((c) => !c.ok);
   if (json) {

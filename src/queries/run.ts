@@ -17,6 +17,8 @@ export interface ExecuteOptions {
   readonly timeoutSeconds: number;
   /** Aborted when no one waits for the answer any more: a query not yet begun is not begun. */
   readonly signal?: AbortSignal | undefined;
+  /** Told the engine's count of the rows the query read (`savedq test`); the warehouse must be able to measure. */
+  readonly onRowsRead?: ((rows: number) => void) | undefined;
 }
 
 /** A saved query can read, never write, and cannot take the whole machine. */
@@ -52,7 +54,14 @@ export async function executeQuery(
   const settings = querySettings(query, options.timeoutSeconds);
   let rows;
   try {
-    rows = await warehouse.query(query.boundSql, bindValues(query, params, options.now), settings, options.signal);
+    const values = bindValues(query, params, options.now);
+    if (options.onRowsRead && warehouse.measure) {
+      const measured = await warehouse.measure(query.boundSql, values, settings);
+      options.onRowsRead(measured.rowsRead);
+      rows = measured.rows;
+    } else {
+      rows = await warehouse.query(query.boundSql, values, settings, options.signal);
+    }
   } catch (err) {
     // The embedded engine is as new as savedq: SQL it cannot parse is the definition's mistake.
     if (warehouse.embedded && isSyntaxError(err)) {

@@ -40,7 +40,7 @@ export async function classified<T>(location: string, op: () => Promise<T>): Pro
 }
 
 /** Queries and commands on a client: what the embedded engine and a server share. */
-export function clientStatements(client: ClickHouseClient, location: string): Pick<Warehouse, 'query' | 'command'> {
+export function clientStatements(client: ClickHouseClient, location: string): Pick<Warehouse, 'query' | 'command'> & Required<Pick<Warehouse, 'measure'>> {
   return {
     query: (sql, params, settings, signal) =>
       classified(location, async () => {
@@ -51,6 +51,13 @@ export function clientStatements(client: ClickHouseClient, location: string): Pi
           abort_signal: signal,
         });
         return result.json<WarehouseRow>();
+      }),
+    // The JSON format carries the engine's statistics after the rows, on the embedded engine and on a server alike.
+    measure: (sql, params, settings) =>
+      classified(location, async () => {
+        const result = await client.query({ query: `${sql}${settingsClause(settings)}`, format: 'JSON', query_params: { ...params } });
+        const body = await result.json<WarehouseRow>();
+        return { rows: body.data, rowsRead: Number(body.statistics?.rows_read ?? Number.NaN) };
       }),
     command: (sql, params, settings) =>
       classified(location, async () => {

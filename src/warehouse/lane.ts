@@ -27,6 +27,7 @@ export function inLane(warehouse: Warehouse): Warehouse {
       queue.push({ kind, start: () => void op().then(resolve, reject).finally(next) });
       if (!busy) next();
     });
+  const { measure } = warehouse;
   return {
     ...warehouse,
     // A query whose caller has gone (its signal aborted: a client of serve that was interrupted) before
@@ -39,6 +40,7 @@ export function inLane(warehouse: Warehouse): Warehouse {
         return Promise.reject(signal.reason as Error);
       }),
     command: (...args) => inTurn('query', () => warehouse.command(...args)),
+    ...(measure ? { measure: (...args: Parameters<typeof measure>) => inTurn('query', () => measure.apply(warehouse, args)) } : {}),
     queue: (): EngineQueue => ({ running: busy ? 1 : 0, waiting: queue.length, dropped }),
     async stage(lines): Promise<StagedLines> {
       const staged = await warehouse.stage(lines);

@@ -3,6 +3,13 @@ import type { ClickHouseSettings } from '@clickhouse/client';
 /** One row as ClickHouse returns it in JSONEachRow. */
 export type WarehouseRow = Record<string, unknown>;
 
+/** A query's rows, with what the engine says it read to answer it. */
+export interface MeasuredRows {
+  readonly rows: WarehouseRow[];
+  /** Rows the engine read from tables (its statistics' rows_read). */
+  readonly rowsRead: number;
+}
+
 /** Values bound to a statement's `{name:Type}` parameters. */
 export type StatementParams = Readonly<Record<string, unknown>>;
 
@@ -45,6 +52,8 @@ export interface Warehouse {
   /** Whether this is the embedded engine (which savedq owns whole: its tables, its disk). */
   readonly embedded: boolean;
   query(sql: string, params: StatementParams, settings?: ClickHouseSettings, signal?: AbortSignal): Promise<WarehouseRow[]>;
+  /** A query's rows and the engine's own count of the rows it read (`savedq test`'s max_rows_read). */
+  measure?(sql: string, params: StatementParams, settings?: ClickHouseSettings): Promise<MeasuredRows>;
   /** Runs a statement that returns no rows. */
   command(sql: string, params?: StatementParams, settings?: ClickHouseSettings): Promise<void>;
   /** Puts a batch of lines where the engine can read them. */

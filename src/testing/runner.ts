@@ -1,0 +1,172 @@
+import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { DefinitionError, InputError, SavedqError } from '../errors.js';
+import { errnoText } from '../errno.js';
+import { loadEvents } from '../load/index.js';
+import type { DefinitionProblem } from '../queries/definition.js';
+import { checkPatterns, normaliseParams } from '../queries/params.js';
+import { executeQuery } from '../queries/run.js';
+import type { SavedQuery } from '../queries/types.js';
+import { openWarehouse, type Warehouse } from '../warehouse/index.js';
+import { makeTables } from '../warehouse/schema.js';
+import { failures, type CallOutcome, type Failure } from './expect.js';
+import type { Fixture, TestCase, TestFile } from './spec.js';
+
+/** What became of one case. */
+export interface CaseResult {
+  readonly name: string;
+  readonly line: number;
+  readonly ms: number;
+  readonly outcome: CallOutcome;
+  /** Unmet expectations; none when the case passes. */
+  failures: Failure[];
+  /** The expectations `--update` rewrote with what the query returned. */
+  updated: Failure[];
+}
+
+/** What became of a test file: its cases, or why they could not run (a setup statement or a fixture refused). */
+export interface FileResult {
+  readonly file: string;
+  /** The query it tests, when known. */
+  readonly query: string | undefined;
+  readonly problems: readonly DefinitionProblem[];
+  readonly cases: readonly CaseResult[];
+}
+
+/**
+ * Test files' warehouses: one embedded engine on a temporary data directory of its own, started once
+ * for every test file of a run, and removed with everything in it when closed. Each test file gets an
+ * empty database of its own there (its setup, then its fixtures, then its cases), so two files'
+ * fixtures of one table never meet. The user's data directory, cache and server are never touched.
+ */
+export class TestEngine {
+  readonly #dir: string;
+  readonly #warehouse: Warehouse;
+  readonly #timeoutSeconds: number;
+  #files = 0;
+
+  private constructor(dir: string, warehouse: Warehouse, timeoutSeconds: number) {
+    this.#dir = dir;
+    this.#warehouse = warehouse;
+    this.#timeoutSeconds = timeoutSeconds;
+  }
+
+  /** Starts the engine on a new temporary data directory (made 0700). */
+  static async start(timeoutSeconds: number, signal?: AbortSignal): Promise<TestEngine> {
+    const dir = mkdtempSync(join(tmpdir(), 'savedq-test-'));
+    try {
+      const warehouse = await openWarehouse({ url: undefined, dataDir: dir, lockWaitMs: 0, timeoutSeconds, signal, createTables: false, useShared: false });
+      return new TestEngine(dir, warehouse, timeoutSeconds);
+    } catch (err) {
+      rmSync(dir, { recursive: true, force: true });
+      throw err;
+    }
+  }
+
+  /**
+   * Runs a test file's cases on a database of its own: setup, then fixtures, loaded once for all its
+   * cases. `onCase` hears each case as it ends.
+   */
+  async run(test: TestFile, query: SavedQuery, onCase: (result: CaseResult) => void, signal?: AbortSignal): Promise<FileResult> {
+    const warehouse = this.#warehouse;
+    const database = `savedq_test_${++this.#files}`;
+    await warehouse.command(`CREATE DATABASE ${database}`);
+    await warehouse.command(`USE ${database}`);
+    await makeTables(warehouse);
+    const problems: DefinitionProblem[] = [];
+    const cases: CaseResult[] = [];
+    try {
+      for (const statement of test.setup) {
+        try {
+          await warehouse.command(statement.sql);
+        } catch (err) {
+          problems.push({ file: test.file, line: statement.line, message: `the setup statement fails: ${engineMessage(err)}` });
+          break;
+        }
+      }
+      // Setup may have moved elsewhere (USE): the fixtures and cases are this file's.
+      await warehouse.command(`USE ${database}`);
+      if (problems.length === 0) for (const fixture of test.fixtures) problems.push(...(await this.#load(test, fixture)));
+      if (problems.length === 0) {
+        for (const testCase of test.cases) {
+          signal?.throwIfAborted();
+          const result = await this.#runCase(query, testCase);
+          cases.push(result);
+          onCase(result);
+        }
+      }
+    } finally {
+      await warehouse.command(`DROP DATABASE ${database} SYNC`);
+    }
+    return { file: test.file, query: query.name, problems, cases };
+  }
+
+  /** Loads a fixture through `savedq load`'s own rules: an event they refuse breaks the test file. */
+  async #load(test: TestFile, fixture: Fixture): Promise<DefinitionProblem[]> {
+    const refused: DefinitionProblem[] = [];
+    const { table, source } = fixture;
+    if ('file' in source) {
+      let fd: number;
+      try {
+        fd = openSync(source.file, 'r');
+      } catch (err) {
+        return [{ file: test.file, line: fixture.line, message: `cannot read fixture ${source.file}: ${errnoText(err, 'file')}.` }];
+      }
+      try {
+        await loadEvents(this.#warehouse, table, { kind: 'file', fd }, {
+          onReject: (line, reason) => refused.push({ file: source.file, line, message: `the load refuses this event of the ${table} fixture: ${reason}.` }),
+        });
+      } finally {
+        closeSync(fd);
+      }
+    } else {
+      const lines = source.events.map((e) => `${e.json}\n`).join('');
+      await loadEvents(this.#warehouse, table, [lines], {
+        onReject: (line, reason) => refused.push({ file: test.file, line: source.events[line - 1]?.line ?? fixture.line, message: `the load refuses this event of the ${table} fixture: ${reason}.` }),
+      });
+    }
+    return refused;
+  }
+
+  async #runCase(query: SavedQuery, testCase: TestCase): Promise<CaseResult> {
+    const started = performance.now();
+    let outcome: CallOutcome;
+    try {
+      const params = normaliseParams(query, testCase.params);
+      await checkPatterns(query, params);
+      let rowsRead = Number.NaN;
+      const rows = await executeQuery(this.#warehouse, query, params, {
+        now: testCase.at,
+        timeoutSeconds: this.#timeoutSeconds,
+        onRowsRead: (n) => (rowsRead = n),
+      });
+      outcome = { rows, rowsRead };
+    } catch (err) {
+      if (!(err instanceof SavedqError)) throw err;
+      const kind = err instanceof InputError ? 'input' : err instanceof DefinitionError ? 'definition' : 'failure';
+      outcome = { error: { kind, message: err.message } };
+    }
+    const ms = performance.now() - started;
+    return { name: testCase.name, line: testCase.line, ms, outcome, failures: failures(testCase, outcome), updated: [] };
+  }
+
+  /** Stops the engine and removes its data directory. */
+  async close(): Promise<void> {
+    try {
+      await this.#warehouse.close();
+    } finally {
+      rmSync(this.#dir, { recursive: true, force: true });
+    }
+  }
+}
+
+/** What the engine said, without savedq's own framing. */
+function engineMessage(err: unknown): string {
+  if (err instanceof SavedqError) {
+    const engine = (err as { engine?: { message: string } }).engine;
+    return engine?.message ?? err.message;
+  }
+  throw err;
+}
