@@ -112,12 +112,11 @@ export function junitReport(results: readonly FileResult[]): string {
         .className(result.query ?? file)
         .name('test file')
         .file(file)
-        .error(first ? problemText(first) : 'broken', 'broken')
-        .stacktrace(result.problems.map(problemText).join('\n'));
+        .error(first ? problemText(first) : 'broken', 'broken', result.problems.map(problemText).join('\n'));
       continue;
     }
     for (const c of result.cases) {
-      const testCase = suite.testCase().className(result.query ?? file).name(c.name).file(file).time(c.ms / 1000);
+      const testCase = suite.testCase().className(result.query ?? file).name(c.name).file(file).time(Math.round(c.ms) / 1000);
       if (c.failures.length > 0) {
         testCase.failure(c.failures.map((f) => f.message).join('; '), c.failures[0]?.expectation ?? 'failure').stacktrace(c.failures.flatMap(failureLines).join('\n'));
       }

@@ -55,7 +55,7 @@ export class TestEngine {
 
   /** Starts the engine on a new temporary data directory (made 0700). */
   static async start(timeoutSeconds: number, signal?: AbortSignal): Promise<TestEngine> {
-    const dir = mkdtempSync(join(tmpdir(), 'savedq-test-'));
+    const dir = mkdtempSync(join(tmpdir(), 'savedq-test-warehouse-'));
     try {
       const warehouse = await openWarehouse({ url: undefined, dataDir: dir, lockWaitMs: 0, timeoutSeconds, signal, createTables: false, useShared: false });
       return new TestEngine(dir, warehouse, timeoutSeconds);
