@@ -5,9 +5,10 @@
 //   BENCH_REPS=7                 repetitions per side
 //   BENCH_LOAD_ROWS=1000000      lines in the NDJSON file the load figure uses
 //   BENCH_HTTP_SECONDS=5         seconds per HTTP measurement
-//   BENCH_ONLY=scale,queries,load which parts to run: scale (cache miss, hit, rows read, and at the
-//                                first size HTTP and what a running serve does for other processes),
-//                                queries (200 saved queries of a user's own), load
+//   BENCH_ONLY=scale,queries,load,tests which parts to run: scale (cache miss, hit, rows read, and at
+//                                the first size HTTP and what a running serve does for other
+//                                processes), queries (200 saved queries of a user's own), load,
+//                                tests (savedq test)
 //
 // The HTTP figures need a load generator that is not the bottleneck: wrk when it is on the PATH
 // (`apt-get install wrk`), else autocannon (a dev dependency).
@@ -32,7 +33,7 @@ const SIZES = (process.env.BENCH_ROWS ?? '1000000,10000000').split(',').map(Numb
 const REPS = Number(process.env.BENCH_REPS ?? 7);
 const LOAD_ROWS = Number(process.env.BENCH_LOAD_ROWS ?? 1_000_000);
 const HTTP_SECONDS = Number(process.env.BENCH_HTTP_SECONDS ?? 5);
-const ONLY = (process.env.BENCH_ONLY ?? 'scale,queries,load').split(',');
+const ONLY = (process.env.BENCH_ONLY ?? 'scale,queries,load,tests').split(',');
 const AT = '2026-11-20T12:00:00Z';
 const PROJECTS = 200;
 
@@ -385,7 +386,7 @@ async function queriesFigure() {
   const folder = join(work, 'queries');
   mkdirSync(folder);
   const examples = here('../sql/examples/');
-  const sources = readdirSync(examples).map((f) => readFileSync(join(examples, f), 'utf8'));
+  const sources = readdirSync(examples).filter((f) => f.endsWith('.sql')).map((f) => readFileSync(join(examples, f), 'utf8'));
   for (let i = 0; i < COUNT; i++) {
     // Each a query of its own (its own SQL, so its own digest and id), as a team's folder would hold.
     writeFileSync(join(folder, `team.query-${String(i).padStart(3, '0')}.sql`), `${sources[i % sources.length].trimEnd()}\n-- variant ${i}\n`);
@@ -454,6 +455,56 @@ async function loadFigure() {
   console.log(`  memory: peak RSS of load of a ${fmt(mb, 0)} MB file: ${fmt(rss)} MB (goal < 1024 MB whatever the size)`);
 }
 
+/**
+ * savedq test: the shipped tests, and a folder of 20 queries with 5 cases each over shared fixtures of
+ * 10,000 events, each beside one cold `run --no-cache` (the engine's start, on an empty data directory).
+ * The goal: the engine's start plus at most 30 ms a case.
+ */
+async function testsFigure() {
+  const FILES = 20;
+  const CASES = 5;
+  const EVENTS = 10_000;
+  console.log(`\ntests: savedq test --builtin, and ${FILES} queries x ${CASES} cases over ${EVENTS.toLocaleString('en-US')} shared events`);
+  const folder = join(work, 'tested');
+  mkdirSync(join(folder, 'fixtures'), { recursive: true });
+  const lines = [];
+  for (let i = 0; i < EVENTS; i++) {
+    const p = `project-${i % 10}`;
+    const ts = new Date(Date.parse(AT) - (i % 86_400) * 60_000).toISOString();
+    lines.push(`{"timestamp":"${ts}","project":"${p}","metadata":{"request":{"method":"GET","url":"https://${p}.example/rest/v1/t${i % 7}","path":"/rest/v1/t${i % 7}"},"response":{"status_code":${[200, 201, 301, 404, 500][i % 5]}}}}`);
+  }
+  writeFileSync(join(folder, 'fixtures', 'edge.ndjson'), `${lines.join('\n')}\n`);
+  const examples = here('../sql/examples/');
+  const kinds = [
+    ['errors.by-path.sql', (n) => `{ project: project-${n} }`],
+    ['traffic.daily.sql', (n) => `{ url: 'project-${n}\\.', since: 2026-11-01 }`],
+    ['status.classes-hourly.sql', (n) => `{ projects: project-${n} }`],
+  ];
+  for (let i = 0; i < FILES; i++) {
+    const [source, params] = kinds[i % kinds.length];
+    const name = `bench.q-${String(i).padStart(2, '0')}`;
+    writeFileSync(join(folder, `${name}.sql`), `${readFileSync(join(examples, source), 'utf8').trimEnd()}\n-- variant ${i}\n`);
+    const cases = Array.from({ length: CASES }, (_, c) => `  - name: case ${c}\n    params: ${params(c)}\n    row_count: 0\n`).join('');
+    writeFileSync(join(folder, `${name}.test.yaml`), `at: ${AT}\nfixtures:\n  edge_logs: fixtures/edge.ndjson\ncases:\n${cases}`);
+  }
+  const env = { SAVEDQ_QUERIES: folder, SAVEDQ_DATA_DIR: join(work, 'tests-unused'), SAVEDQ_CACHE_FILE: join(work, 'tests-cache.sqlite') };
+  // The counts the queries return, written in by --update (which exits 0 once they are).
+  timed('node', [BIN, '--quiet', 'test', '--update'], env);
+  let n = 0;
+  const cold = () => timed('node', [BIN, 'run', 'usage.api-counts', '-p', 'project=x', '-p', 'interval=daily', '--no-cache'], { SAVEDQ_DATA_DIR: join(work, `tests-cold-${n++}`) }).ms;
+  const [folderMs, coldMs] = sideBySide(() => timed('node', [BIN, '--quiet', 'test'], env).ms, cold, Math.min(REPS, 5));
+  const perCase = (folderMs - coldMs) / (FILES * CASES);
+  console.log(`  ${FILES} files x ${CASES} cases: ${fmt(folderMs, 0)} ms; one cold run --no-cache: ${fmt(coldMs, 0)} ms; (difference) per case: ${fmt(perCase)} ms (goal <= 30 ms)`);
+  figures.push({ name: `savedq test, per case beyond one engine start (${FILES} x ${CASES} over ${EVENTS} events)`, ratio: perCase / 30, goal: '<= 1 (30 ms)' });
+  const builtinEnv = { ...env, SAVEDQ_QUERIES: '' };
+  const report = JSON.parse(timed('node', [BIN, '--quiet', 'test', '--builtin', '-f', 'json'], builtinEnv).stdout);
+  const cases = report.passed;
+  const [builtinMs, coldMs2] = sideBySide(() => timed('node', [BIN, '--quiet', 'test', '--builtin'], builtinEnv).ms, cold, Math.min(REPS, 5));
+  const perBuiltin = (builtinMs - coldMs2) / cases;
+  console.log(`  test --builtin (${report.files.length} files, ${cases} cases): ${fmt(builtinMs, 0)} ms; one cold run --no-cache: ${fmt(coldMs2, 0)} ms; per case: ${fmt(perBuiltin)} ms`);
+  figures.push({ name: `savedq test --builtin, per case beyond one engine start (${cases} cases)`, ratio: perBuiltin / 30, goal: '<= 1 (30 ms)' });
+}
+
 console.log(`savedq bench: ${SIZES.join(', ')} rows a table, ${REPS} repetitions a side, medians`);
 const scaling = {};
 if (ONLY.includes('scale')) for (const rows of SIZES) scaling[rows] = await scale(rows);
@@ -466,5 +517,6 @@ if (ONLY.includes('scale') && SIZES.length > 1) {
 }
 if (ONLY.includes('queries')) await queriesFigure();
 if (ONLY.includes('load')) await loadFigure();
+if (ONLY.includes('tests')) await testsFigure();
 console.log('\nsummary (ratio, goal):');
 for (const f of figures) console.log(`  ${f.ratio.toFixed(2).padStart(6)}  ${f.goal.padEnd(8)} ${f.name}`);

@@ -179,11 +179,15 @@ cases:
       'errors.by-path.test.yaml': counts(2),
       'same.sql': ERRORS.replace('description:', 'name: errors.again\ndescription:'),
       'same.test.yaml': counts(3),
+      // The same fixtures as the first file's: the same warehouse, which the cases only read.
+      'twin.sql': ERRORS.replace('description:', 'name: errors.twin\ndescription:'),
+      'twin.test.yaml': counts(2),
     });
     const r = await test(queries);
     expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(r.stdout).toMatch(/^ok +errors\.by-path {2}sees its own 2 events/m);
     expect(r.stdout).toMatch(/^ok +errors\.again {2}sees its own 3 events/m);
+    expect(r.stdout).toMatch(/^ok +errors\.twin {2}sees its own 2 events/m);
   });
 
   it('names the file and line of a broken test file, runs the others, and exits 2', async () => {

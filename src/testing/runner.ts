@@ -1,4 +1,4 @@
-import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -37,15 +37,17 @@ export interface FileResult {
 
 /**
  * Test files' warehouses: one embedded engine on a temporary data directory of its own, started once
- * for every test file of a run, and removed with everything in it when closed. Each test file gets an
- * empty database of its own there (its setup, then its fixtures, then its cases), so two files'
- * fixtures of one table never meet. The user's data directory, cache and server are never touched.
+ * for every test file of a run, and removed with everything in it when closed. Each test file's cases
+ * run on a database that holds its setup and fixtures and nothing else, so two files' fixtures of one
+ * table never meet. The user's data directory, cache and server are never touched.
  */
 export class TestEngine {
   readonly #dir: string;
   readonly #warehouse: Warehouse;
   readonly #timeoutSeconds: number;
-  #files = 0;
+  /** Databases made so far, by what they hold (warehouseKey). */
+  readonly #databases = new Map<string, string>();
+  #made = 0;
 
   private constructor(dir: string, warehouse: Warehouse, timeoutSeconds: number) {
     this.#dir = dir;
@@ -67,17 +69,39 @@ export class TestEngine {
 
   /**
    * Runs a test file's cases on a database of its own: setup, then fixtures, loaded once for all its
-   * cases. `onCase` hears each case as it ends.
+   * cases. Test files whose setup and fixtures are the same (the same statements, the same files
+   * unchanged, the same events) share one: the cases only read (a saved query runs read-only), so what
+   * one file's cases see is what its own database would hold. `onCase` hears each case as it ends.
    */
   async run(test: TestFile, query: SavedQuery, onCase: (result: CaseResult) => void, signal?: AbortSignal): Promise<FileResult> {
-    const warehouse = this.#warehouse;
-    const database = `savedq_test_${++this.#files}`;
-    await warehouse.command(`CREATE DATABASE ${database}`);
-    await warehouse.command(`USE ${database}`);
-    await makeTables(warehouse);
-    const problems: DefinitionProblem[] = [];
+    const key = warehouseKey(test);
+    let database = this.#databases.get(key);
+    if (database === undefined) {
+      const made = await this.#make(test);
+      if ('problems' in made) return { file: test.file, query: query.name, problems: made.problems, cases: [] };
+      database = made.database;
+      this.#databases.set(key, database);
+    }
+    await this.#warehouse.command(`USE ${database}`);
     const cases: CaseResult[] = [];
+    for (const testCase of test.cases) {
+      signal?.throwIfAborted();
+      const result = await this.#runCase(query, testCase);
+      cases.push(result);
+      onCase(result);
+    }
+    return { file: test.file, query: query.name, problems: [], cases };
+  }
+
+  /** A database for a test file: its log tables, its setup, then its fixtures; dropped again if any is refused. */
+  async #make(test: TestFile): Promise<{ database: string } | { problems: DefinitionProblem[] }> {
+    const warehouse = this.#warehouse;
+    const database = `savedq_test_${++this.#made}`;
+    await warehouse.command(`CREATE DATABASE ${database}`);
+    const problems: DefinitionProblem[] = [];
     try {
+      await warehouse.command(`USE ${database}`);
+      await makeTables(warehouse);
       for (const statement of test.setup) {
         try {
           await warehouse.command(statement.sql);
@@ -86,21 +110,13 @@ export class TestEngine {
           break;
         }
       }
-      // Setup may have moved elsewhere (USE): the fixtures and cases are this file's.
+      // Setup may have moved elsewhere (USE): the fixtures are this file's.
       await warehouse.command(`USE ${database}`);
       if (problems.length === 0) for (const fixture of test.fixtures) problems.push(...(await this.#load(test, fixture)));
-      if (problems.length === 0) {
-        for (const testCase of test.cases) {
-          signal?.throwIfAborted();
-          const result = await this.#runCase(query, testCase);
-          cases.push(result);
-          onCase(result);
-        }
-      }
     } finally {
-      await warehouse.command(`DROP DATABASE ${database} SYNC`);
+      if (problems.length > 0) await warehouse.command(`DROP DATABASE ${database} SYNC`);
     }
-    return { file: test.file, query: query.name, problems, cases };
+    return problems.length > 0 ? { problems } : { database };
   }
 
   /** Loads a fixture through `savedq load`'s own rules: an event they refuse breaks the test file. */
@@ -160,6 +176,16 @@ export class TestEngine {
       rmSync(this.#dir, { recursive: true, force: true });
     }
   }
+}
+
+/** What a test file's warehouse holds, as a key: its setup, and its fixtures (a file by its path, size and time). */
+function warehouseKey(test: TestFile): string {
+  const fixtures = test.fixtures.map(({ table, source }) => {
+    if (!('file' in source)) return [table, source.events.map((e) => e.json)];
+    const stat = statSync(source.file, { throwIfNoEntry: false });
+    return [table, source.file, stat?.size, stat?.mtimeMs, stat?.ino];
+  });
+  return JSON.stringify([test.setup.map((s) => s.sql), fixtures]);
 }
 
 /** What the engine said, without savedq's own framing. */
