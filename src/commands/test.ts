@@ -45,7 +45,7 @@ export async function testCommand(lib: Savedq, options: TestCommandOptions, io: 
   });
   const ms = performance.now() - started;
   if (format === 'json') io.stdout.write(jsonReport(results, ms));
-  if (format === 'junit') io.stdout.write(junitReport(results));
+  if (format === 'junit') io.stdout.write(await junitReport(results));
   const counts = tally(results);
   const summary = `test: ${summaryText(counts, ms)}`;
   if (counts.broken > 0) throw new DefinitionError(`${summary}.`);

@@ -1,7 +1,6 @@
-import { createRequire } from 'node:module';
 import { Chalk } from 'chalk';
+import type { Builder as JUnitReportBuilder } from 'junit-report-builder';
 import { displayPath, problemText } from '../queries/catalog.js';
-import { packageRoot } from '../package.js';
 import type { Failure } from './expect.js';
 import type { CaseResult, FileResult } from './runner.js';
 
@@ -92,15 +91,15 @@ export function jsonReport(results: readonly FileResult[], ms: number): string {
   return `${JSON.stringify(report, null, 2)}\n`;
 }
 
-/** The JUnit XML builder: loaded only for `-f junit` (left out of the CLI's bundle, see esbuild.config.mjs). */
-type Builder = typeof import('junit-report-builder').default;
-
 /**
  * The run as JUnit XML, which CI systems read: a test suite a test file, a test case a case; a broken
  * test file is a suite with one case in error.
  */
-export function junitReport(results: readonly FileResult[]): string {
-  const junit = (createRequire(packageRoot)('junit-report-builder') as Builder).newBuilder().name('savedq test');
+export async function junitReport(results: readonly FileResult[]): Promise<string> {
+  // Loaded only for `-f junit` (left out of the CLI's bundle, see esbuild.config.mjs).
+  // A CommonJS package whose module.exports is the builder (its types say `exports.default`).
+  const builder = (await import('junit-report-builder')).default as unknown as JUnitReportBuilder;
+  const junit = builder.newBuilder().name('savedq test');
   for (const result of results) {
     const file = displayPath(result.file);
     const suite = junit.testSuite().name(result.query ?? file);
