@@ -4,7 +4,7 @@ import { resolveConfig, type ConfigFlags } from './config.js';
 import { InterruptedError, SavedqError } from './errors.js';
 import { Savedq } from './library.js';
 import { packageRoot } from './package.js';
-import { FORMATS } from './output/index.js';
+import { FORMATS, RUN_FORMATS } from './output/index.js';
 import type { CliShape, CommandShape, OptionShape } from './commands/completion.js';
 import { CHECK_FORMATS, SHELLS, TEST_FORMATS } from './commands/choices.js';
 import { note, report, type CommonOptions, type Io } from './commands/io.js';
@@ -48,9 +48,9 @@ function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
 }
 
-/** -f/--format, as run, list and cache list take it. */
-function formatOption(): Option {
-  return new Option('-f, --format <format>', 'output format (default: table on a terminal, else json)').choices(FORMATS);
+/** -f/--format, as list and cache list take it (and run, with a chart besides). */
+function formatOption(choices: readonly string[] = FORMATS): Option {
+  return new Option('-f, --format <format>', 'output format (default: table on a terminal, else json)').choices(choices);
 }
 
 /** An "Examples:" section for a command's help. */
@@ -95,7 +95,7 @@ program
   .description('run a saved query and print its rows')
   .argument('<query>', 'saved query name or id')
   .option('-p, --param <name=value>', 'a parameter (repeatable)', collect, [])
-  .addOption(formatOption())
+  .addOption(formatOption(RUN_FORMATS))
   .option('--no-cache', 'neither read nor write the results cache')
   .option('--refresh', 'run the query and replace the cached result')
   .option('--at <iso>', 'run the query as of this instant instead of now')
@@ -104,6 +104,7 @@ program
     examples(
       'savedq run usage.api-counts -p project=acme-shop -p interval=hourly',
       'savedq run functions.invocation-stats -p project=acme-shop -p interval=1hr -f table',
+      'savedq run usage.api-counts -p project=acme-shop -p interval=minutely -f chart',
       'savedq run logs.all -p project=acme-shop -p project_tier=PRO -p iso_timestamp_start=2026-11-21T00:00:00Z',
       'savedq run 0f4c6b2e-7f3a-4a51-9a8e-3d2b1c5e6f01 -p project=acme-shop --at 2026-11-21T12:00:00Z -f csv',
     ),

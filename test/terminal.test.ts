@@ -5,6 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { loadCommand } from '../src/commands/load.js';
 import { resolveColor as useColor } from '../src/config.js';
 import { render } from '../src/output/index.js';
+import { examplesDir } from '../src/package.js';
 import { schemaDdl } from '../src/warehouse/schema.js';
 import { binPath, captureIo, cli, endpoints, findEndpoint, NO_CONFIG, tempDir, testLibrary } from './helpers.js';
 
@@ -76,7 +77,8 @@ describe('shell completion', () => {
     expect(complete("savedq run usage.api-counts -p interval=h")).toEqual(['interval=hourly']);
     expect(complete('savedq ca')).toEqual(['cache']);
     expect(complete("savedq load ''")).toEqual(['edge_logs', 'function_edge_logs']);
-    expect(complete("savedq run logs.all -f ''")).toEqual(['table', 'json', 'ndjson', 'csv']);
+    expect(complete("savedq run logs.all -f ''")).toEqual(['table', 'json', 'ndjson', 'csv', 'chart']);
+    expect(complete("savedq list -f ''")).toEqual(['table', 'json', 'ndjson', 'csv']);
     expect(complete("savedq check -f ''")).toEqual(['text', 'json']);
     expect(complete("savedq cache ''")).toEqual(['list', 'clear']);
   });
@@ -174,7 +176,7 @@ describe('growing past one machine', () => {
   });
 });
 
-describe('tables in a real terminal', () => {
+describe('tables and charts in a real terminal', () => {
   const termEnv = { SAVEDQ_DATA_DIR: join(dir, 'term-data'), SAVEDQ_CACHE_FILE: join(dir, 'term.sqlite') };
   beforeAll(async () => {
     const r = await cli(['load', '--sample'], { env: termEnv });
@@ -182,7 +184,7 @@ describe('tables in a real terminal', () => {
   });
 
   /** What a terminal of `columns` shows of a command (through `script`, a real pseudo-terminal), without colour codes. */
-  function inTerminal(columns: number, args: readonly string[]): string {
+  function inTerminal(columns: number, args: readonly string[], { raw = false } = {}): string {
     const command = [process.execPath, binPath, ...args].map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(' ');
     const shown = spawnSync('script', ['-qec', `stty cols ${columns} rows 50; exec ${command}`, '/dev/null'], {
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', XDG_CONFIG_HOME: NO_CONFIG, ...termEnv },
@@ -191,8 +193,9 @@ describe('tables in a real terminal', () => {
       timeout: 30_000,
     });
     expect(shown.status, shown.stderr).toBe(0);
+    const text = shown.stdout.replace(/\r/g, '');
     // eslint-disable-next-line no-control-regex
-    return shown.stdout.replace(/\r/g, '').replace(/\u001b\[[\d;]*m/g, '');
+    return raw ? text : text.replace(/\u001b\[[\d;]*m/g, '');
   }
   const widest = (text: string) => Math.max(...text.split('\n').map((line) => [...line].length));
   const stats = ['run', 'functions.invocation-stats', '-p', 'project=acme-shop', '-p', 'interval=7day'];
@@ -230,5 +233,83 @@ describe('tables in a real terminal', () => {
     const forced = inTerminal(80, ['--no-expanded', ...stats]);
     expect(forced).toMatch(/^│ timestamp/m);
     expect(widest(forced)).toBeGreaterThan(80);
+  });
+
+  // One instant for every chart below, so a terminal's picture and a pipe's are of the same rows.
+  const at = new Date().toISOString();
+  const traffic = ['run', 'usage.api-counts', '-p', 'project=acme-shop', '-p', 'interval=minutely', '--at', at, '-f', 'chart'];
+  const counters = ['total_rest_requests', 'total_storage_requests', 'total_auth_requests', 'total_realtime_requests'];
+  const shownTime = (iso: string) => iso.replace('T', ' ').replace(/Z$/, '');
+
+  it('charts a time series at 80, 100 and 200 columns: a chart a numeric field, headed by its figures, the time axis labelled at both ends', async () => {
+    const json = await cli(['run', 'usage.api-counts', '-p', 'project=acme-shop', '-p', 'interval=minutely', '--at', at, '-f', 'json'], { env: termEnv });
+    const rows = JSON.parse(json.stdout) as Record<string, number | string>[];
+    expect(rows.length).toBeGreaterThan(10);
+    for (const columns of [80, 100, 200]) {
+      const text = inTerminal(columns, traffic);
+      expect(widest(text), `${columns}\n${text}`).toBeLessThanOrEqual(columns);
+      for (const field of counters) {
+        const values = rows.map((r) => r[field] as number);
+        // The heading's figures are the rows' own.
+        expect(text, `${columns} ${field}`).toContain(`${field}  min ${Math.min(...values)}  max ${Math.max(...values)}  last ${values[values.length - 1]}`);
+      }
+      expect(text.match(/[╭╮╯╰─│]/g)?.length, `${columns}`).toBeGreaterThan(counters.length * 20);
+      const axis = new RegExp(`^ +${shownTime(rows[0]?.timestamp as string)} +${shownTime(rows[rows.length - 1]?.timestamp as string)}$`, 'gm');
+      expect(text.match(axis)?.length, `${columns}\n${text}`).toBe(counters.length);
+      expect(text).toContain(`${rows.length} rows by timestamp`);
+    }
+  });
+
+  it('draws the same chart in a pipe, without a colour code; colour only on a terminal', async () => {
+    const piped = await cli(traffic, { env: termEnv });
+    expect(piped.code, piped.stderr).toBe(0);
+    expect(piped.stdout).not.toContain('\u001b');
+    expect(inTerminal(80, ['--quiet', ...traffic])).toBe(piped.stdout); // --quiet: the terminal shows standard error too
+    expect(inTerminal(80, traffic, { raw: true })).toContain('\u001b[1mtotal_rest_requests');
+    expect(inTerminal(80, ['--no-color', ...traffic], { raw: true })).not.toContain('\u001b');
+  });
+
+  it('draws a text field and numbers as bars, one a row, the value at its end', async () => {
+    const args = ['run', 'errors.by-path', '--queries', examplesDir, '-p', 'project=acme-shop', '--at', at];
+    const rows = JSON.parse((await cli([...args, '-f', 'json'], { env: termEnv })).stdout) as { path: string; errors: number }[];
+    expect(rows.length).toBeGreaterThan(3);
+    for (const columns of [80, 100, 200]) {
+      const text = inTerminal(columns, [...args, '-f', 'chart']);
+      expect(widest(text), `${columns}\n${text}`).toBeLessThanOrEqual(columns);
+      const block = text.slice(text.indexOf('errors\n') + 7, text.indexOf('\n\nserver_errors'));
+      const bars = block.split('\n').map((line) => /^(\S+) +([█▏▎▍▌▋▊▉]*) (\d+)$/.exec(line));
+      expect(bars.map((b) => b && [b[1], Number(b[3])]), `${columns}\n${text}`).toEqual(rows.map((r) => [r.path.length > columns * 0.4 ? expect.stringMatching(/…$/) : r.path, r.errors]));
+      // The longest bar is the largest value's, and a bar's length follows its value.
+      const lengths = bars.map((b) => [...(b?.[2] ?? '')].length);
+      expect(Math.max(...lengths)).toBe(lengths[rows.findIndex((r) => r.errors === Math.max(...rows.map((x) => x.errors)))]);
+      expect(text).toMatch(/^server_errors$/m);
+    }
+  });
+
+  it('fits a long series to the width: each column the highest of the buckets in it, the peak kept', async () => {
+    const start = Date.parse('2026-11-01T00:00:00Z');
+    const rows = Array.from({ length: 500 }, (_, i) => ({ minute: new Date(start + i * 60_000).toISOString(), calls: i === 333 ? 900 : 10 + (i % 7) }));
+    const fields = [{ name: 'minute', type: 'timestamp' as const }, { name: 'calls', type: 'integer' as const }];
+    const text = [...(await render('chart', rows, { fields, color: false, width: 80 }))].join('');
+    expect(widest(text)).toBeLessThanOrEqual(80);
+    expect(text).toMatch(/^calls  min 10  max 900  last 12$/m);
+    expect(text).toMatch(/^900 ┼ *╭╮$/m); // the one peak, a column wide, at the top
+    expect(text).toContain('2026-11-01 00:00:00');
+    expect(text).toContain('2026-11-01 08:19:00');
+    expect(text).toContain('500 rows by minute; each column is the highest of up to 7 of them');
+  });
+
+  it('refuses to chart what is not a time series or bars, saying what a chart needs', async () => {
+    const logs = await cli(['run', 'logs.all', '-p', 'project=acme-shop', '-f', 'chart'], { env: termEnv });
+    expect(logs).toMatchObject({ code: 2, stdout: '' });
+    expect(logs.stderr).toBe(
+      'savedq: nothing to chart: no numeric field among id, timestamp, event_message, metadata; a chart needs numbers over a timestamp or date field (a time series: one row an instant) or numbers by one text field (bars: one row a value).\n',
+    );
+    const none = await cli(['run', 'usage.api-counts', '-p', 'project=nobody-at-all', '-p', 'interval=daily', '-f', 'chart'], { env: termEnv });
+    expect(none).toMatchObject({ code: 2, stdout: '', stderr: 'savedq: nothing to chart: the query returned no rows.\n' });
+    const shared = await cli(['run', 'status.classes-hourly', '--queries', examplesDir, '-p', 'projects=acme-shop,globex-api', '--at', at, '-f', 'chart'], { env: termEnv });
+    expect(shared).toMatchObject({ code: 2, stdout: '' });
+    expect(shared.stderr).toMatch(/^savedq: nothing to chart: several rows share a value of hour, and several rows share a value of project; a chart needs/);
+    expect((await cli(['list', '-f', 'chart'], { env: termEnv })).code).toBe(2);
   });
 });

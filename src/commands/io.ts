@@ -51,9 +51,9 @@ export function colorOf(io: Io, options: CommonOptions): boolean {
   return resolveColor(options.color, io.stdout.isTTY === true, io.env);
 }
 
-/** The output format a command uses: -f, else a table on a terminal and JSON otherwise. */
-export function outputFormat(io: Io, requested: string | undefined): Format {
-  return chooseFormat(requested, io.stdout.isTTY === true);
+/** The output format a command uses: -f among `allowed`, else a table on a terminal and JSON otherwise. */
+export function outputFormat(io: Io, requested: string | undefined, allowed?: readonly Format[]): Format {
+  return chooseFormat(requested, io.stdout.isTTY === true, allowed);
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { CacheMode, Savedq } from '../library.js';
+import { RUN_FORMATS } from '../output/index.js';
 import { parsePairs } from '../queries/params.js';
 import { checkInterrupted, note, outputFormat, writeRows, type CommonOptions, type Io } from './io.js';
 
@@ -15,7 +16,7 @@ export interface RunOptions extends CommonOptions {
 
 /** `savedq run`: runs a saved query and writes its rows to standard output. */
 export async function runCommand(lib: Savedq, options: RunOptions, io: Io): Promise<void> {
-  const format = outputFormat(io, options.format); // a bad format is refused before anything runs
+  const format = outputFormat(io, options.format, RUN_FORMATS); // a bad format is refused before anything runs
   const result = await lib.run({
     nameOrId: options.nameOrId,
     params: parsePairs(options.params),

@@ -2,7 +2,7 @@ import { InputError } from '../errors.js';
 import type { Row } from '../queries/types.js';
 import { FORMATS, inBatches, type Format, type RenderOptions, type Renderer, type TableField } from './types.js';
 
-export { FORMATS, type Format, type RenderOptions, type TableField } from './types.js';
+export { FORMATS, RUN_FORMATS, type Format, type RenderOptions, type TableField } from './types.js';
 
 function* json(rows: readonly Row[]): Generator<string> {
   if (rows.length === 0) {
@@ -33,6 +33,10 @@ const renderers: Record<Format, () => Promise<Renderer>> = {
   json: async () => json,
   ndjson: async () => ndjson,
   csv: async () => (await import('./csv.js')).renderCsv,
+  chart: async () => {
+    const { renderChart } = await import('./chart.js');
+    return (rows, options) => [renderChart(rows, options)];
+  },
 };
 
 /** Renders rows in a format, in pieces. */
@@ -60,11 +64,11 @@ function typeOfValue(value: unknown): TableField['type'] {
   return 'string';
 }
 
-/** Parses a --format value; the default is a table on a terminal and JSON otherwise. */
-export function chooseFormat(requested: string | undefined, isTerminal: boolean): Format {
+/** Parses a --format value among `allowed`; the default is a table on a terminal and JSON otherwise. */
+export function chooseFormat(requested: string | undefined, isTerminal: boolean, allowed: readonly Format[] = FORMATS): Format {
   if (requested === undefined) return isTerminal ? 'table' : 'json';
-  if (!(FORMATS as readonly string[]).includes(requested)) {
-    throw new InputError(`invalid format ${JSON.stringify(requested)}: one of ${FORMATS.join(', ')}.`);
+  if (!(allowed as readonly string[]).includes(requested)) {
+    throw new InputError(`invalid format ${JSON.stringify(requested)}: one of ${allowed.join(', ')}.`);
   }
   return requested as Format;
 }

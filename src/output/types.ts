@@ -1,8 +1,10 @@
 import type { FieldDefinition, Row } from '../queries/types.js';
 
-/** The output formats, one renderer each, shared by every command and by HTTP. */
+/** The output formats of rows, one renderer each, shared by every command that lists and by HTTP. */
 export const FORMATS = ['table', 'json', 'ndjson', 'csv'] as const;
-export type Format = (typeof FORMATS)[number];
+/** `run`'s formats: the others, and a chart of its result (list and cache list are not results to draw). */
+export const RUN_FORMATS = [...FORMATS, 'chart'] as const;
+export type Format = (typeof RUN_FORMATS)[number];
 
 /** A column: a field, and whether it is a key a table never shortens (a name, an id). */
 export interface TableField extends Pick<FieldDefinition, 'name' | 'type'> {
