@@ -292,7 +292,7 @@ describe('tables and charts in a real terminal', () => {
     const fields = [{ name: 'minute', type: 'timestamp' as const }, { name: 'calls', type: 'integer' as const }];
     const text = [...(await render('chart', rows, { fields, color: false, width: 80 }))].join('');
     expect(widest(text)).toBeLessThanOrEqual(80);
-    expect(text).toMatch(/^calls  min 10  max 900  last 12$/m);
+    expect(text).toMatch(/^calls {2}min 10 {2}max 900 {2}last 12$/m);
     expect(text).toMatch(/^900 ┼ *╭╮$/m); // the one peak, a column wide, at the top
     expect(text).toContain('2026-11-01 00:00:00');
     expect(text).toContain('2026-11-01 08:19:00');
