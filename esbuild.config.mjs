@@ -8,7 +8,7 @@
 // the bundle and compiling the functions a run calls. Node 22 has a built-in compile cache; Node 20
 // does not. What each step bought is in the README, Performance.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build } from 'esbuild';
@@ -50,6 +50,22 @@ await build({
   define: { 'import.meta.url': '__bundleUrl' },
   sourcemap: true,
 });
+
+// serve's page (src/http/page): its script with uPlot and its style sheet with uPlot's, each one file
+// for the browser, minified; served from dist/page by the server itself (no CDN, no inline script).
+await build({
+  entryPoints: { app: 'src/http/page/app.ts', style: 'src/http/page/app.css' },
+  outdir: 'dist/page',
+  bundle: true,
+  platform: 'browser',
+  target: ['chrome109', 'firefox115', 'safari16'],
+  format: 'iife',
+  minify: true,
+  charset: 'utf8',
+  legalComments: 'none',
+  logLevel: 'warning',
+});
+for (const file of ['index.html', 'icon.svg']) copyFileSync(`src/http/page/${file}`, `dist/page/${file}`);
 
 // The launcher reads each bundle as Latin-1 (src/launch.ts): a byte past ASCII would be misread.
 for (const name of ['savedq', 'launch', ...Object.keys(apart)]) {

@@ -200,14 +200,15 @@ program
   .option('--token-secret-file <file>', 'secrets of signed tokens, one a line, 32 bytes or more: the first signs, all verify (else env SAVEDQ_TOKEN_SECRETS, comma-separated)')
   .option('--cors-origin <origin>', 'an origin whose pages may call serve from a browser (repeatable; * for any; env SAVEDQ_CORS_ORIGINS, comma-separated)', collect, [])
   .option('--rate-limit <rps>', 'calls a second for each caller without a limit of its own (env SAVEDQ_RATE_LIMIT; default none)')
+  .option('--no-ui', "no page for people at / (default: a form for each saved query, its answer as a table and a chart)")
   .addHelpText(
     'after',
     examples(
-      'SAVEDQ_API_KEYS=secret savedq serve',
+      'SAVEDQ_API_KEYS=secret savedq serve    # then open http://127.0.0.1:4000/',
       "curl -H 'X-API-KEY: secret' 'http://127.0.0.1:4000/api/endpoints/query/usage.api-counts?project=acme-shop&interval=daily'",
     ),
   )
-  .action(async (opts: { host: string; port: string; apiKeyFile?: string; maxConnections?: string; headerTimeout?: string; maxQueue?: string; tokenSecretFile?: string; rateLimit?: string; corsOrigin: string[] }, cmd: Command) => {
+  .action(async (opts: { host: string; port: string; apiKeyFile?: string; maxConnections?: string; headerTimeout?: string; maxQueue?: string; tokenSecretFile?: string; rateLimit?: string; corsOrigin: string[]; ui: boolean }, cmd: Command) => {
     const flags = cmd.optsWithGlobals<GlobalFlags>();
     const { serveCommand, serverLog } = await import('./commands/serve.js');
     const log = serverLog(io, flags);

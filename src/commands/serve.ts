@@ -18,6 +18,8 @@ export interface ServeCommandOptions extends CommonOptions {
   readonly tokenSecretFile?: string | undefined;
   readonly rateLimit?: string | undefined;
   readonly corsOrigin?: readonly string[] | undefined;
+  /** False for --no-ui: no page at `/`. */
+  readonly ui?: boolean | undefined;
   readonly version: string;
   /** The server's log (serverLog), which the library's warnings go to as well. */
   readonly log: ServerLog;
@@ -63,6 +65,7 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
       tokenSecrets: tokenSecrets.map((s) => new TextEncoder().encode(s)),
       corsOrigins,
       rateLimit,
+      ui: options.ui !== false,
       timeoutSeconds: lib.config.queryTimeoutSeconds,
       warmEveryMs: WARM_EVERY_MS,
       version: options.version,

@@ -10,6 +10,7 @@ import { serveMetrics } from './metrics.js';
 import type { Row } from '../queries/types.js';
 import { keyChecker } from './keys.js';
 import { openApiDocument } from './openapi.js';
+import { PAGE_HEADERS, PAGE_PATHS, pageFile } from './page.js';
 
 /** How the HTTP mode runs. */
 export interface ServeOptions {
@@ -35,12 +36,14 @@ export interface ServeOptions {
   readonly rateLimit?: number | undefined;
   /** Origins whose pages may call the server (CORS); `*` any; none: no CORS header at all. */
   readonly corsOrigins?: readonly string[];
+  /** The page for people at `/` (default); false: 404 there, as any unknown path. */
+  readonly ui?: boolean;
 }
 
 /** What a page on another origin may read of an answer. */
 const EXPOSED_HEADERS = 'X-Cache, Age, X-Request-Id, Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset';
 /** The server's own paths, as metric labels (any other path is `other`). */
-const KNOWN_PATHS = new Set(['/health', '/openapi.json', '/metrics', 'preflight']);
+const KNOWN_PATHS = new Set(['/health', '/openapi.json', '/metrics', 'preflight', ...PAGE_PATHS]);
 
 /** What one request's handling learns on the way, for its answer and its log line. */
 interface RequestContext {
@@ -232,9 +235,16 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     const path = q < 0 ? rawUrl : rawUrl.slice(0, q);
     const search = q < 0 ? '' : rawUrl.slice(q + 1);
     const isQuery = path.startsWith(QUERY_PREFIX) && path.length > QUERY_PREFIX.length && !path.slice(QUERY_PREFIX.length).includes('/');
-    const known = isQuery || path === '/health' || path === '/openapi.json' || path === '/metrics';
+    const page = options.ui !== false && PAGE_PATHS.has(path);
+    const known = isQuery || page || path === '/health' || path === '/openapi.json' || path === '/metrics';
     if (!known) throw new NotFoundError('no such path; queries are at /api/endpoints/query/<name|id>.');
     if (req.method !== 'GET' && req.method !== 'HEAD') throw new MethodNotAllowedError(`${req.method ?? 'this method'} is not allowed; use GET.`);
+    if (page) {
+      const { body, type } = await pageFile(path);
+      res.writeHead(200, { ...PAGE_HEADERS, 'Content-Type': type, 'Content-Length': body.length });
+      res.end(body);
+      return { what: path, cache: '-' };
+    }
     if (path === '/health') {
       // The engine's queue, when this server has it open: what an operator (and a test) waits on.
       const queue = lib.engineQueue();

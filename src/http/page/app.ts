@@ -1,0 +1,402 @@
+// serve's page: a form for each saved query, built from the server's OpenAPI document (the one mapping
+// of parameters to JSON Schema), its answer as a table and, for a time series, a chart. Everything it
+// asks for is on this server (relative addresses); the credential stays in this tab's sessionStorage.
+import uPlot from 'uplot';
+
+/** A JSON Schema of a parameter or a field, as /openapi.json gives it. */
+interface Schema {
+  type?: string;
+  format?: string;
+  pattern?: string;
+  enum?: unknown[];
+  examples?: unknown[];
+  minimum?: number;
+  maximum?: number;
+  default?: unknown;
+  items?: Schema;
+  description?: string;
+}
+
+interface Parameter {
+  name: string;
+  required: boolean;
+  description?: string;
+  schema: Schema;
+}
+
+/** A saved query as the page offers it. */
+interface Query {
+  name: string;
+  summary: string;
+  parameters: Parameter[];
+  /** Its rows' fields, in order, with their schemas. */
+  fields: [string, Schema][];
+}
+
+/** What the page reads of a token's claims (the server verifies it; the page only shows what it opens). */
+interface Scope {
+  query: string;
+  fixed_params?: Record<string, string>;
+}
+
+type Row = Record<string, unknown>;
+
+const QUERY_PATH = '/api/endpoints/query/';
+const CREDENTIAL_KEY = 'savedq.credential';
+const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#17becf'];
+
+const byId = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
+const form = byId<HTMLFormElement>('call');
+const credential = byId<HTMLInputElement>('credential');
+const tokenNote = byId<HTMLParagraphElement>('token-note');
+const querySelect = byId<HTMLSelectElement>('query');
+const queryHelp = byId<HTMLElement>('query-help');
+const paramsBox = byId<HTMLFieldSetElement>('params');
+const runButton = byId<HTMLButtonElement>('run');
+const commands = byId<HTMLElement>('commands');
+const asCurl = byId<HTMLElement>('as-curl');
+const asRun = byId<HTMLElement>('as-run');
+const status = byId<HTMLParagraphElement>('status');
+const chartBox = byId<HTMLDivElement>('chart');
+const table = byId<HTMLTableElement>('rows');
+
+let queries: Query[] = [];
+let chart: uPlot | undefined;
+
+/** An element with attributes and children (text is always text: nothing is parsed as HTML). */
+function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string | boolean> = {}, ...children: (Node | string)[]): HTMLElementTagNameMap[K] {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === false) continue;
+    node.setAttribute(name, value === true ? '' : value);
+  }
+  node.append(...children);
+  return node;
+}
+
+function showStatus(text: string, failed = false): void {
+  status.textContent = text;
+  status.classList.toggle('failed', failed);
+  status.setAttribute('role', failed ? 'alert' : 'status');
+}
+
+/** The saved queries of the OpenAPI document: one a name (each also has a path by id, left out). */
+function queriesOf(doc: { paths: Record<string, { get?: { operationId: string; summary?: string; parameters?: Parameter[]; responses: Record<string, unknown> } }> }): Query[] {
+  const found: Query[] = [];
+  for (const [path, item] of Object.entries(doc.paths)) {
+    const get = item.get;
+    if (!path.startsWith(QUERY_PATH) || !get || get.operationId.endsWith('ById')) continue;
+    const ok = get.responses['200'] as { content?: Record<string, { schema?: { properties?: { result?: { items?: { properties?: Record<string, Schema> } } } } }> } | undefined;
+    const properties = ok?.content?.['application/json']?.schema?.properties?.result?.items?.properties ?? {};
+    found.push({ name: path.slice(QUERY_PATH.length), summary: get.summary ?? '', parameters: get.parameters ?? [], fields: Object.entries(properties) });
+  }
+  return found.sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/** A token's scopes, read from its claims (not verified here: the server does that); undefined for a key. */
+function scopesOf(text: string): Scope[] | undefined {
+  const parts = text.split('.');
+  if (parts.length !== 3) return undefined;
+  try {
+    const json = atob((parts[1] ?? '').replace(/-/g, '+').replace(/_/g, '/'));
+    const claims = JSON.parse(json) as { scopes?: unknown; name?: unknown };
+    return Array.isArray(claims.scopes) ? (claims.scopes as Scope[]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A scope's query as the server matches it: a name, or a glob (`*` any run of characters, `?` one). */
+function opens(scope: Scope, name: string): boolean {
+  const pattern = new RegExp(`^${scope.query.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`);
+  return pattern.test(name);
+}
+
+/** The parameters the credential's token fixes for a query (none for a key). */
+function fixedFor(name: string): Record<string, string> {
+  const scopes = scopesOf(credential.value.trim());
+  return scopes?.find((s) => opens(s, name))?.fixed_params ?? {};
+}
+
+const suggestionsOf = (s: Schema): unknown[] => s.examples ?? s.items?.enum ?? s.items?.examples ?? [];
+const isBoolean = (s: Schema) => s.type === 'string' && JSON.stringify(s.enum) === JSON.stringify(['true', 'false', '1', '0']);
+const isTimestamp = (s: Schema) => s.type === 'string' && s.pattern !== undefined && s.description?.startsWith('ISO 8601') === true;
+
+/** A form control for a parameter, by its schema: a list, a checkbox, a date, a bounded number, or text. */
+function controlFor(p: Parameter, id: string): HTMLInputElement | HTMLSelectElement {
+  const s = p.schema;
+  const describedBy = `${id}-help`;
+  const common = { id, name: p.name, 'aria-describedby': describedBy, required: p.required };
+  if (isBoolean(s)) return el('input', { ...common, type: 'checkbox', checked: s.default === true, required: false });
+  if (s.enum) {
+    const select = el('select', common);
+    if (!p.required) select.append(el('option', { value: '' }, s.default !== undefined ? `(default: ${String(s.default)})` : '(none)'));
+    for (const v of s.enum) select.append(el('option', { value: String(v) }, String(v)));
+    return select;
+  }
+  if (s.type === 'integer' || s.type === 'number') {
+    return el('input', {
+      ...common,
+      type: 'number',
+      step: s.type === 'integer' ? '1' : 'any',
+      ...(s.minimum !== undefined ? { min: String(s.minimum) } : {}),
+      ...(s.maximum !== undefined ? { max: String(s.maximum) } : {}),
+      ...(s.default !== undefined ? { placeholder: `default: ${String(s.default)}` } : {}),
+    });
+  }
+  if (isTimestamp(s)) return el('input', { ...common, type: 'datetime-local', step: '1' });
+  if (s.format === 'date') return el('input', { ...common, type: 'date' });
+  const input = el('input', { ...common, type: 'text', spellcheck: 'false', ...(s.default !== undefined ? { placeholder: `default: ${String(s.default)}` } : s.type === 'array' ? { placeholder: 'comma-separated' } : {}) });
+  // Values a query knows well but does not insist on (`other: default`): offered, not imposed.
+  if (suggestionsOf(s).length > 0) input.setAttribute('list', `${id}-values`);
+  return input;
+}
+
+/** What a parameter's value means, said under its control. */
+function helpFor(p: Parameter): string {
+  const s = p.schema;
+  const parts = [p.required ? 'Required.' : 'Optional.'];
+  if (p.description) parts.push(p.description);
+  if (isTimestamp(s)) parts.push('UTC.');
+  if (s.minimum !== undefined || s.maximum !== undefined) parts.push(`From ${s.minimum ?? '…'} to ${s.maximum ?? '…'}.`);
+  return parts.join(' ');
+}
+
+/** The form of the chosen query, its controls filled from `values`; a token's fixed parameters shown read-only. */
+function buildForm(query: Query, values: URLSearchParams): void {
+  const fixed = fixedFor(query.name);
+  paramsBox.replaceChildren(el('legend', {}, `Parameters of ${query.name}`));
+  queryHelp.textContent = query.summary;
+  for (const p of query.parameters) {
+    const id = `param-${p.name}`;
+    const control = controlFor(p, id);
+    const given = fixed[p.name] ?? values.get(p.name);
+    if (given !== null && given !== undefined) setValue(control, given);
+    const help = el('small', { id: `${id}-help` }, helpFor(p));
+    if (fixed[p.name] !== undefined) {
+      control.setAttribute('readonly', '');
+      if (control instanceof HTMLSelectElement) control.disabled = true;
+      control.dataset.fixed = 'true';
+      help.textContent = `Fixed by your token: ${fixed[p.name]}. ${help.textContent ?? ''}`;
+    }
+    const label = el('label', { for: id }, p.name);
+    const row = el('p', { class: 'field' }, label, control, help);
+    const list = control.getAttribute('list');
+    if (list) row.append(el('datalist', { id: list }, ...suggestionsOf(p.schema).map((v) => el('option', { value: String(v) }))));
+    paramsBox.append(row);
+  }
+  runButton.textContent = `Run ${query.name}`;
+  showCommands();
+}
+
+/** A parameter's text as the URL carries it into its control (timestamps without their zone: the control is UTC). */
+function setValue(control: HTMLInputElement | HTMLSelectElement, text: string): void {
+  if (control instanceof HTMLInputElement && control.type === 'checkbox') control.checked = text === 'true' || text === '1';
+  else if (control instanceof HTMLInputElement && control.type === 'datetime-local') control.value = text.replace(/Z$|[+-]00:?00$/, '').replace(/\.\d+$/, '');
+  else control.value = text;
+}
+
+/** The call the form makes: the parameters it gives (empty ones left to their defaults), fixed ones apart. */
+function formValues(query: Query): { given: [string, string][]; fixed: [string, string][] } {
+  const given: [string, string][] = [];
+  const fixed: [string, string][] = [];
+  for (const p of query.parameters) {
+    const control = byId<HTMLInputElement | HTMLSelectElement>(`param-${p.name}`);
+    let value: string;
+    if (control instanceof HTMLInputElement && control.type === 'checkbox') {
+      // Given only when it differs from the default: an untouched box leaves the query as it would be.
+      const def = p.schema.default === true;
+      if (control.checked === def && p.schema.default !== undefined) continue;
+      if (!control.checked && p.schema.default === undefined) continue;
+      value = String(control.checked);
+    } else if (control instanceof HTMLInputElement && control.type === 'datetime-local') {
+      value = control.value === '' ? '' : `${control.value.length === 16 ? `${control.value}:00` : control.value}Z`;
+    } else value = control.value.trim();
+    if (value === '') continue;
+    (control.dataset.fixed ? fixed : given).push([p.name, value]);
+  }
+  return { given, fixed };
+}
+
+const selected = (): Query | undefined => queries.find((q) => q.name === querySelect.value);
+const shellQuote = (text: string) => (/^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`);
+
+/** The call's address on this server. */
+function callUrl(query: Query, given: [string, string][]): string {
+  const search = new URLSearchParams(given).toString();
+  return `${QUERY_PATH}${encodeURIComponent(query.name)}${search ? `?${search}` : ''}`;
+}
+
+/** "Copy as curl" and "copy as savedq run", for what the form says now (the credential never in them). */
+function showCommands(): void {
+  const query = selected();
+  if (!query) return;
+  const { given, fixed } = formValues(query);
+  const url = new URL(callUrl(query, given), location.href).href;
+  const header = credential.value.trim() === '' ? 'X-API-KEY: $SAVEDQ_KEY' : `Authorization: Bearer $SAVEDQ_${scopesOf(credential.value.trim()) ? 'TOKEN' : 'KEY'}`;
+  asCurl.textContent = `curl -H "${header}" ${shellQuote(url)}`;
+  asRun.textContent = ['savedq', 'run', query.name, ...[...fixed, ...given].flatMap(([k, v]) => ['-p', shellQuote(`${k}=${v}`)])].join(' ');
+  commands.hidden = false;
+}
+
+/** The address of this page for the chosen query and its parameters: a link to share (no credential). */
+function shareAddress(query: Query, given: [string, string][]): void {
+  const search = new URLSearchParams(given).toString();
+  history.replaceState(null, '', `#${encodeURIComponent(query.name)}${search ? `?${search}` : ''}`);
+}
+
+async function run(): Promise<void> {
+  const query = selected();
+  if (!query) return;
+  const invalid = [...paramsBox.querySelectorAll<HTMLInputElement | HTMLSelectElement>('input, select')].find((c) => !c.checkValidity());
+  if (invalid) {
+    showStatus(`${invalid.name}: ${invalid.validationMessage}`, true);
+    invalid.focus();
+    return;
+  }
+  const { given } = formValues(query);
+  shareAddress(query, given);
+  const key = credential.value.trim();
+  clearAnswer();
+  showStatus(`Running ${query.name}…`);
+  runButton.disabled = true;
+  const started = performance.now();
+  try {
+    const response = await fetch(callUrl(query, given), { headers: key === '' ? {} : { Authorization: `Bearer ${key}` }, cache: 'no-store' });
+    const body = (await response.json().catch(() => ({}))) as { result?: Row[]; error?: { code: string; message: string } };
+    const ms = Math.round(performance.now() - started);
+    if (!response.ok || !body.result) {
+      clearAnswer();
+      const error = body.error ?? { code: String(response.status), message: response.statusText };
+      showStatus(`${response.status} ${error.code}: ${error.message}`, true);
+      return;
+    }
+    const cache = response.headers.get('X-Cache');
+    const age = response.headers.get('Age');
+    showStatus(`${body.result.length} ${body.result.length === 1 ? 'row' : 'rows'} in ${ms} ms${cache ? ` · cache ${cache.toLowerCase()}${age ? `, ${age} s old` : ''}` : ''}`);
+    showAnswer(query, body.result);
+  } catch (err) {
+    clearAnswer();
+    showStatus(`The server did not answer: ${err instanceof Error ? err.message : String(err)}`, true);
+  } finally {
+    runButton.disabled = false;
+  }
+}
+
+function clearAnswer(): void {
+  chart?.destroy();
+  chart = undefined;
+  chartBox.replaceChildren();
+  table.replaceChildren();
+  table.hidden = true;
+}
+
+const isNumberSchema = (s: Schema | undefined) => s?.type === 'integer' || s?.type === 'number';
+const ISO = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}:\d{2}(\.\d+)?Z)?$/;
+
+/** The rows as a table, and as a chart when they are a time series (a time field with one row an instant, and numbers). */
+function showAnswer(query: Query, rows: Row[]): void {
+  clearAnswer();
+  const fields: [string, Schema][] = query.fields.length > 0 ? query.fields : Object.keys(rows[0] ?? {}).map((k) => [k, { type: typeof rows[0]?.[k] === 'number' ? 'number' : 'string' }]);
+  const numeric = fields.filter(([, s]) => isNumberSchema(s)).map(([name]) => name);
+  table.append(
+    el('caption', {}, `${query.name}: ${rows.length} ${rows.length === 1 ? 'row' : 'rows'}`),
+    el('thead', {}, el('tr', {}, ...fields.map(([name]) => el('th', { scope: 'col' }, name)))),
+    el('tbody', {}, ...rows.map((row) => el('tr', {}, ...fields.map(([name, s]) => el('td', isNumberSchema(s) ? { class: 'number' } : {}, cellText(row[name])))))),
+  );
+  table.hidden = false;
+  const time = fields.find(([name, s]) => (s.format === 'date-time' || s.format === 'date' || rows.every((r) => typeof r[name] === 'string' && ISO.test(r[name] as string))) && new Set(rows.map((r) => r[name])).size === rows.length);
+  if (!time || numeric.length === 0 || rows.length === 0) return;
+  const sorted = [...rows].sort((a, b) => Date.parse(String(a[time[0]])) - Date.parse(String(b[time[0]])));
+  const data: uPlot.AlignedData = [sorted.map((r) => Date.parse(String(r[time[0]])) / 1000), ...numeric.map((name) => sorted.map((r) => (typeof r[name] === 'number' ? (r[name] as number) : null)))];
+  chart = new uPlot(
+    {
+      title: `${query.name} by ${time[0]}`,
+      width: Math.max(320, chartBox.clientWidth),
+      height: 320,
+      scales: { x: { time: true } },
+      // In UTC, as the rows' timestamps are (not the browser's zone).
+      tzDate: (seconds) => uPlot.tzDate(new Date(seconds * 1000), 'Etc/UTC'),
+      series: [{ label: time[0] }, ...numeric.map((name, i) => ({ label: name, stroke: COLORS[i % COLORS.length] ?? 'black', width: 2, points: { show: sorted.length < 60 } }))],
+    },
+    data,
+    chartBox,
+  );
+  chartBox.setAttribute('role', 'img');
+  chartBox.setAttribute('aria-label', `Chart of ${numeric.join(', ')} by ${time[0]}, ${rows.length} points; the table below has the numbers.`);
+}
+
+function cellText(value: unknown): string {
+  if (value === null || value === undefined) return '';
+  return typeof value === 'object' ? JSON.stringify(value) : String(value);
+}
+
+/** The query list for the credential: a token's own queries only. */
+function fillQueries(wanted: string | undefined): void {
+  const scopes = scopesOf(credential.value.trim());
+  const shown = scopes ? queries.filter((q) => scopes.some((s) => opens(s, q.name))) : queries;
+  const current = wanted ?? querySelect.value;
+  querySelect.replaceChildren(...shown.map((q) => el('option', { value: q.name }, q.name)));
+  if (shown.some((q) => q.name === current)) querySelect.value = current;
+  tokenNote.hidden = !scopes;
+  tokenNote.textContent = scopes ? `This token opens ${shown.length} of ${queries.length} saved queries${scopes.some((s) => s.fixed_params && Object.keys(s.fixed_params).length > 0) ? ', some parameters fixed' : ''}.` : '';
+}
+
+/** The query and parameters of the page's address (`#name?param=value`). */
+function fromAddress(): { name: string | undefined; values: URLSearchParams } {
+  const hash = location.hash.slice(1);
+  const q = hash.indexOf('?');
+  const name = decodeURIComponent(q < 0 ? hash : hash.slice(0, q));
+  return { name: name === '' ? undefined : name, values: new URLSearchParams(q < 0 ? '' : hash.slice(q + 1)) };
+}
+
+async function start(): Promise<void> {
+  credential.value = sessionStorage.getItem(CREDENTIAL_KEY) ?? '';
+  try {
+    const response = await fetch('/openapi.json');
+    queries = queriesOf(await response.json());
+  } catch (err) {
+    showStatus(`Could not read the saved queries: ${err instanceof Error ? err.message : String(err)}`, true);
+    return;
+  }
+  const address = fromAddress();
+  fillQueries(address.name);
+  const query = selected();
+  if (!query) {
+    showStatus('No saved query to show.', true);
+    return;
+  }
+  buildForm(query, address.name === query.name ? address.values : new URLSearchParams());
+  if (address.name === query.name && credential.value !== '') await run();
+}
+
+form.addEventListener('submit', (event) => {
+  event.preventDefault();
+  void run();
+});
+querySelect.addEventListener('change', () => {
+  const query = selected();
+  if (query) buildForm(query, new URLSearchParams());
+  clearAnswer();
+  showStatus('');
+});
+credential.addEventListener('change', () => {
+  sessionStorage.setItem(CREDENTIAL_KEY, credential.value.trim());
+  fillQueries(undefined);
+  const query = selected();
+  if (query) buildForm(query, new URLSearchParams(formValues(query).given));
+});
+paramsBox.addEventListener('input', showCommands);
+paramsBox.addEventListener('change', showCommands);
+for (const [button, source] of [
+  [byId<HTMLButtonElement>('copy-curl'), asCurl],
+  [byId<HTMLButtonElement>('copy-run'), asRun],
+] as const) {
+  button.addEventListener('click', () => {
+    navigator.clipboard.writeText(source.textContent ?? '').then(
+      () => showStatus(`Copied: ${source.textContent ?? ''}`),
+      () => showStatus('The browser did not allow copying; select the command and copy it.', true),
+    );
+  });
+}
+void start();

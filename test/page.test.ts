@@ -1,0 +1,210 @@
+/// <reference lib="dom" />
+// The functions given to page.evaluate run in the browser: they see its DOM.
+import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cli, startServe, tempDir, type ServeProcess } from './helpers.js';
+
+// serve's page for people, in real headless Chromium (Debian's): the form built from each query's
+// parameters, the answer as a table and a chart, the credential kept out of the address, and nothing
+// asked of any origin but the server's own.
+const CHROMIUM = '/usr/bin/chromium';
+const dir = tempDir();
+const KEY = 'the-page-key';
+const SECRET = 'a-token-secret-of-forty-bytes-0123456789';
+const env = { SAVEDQ_DATA_DIR: join(dir, 'data'), SAVEDQ_CACHE_FILE: join(dir, 'cache.sqlite'), SAVEDQ_TOKEN_SECRETS: SECRET, SAVEDQ_API_KEYS: KEY };
+/** Where the test leaves its screenshot (SAVEDQ_PAGE_SCREENSHOT: also there, as the README's picture is made). */
+const SCREENSHOT = join(dir, 'page.png');
+
+let server: ServeProcess;
+let browser: Browser;
+
+type Row = Record<string, unknown>;
+const api = async (path: string, credential = KEY): Promise<{ status: number; body: { result?: Row[]; error?: { message: string } } }> => {
+  const res = await fetch(`${server.url}${path}`, { headers: { Authorization: `Bearer ${credential}` } });
+  return { status: res.status, body: (await res.json()) as { result?: Row[]; error?: { message: string } } };
+};
+
+/** A fresh tab (its own sessionStorage) that records every request it makes and every error it logs. */
+async function openTab(path = '/'): Promise<{ tab: Page; requests: string[]; errors: string[] }> {
+  const context = await browser.newContext({ viewport: { width: 1100, height: 1400 } });
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
+  const tab = await context.newPage();
+  const requests: string[] = [];
+  const errors: string[] = [];
+  tab.on('request', (r) => requests.push(r.url()));
+  tab.on('console', (m) => {
+    if (m.type() === 'error' && !/status of 40[13]/.test(m.text())) errors.push(m.text());
+  });
+  tab.on('pageerror', (e) => errors.push(e.message));
+  await tab.goto(`${server.url}${path}`);
+  await tab.getByLabel('Saved query').locator('option').first().waitFor({ state: 'attached', timeout: 60_000 });
+  return { tab, requests, errors };
+}
+
+/** Waits for the answer of a run: rows in the table, or a message of failure. */
+async function answered(tab: Page): Promise<string> {
+  await tab.waitForFunction(() => document.querySelector('#status')?.classList.contains('failed') || !(document.querySelector('#rows') as HTMLElement).hidden, undefined, { timeout: 60_000 });
+  return (await tab.locator('#status').textContent()) ?? '';
+}
+
+const tableRows = (tab: Page) => tab.$$eval('#rows tbody tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
+/** How many pixels of the chart's canvas are drawn on. */
+const drawnPixels = (tab: Page) =>
+  tab.$eval('#chart canvas', (canvas) => {
+    const c = canvas as HTMLCanvasElement;
+    const data = c.getContext('2d')?.getImageData(0, 0, c.width, c.height).data ?? new Uint8ClampedArray();
+    let drawn = 0;
+    for (let i = 3; i < data.length; i += 4) if ((data[i] ?? 0) > 0) drawn += 1;
+    return drawn;
+  });
+
+beforeAll(async () => {
+  const loaded = await cli(['load', '--sample'], { env });
+  expect(loaded.code, loaded.stderr).toBe(0);
+  server = await startServe(env);
+  if (existsSync(CHROMIUM)) {
+    const { chromium } = await import('playwright-core');
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+  }
+}, 120_000);
+afterAll(async () => {
+  await browser?.close();
+});
+
+describe('the page at /', () => {
+  it('is sent with a strict Content-Security-Policy and nosniff, as is everything it loads; --no-ui answers 404 there', async () => {
+    for (const path of ['/', '/ui/app.js', '/ui/style.css', '/ui/icon.svg']) {
+      const res = await fetch(`${server.url}${path}`);
+      expect(res.status, path).toBe(200);
+      expect(res.headers.get('content-security-policy'), path).toMatch(/^default-src 'self';/);
+      expect(res.headers.get('x-content-type-options'), path).toBe('nosniff');
+    }
+    const html = await (await fetch(`${server.url}/`)).text();
+    // No inline script or style: the CSP would refuse them.
+    expect(html).not.toMatch(/<script(?![^>]*\bsrc=)/);
+    expect(html).not.toMatch(/<style|\sstyle=|\son[a-z]+=/);
+    expect(html).not.toMatch(/https?:\/\//);
+    const script = await (await fetch(`${server.url}/ui/app.js`)).text();
+    expect(script).not.toMatch(/https?:\/\/(?!www\.w3\.org\/)/); // uPlot names the SVG namespace, and fetches nothing
+    expect(statSync(new URL('../dist/page/app.js', import.meta.url)).size).toBeLessThan(100_000);
+
+    const off = await startServe({ ...env, SAVEDQ_DATA_DIR: join(dir, 'no-ui-data'), SAVEDQ_CACHE_FILE: join(dir, 'no-ui.sqlite') }, [], ['--no-ui']);
+    try {
+      for (const path of ['/', '/ui/app.js']) expect((await fetch(`${off.url}${path}`)).status, path).toBe(404);
+      expect((await fetch(`${off.url}/health`)).status).toBe(200);
+    } finally {
+      off.child.kill('SIGTERM');
+      await off.exited;
+    }
+  });
+
+  it.runIf(existsSync(CHROMIUM))('runs usage.api-counts from its form: the table has the rows the API gives, a chart is drawn, and no request leaves the origin', async () => {
+    const { tab, requests, errors } = await openTab();
+    await tab.getByLabel('Saved query').selectOption('usage.api-counts');
+    // The form follows the parameters' types: `interval`'s allowed values as a list, project as text.
+    expect(await tab.getByLabel('interval', { exact: true }).evaluate((e) => e.tagName)).toBe('SELECT');
+    expect(await tab.getByLabel('interval', { exact: true }).locator('option').allTextContents()).toEqual(['minutely', 'hourly', 'daily']);
+    await tab.getByLabel('interval', { exact: true }).selectOption('minutely');
+    await tab.getByLabel('project', { exact: true }).fill('acme-shop');
+    expect(await tab.getByLabel('API key or token').getAttribute('type')).toBe('password');
+    await tab.getByLabel('API key or token').fill(KEY);
+    await tab.getByRole('button', { name: 'Run usage.api-counts' }).click();
+    expect(await answered(tab)).toMatch(/^\d+ rows in \d+ ms · cache (miss|hit)/);
+
+    const { body } = await api('/api/endpoints/query/usage.api-counts?project=acme-shop&interval=minutely');
+    const rows = body.result ?? [];
+    expect(rows.length).toBeGreaterThan(10);
+    expect(await tableRows(tab)).toEqual(rows.map((r) => [r.timestamp, r.total_rest_requests, r.total_storage_requests, r.total_auth_requests, r.total_realtime_requests].map(String)));
+    expect(await drawnPixels(tab)).toBeGreaterThan(2_000);
+    expect(await tab.locator('.u-legend .u-series').allTextContents()).toEqual(expect.arrayContaining([expect.stringContaining('total_rest_requests')]));
+
+    // The address is a link to share: the query and its parameters, never the credential.
+    expect(new URL(tab.url()).hash).toBe('#usage.api-counts?project=acme-shop&interval=minutely');
+    expect(tab.url()).not.toContain(KEY);
+    expect(await tab.locator('#as-run').textContent()).toBe('savedq run usage.api-counts -p project=acme-shop -p interval=minutely');
+    expect(await tab.locator('#as-curl').textContent()).toBe(`curl -H "Authorization: Bearer $SAVEDQ_KEY" '${server.url}/api/endpoints/query/usage.api-counts?project=acme-shop&interval=minutely'`);
+    await tab.getByRole('button', { name: 'Copy as savedq run' }).click();
+    expect(await tab.evaluate(() => navigator.clipboard.readText())).toBe('savedq run usage.api-counts -p project=acme-shop -p interval=minutely');
+
+    await tab.screenshot({ path: SCREENSHOT });
+    if (process.env.SAVEDQ_PAGE_SCREENSHOT) await tab.screenshot({ path: process.env.SAVEDQ_PAGE_SCREENSHOT, clip: { x: 0, y: 0, width: 1100, height: 1060 } });
+    expect(statSync(SCREENSHOT).size).toBeGreaterThan(10_000);
+    expect(new Set(requests.map((u) => new URL(u).origin))).toEqual(new Set([server.url]));
+    expect(errors).toEqual([]);
+    await tab.context().close();
+  });
+
+  it.runIf(existsSync(CHROMIUM))('labels every field with its parameter, and is used from the keyboard alone: Enter in a field runs the query', async () => {
+    const { tab, errors } = await openTab('/#functions.invocation-stats?project=acme-shop&interval=1hr');
+    const unlabelled = await tab.$$eval('form input, form select', (controls) => controls.filter((c) => (c as HTMLInputElement).labels?.length !== 1).map((c) => c.id));
+    expect(unlabelled).toEqual([]);
+    // Filled from the address; nothing runs without a credential.
+    expect(await tab.getByLabel('project', { exact: true }).inputValue()).toBe('acme-shop');
+    expect(await tab.getByLabel('interval', { exact: true }).inputValue()).toBe('1hr');
+    expect(await tab.locator('#status').textContent()).toBe('');
+    // Tab from the top reaches the credential, the query, each parameter and the button, in that order.
+    const order: string[] = [];
+    await tab.locator('body').focus();
+    for (let i = 0; i < 12; i++) {
+      await tab.keyboard.press('Tab');
+      order.push(await tab.evaluate(() => document.activeElement?.id || document.activeElement?.textContent || ''));
+    }
+    expect(order.slice(1, 7)).toEqual(['credential', 'query', 'param-project', 'param-function_id', 'param-interval', 'run']);
+    await tab.getByLabel('API key or token').focus();
+    await tab.keyboard.type(KEY);
+    await tab.keyboard.press('Enter');
+    expect(await answered(tab)).toMatch(/^\d+ rows/);
+    const { body } = await api('/api/endpoints/query/functions.invocation-stats?project=acme-shop&interval=1hr');
+    expect((await tableRows(tab)).length).toBe(body.result?.length);
+    expect(await drawnPixels(tab)).toBeGreaterThan(2_000);
+    // A result that is not a time series: a table, and no chart.
+    await tab.getByLabel('Saved query').selectOption('logs.all');
+    await tab.getByLabel('project', { exact: true }).fill('acme-shop');
+    await tab.getByLabel('project', { exact: true }).press('Enter');
+    expect(await answered(tab)).toMatch(/^100 rows/);
+    expect(await tab.locator('#chart canvas').count()).toBe(0);
+    expect(errors).toEqual([]);
+    await tab.context().close();
+  });
+
+  it.runIf(existsSync(CHROMIUM))("shows the server's message for a wrong key, and a token fixed to a project sees that project only", async () => {
+    const { tab, errors } = await openTab('/#usage.api-counts?project=acme-shop&interval=daily');
+    await tab.getByLabel('API key or token').fill('not-a-key');
+    await tab.getByRole('button', { name: 'Run usage.api-counts' }).click();
+    const refused = await api('/api/endpoints/query/usage.api-counts?project=acme-shop&interval=daily', 'not-a-key');
+    expect(refused.status).toBe(401);
+    expect(await answered(tab)).toBe(`401 unauthorized: ${refused.body.error?.message}`);
+    expect(await tab.locator('#rows').isHidden()).toBe(true);
+    await tab.context().close();
+
+    const created = await cli(['token', 'create', '--name', 'acme-dashboard', '--query', 'usage.*', '--fix', 'project=acme-shop'], { env });
+    expect(created.code, created.stderr).toBe(0);
+    const token = created.stdout.trim();
+    // Its link asks for another project: the token's value is the one the form shows, read-only, and the one the rows are of.
+    const pinned = await openTab('/#usage.api-counts?project=globex-api&interval=daily');
+    await pinned.tab.getByLabel('API key or token').fill(token);
+    await pinned.tab.getByLabel('API key or token').press('Tab');
+    expect(await pinned.tab.getByLabel('Saved query').locator('option').allTextContents()).toEqual(['usage.api-counts']);
+    expect(await pinned.tab.getByLabel('project', { exact: true }).inputValue()).toBe('acme-shop');
+    expect(await pinned.tab.getByLabel('project', { exact: true }).getAttribute('readonly')).toBe('');
+    await pinned.tab.getByRole('button', { name: 'Run usage.api-counts' }).click();
+    expect(await answered(pinned.tab)).toMatch(/^\d+ rows/);
+    const acme = await api('/api/endpoints/query/usage.api-counts?project=acme-shop&interval=daily');
+    const globex = await api('/api/endpoints/query/usage.api-counts?project=globex-api&interval=daily');
+    expect(await tableRows(pinned.tab)).toEqual((acme.body.result ?? []).map((r) => [r.timestamp, r.total_rest_requests, r.total_storage_requests, r.total_auth_requests, r.total_realtime_requests].map(String)));
+    expect(acme.body.result).not.toEqual(globex.body.result);
+    // Asked by hand for another project, the server refuses and the page says what it said.
+    await pinned.tab.evaluate(() => document.getElementById('param-project')?.removeAttribute('readonly'));
+    await pinned.tab.evaluate(() => delete (document.getElementById('param-project') as HTMLElement).dataset.fixed);
+    await pinned.tab.getByLabel('project', { exact: true }).fill('globex-api');
+    await pinned.tab.getByRole('button', { name: 'Run usage.api-counts' }).click();
+    expect(await answered(pinned.tab)).toBe(`403 forbidden: parameter 'project' is fixed by the token; it cannot be "globex-api".`);
+    expect(errors.concat(pinned.errors)).toEqual([]);
+    await pinned.tab.context().close();
+  });
+});
