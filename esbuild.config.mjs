@@ -18,7 +18,15 @@ import { codeCacheFile, WRITE_CODE_CACHE_ENV } from './dist/launch.js';
 // loaded on first use (src/lazy.ts): the YAML parser reads a definition's header, which a cache hit
 // never does (the results cache remembers what each definition file said); RE2 checks a pattern before
 // a query runs. The main bundle every run compiles stays small.
-const apart = { yaml: 'yaml', re2: 're2js', jose: 'jose' };
+// The MCP SDK (with zod) is `savedq mcp`'s and serve's /mcp alone: src/mcp/sdk.ts is all of it savedq uses.
+const apart = { yaml: 'yaml', re2: 're2js', jose: 'jose', mcp: './dist/mcp/sdk.js' };
+/** In the CLI bundle, src/mcp/load.ts's import of the SDK module stays an import: the bundle apart answers it. */
+const sdkApart = {
+  name: 'sdk-apart',
+  setup(b) {
+    b.onResolve({ filter: /^\.\/sdk\.js$/ }, (args) => (args.importer.endsWith(join('mcp', 'load.js')) ? { path: args.path, external: true } : undefined));
+  },
+};
 /** Every bundle: one CommonJS file of dist/ for Node. */
 const cjsBundle = {
   outdir: 'dist',
@@ -42,6 +50,7 @@ await build({
   // binaries relative to their own files, and the warehouse client, which a cache hit never loads.
   // prom-client: serve's metrics only, never a run's; junit-report-builder: `test -f junit` only.
   external: ['sqlite3', 'chdb', 'chdb/*', '@clickhouse/client', 'prom-client', 'junit-report-builder', ...Object.values(apart)],
+  plugins: [sdkApart],
   // import() of those becomes require(): they are CommonJS, and the bundle runs as a plain script.
   supported: { 'dynamic-import': false },
   // src/package.ts, the one reader of import.meta.url, is one level under the package root, as is
@@ -76,19 +85,28 @@ for (const name of ['savedq', 'launch', ...Object.keys(apart)]) {
 // prints (`list`, which needs no data), writing the caches of the CLI and of the YAML parser as it
 // exits; and one that checks a pattern (refused before anything runs), for RE2's. Neither reads a
 // user's queries nor touches a data directory or a cache file.
+// And one MCP session over standard input (initialize, tools/list, standard input ends), for the SDK's.
+const mcpSession = [
+  { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'savedq-build', version: '0' } } },
+  { jsonrpc: '2.0', method: 'notifications/initialized' },
+  { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+].map((m) => `${JSON.stringify(m)}\n`).join('');
 const training = [
   [['list', '-f', 'json'], ['savedq.cjs', 'yaml.cjs'], 0],
   [['run', 'usage.api-counts', '-p', 'project=^https://(acme|initech)[0-9]*\\.example/[a-z]+(', '-p', 'interval=daily', '--no-cache'], ['re2.cjs'], 2],
+  [['mcp'], ['mcp.cjs'], 0, mcpSession],
 ];
 for (const [, caches] of training) for (const c of caches) rmSync(codeCacheFile(`dist/${c}`), { force: true });
 // A cache file of their own, new: the definitions are read (and the YAML parser run), whatever the
 // user's cache file remembers, and the user's is never touched.
 const scratch = mkdtempSync(join(tmpdir(), 'savedq-build-'));
 try {
-  for (const [args, caches, expected] of training) {
+  for (const [args, caches, expected, input] of training) {
     const trained = spawnSync(process.execPath, ['bin/savedq.js', ...args], {
       env: { ...process.env, [WRITE_CODE_CACHE_ENV]: caches.join(','), XDG_CONFIG_HOME: '/nonexistent/savedq-build', SAVEDQ_QUERIES: '', SAVEDQ_CACHE_FILE: join(scratch, 'cache.sqlite') },
-      stdio: ['ignore', 'ignore', 'ignore'],
+      input: input ?? '',
+      stdio: ['pipe', 'ignore', 'ignore'],
+      timeout: 60_000,
     });
     if (trained.status !== expected) throw new Error(`writing the code caches ${caches.join(', ')} failed (exit ${trained.status ?? trained.signal})`);
   }

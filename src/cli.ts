@@ -201,6 +201,8 @@ program
   .option('--cors-origin <origin>', 'an origin whose pages may call serve from a browser (repeatable; * for any; env SAVEDQ_CORS_ORIGINS, comma-separated)', collect, [])
   .option('--rate-limit <rps>', 'calls a second for each caller without a limit of its own (env SAVEDQ_RATE_LIMIT; default none)')
   .option('--no-ui', "no page for people at / (default: a form for each saved query, its answer as a table and a chart)")
+  .option('--no-mcp', 'no MCP for agents at /mcp (default: every saved query a tool, with the caller\'s key or token)')
+  .option('--allowed-host <name>', "a name /mcp answers as this server's besides its addresses (repeatable; env SAVEDQ_ALLOWED_HOSTS, comma-separated)", collect, [])
   .addHelpText(
     'after',
     examples(
@@ -208,13 +210,30 @@ program
       "curl -H 'X-API-KEY: secret' 'http://127.0.0.1:4000/api/endpoints/query/usage.api-counts?project=acme-shop&interval=daily'",
     ),
   )
-  .action(async (opts: { host: string; port: string; apiKeyFile?: string; maxConnections?: string; headerTimeout?: string; maxQueue?: string; tokenSecretFile?: string; rateLimit?: string; corsOrigin: string[]; ui: boolean }, cmd: Command) => {
+  .action(async (opts: { host: string; port: string; apiKeyFile?: string; maxConnections?: string; headerTimeout?: string; maxQueue?: string; tokenSecretFile?: string; rateLimit?: string; corsOrigin: string[]; ui: boolean; mcp: boolean; allowedHost: string[] }, cmd: Command) => {
     const flags = cmd.optsWithGlobals<GlobalFlags>();
     const { serveCommand, serverLog } = await import('./commands/serve.js');
     const log = serverLog(io, flags);
     // The server owns the engine while it runs, and shares it with every other savedq process.
     const reporter: Reporter = { warn: (message) => log(`warning: ${message}`), note: log };
     await serveCommand(lib(flags, { ownsEngine: true, reporter }), { ...flags, ...opts, version, log, onListening: () => (serving = true) }, io);
+  });
+
+program
+  .command('mcp')
+  .description('serve the saved queries as MCP tools to a coding agent, over standard input and output')
+  .addHelpText(
+    'after',
+    examples(
+      'claude mcp add savedq -- savedq mcp',
+      'savedq --queries ~/my-queries mcp',
+      'npx @modelcontextprotocol/inspector-cli --cli savedq mcp --method tools/list',
+    ),
+  )
+  .action(async (_opts: unknown, cmd: Command) => {
+    const flags = cmd.optsWithGlobals<GlobalFlags>();
+    const { mcpCommand } = await import('./commands/mcp.js');
+    await mcpCommand(lib(flags), { ...flags, version, signal: interrupt.signal }, io);
   });
 
 const token = program.command('token').description('signed tokens for serve: one project, some queries, a rate limit');

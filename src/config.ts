@@ -201,6 +201,8 @@ export interface ServeSettings {
   readonly rateLimit: number | undefined;
   /** Origins whose pages may call serve (CORS); `*` any; empty: none. */
   readonly corsOrigins: readonly string[];
+  /** Names (with a port or not) /mcp answers a Host header of, besides IP addresses and a loopback's localhost. */
+  readonly allowedHosts: readonly string[];
 }
 
 /** Flags of `savedq serve`. */
@@ -215,6 +217,17 @@ export interface ServeFlags {
   rateLimit?: string | undefined;
   /** --cors-origin, repeatable. */
   corsOrigin?: readonly string[] | undefined;
+  /** --allowed-host, repeatable. */
+  allowedHost?: readonly string[] | undefined;
+}
+
+/** Host names as a Host header carries them, a port or not: anything else is refused at start. */
+function allowedHosts(given: readonly string[]): string[] {
+  const hosts = given.map((h) => h.trim().toLowerCase()).filter((h) => h !== '');
+  for (const host of hosts) {
+    if (!/^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:\d{1,5})?$/.test(host)) throw new InputError(`invalid --allowed-host ${JSON.stringify(host)}: a host name such as savedq.internal or savedq.internal:4000.`);
+  }
+  return hosts;
 }
 
 /** Origins as a browser sends them (scheme://host[:port], no path), or `*`: anything else is refused at start. */
@@ -286,6 +299,7 @@ export function resolveServeSettings(flags: ServeFlags, env: Env = process.env):
     maxQueue: number(first(flags.maxQueue, env.SAVEDQ_MAX_QUEUE) ?? '64', '--max-queue', { min: 1, max: 1_000_000, integer: true, unit: '' }),
     tokenSecrets: resolveTokenSecrets(flags.tokenSecretFile, env),
     corsOrigins: corsOrigins(flags.corsOrigin && flags.corsOrigin.length > 0 ? flags.corsOrigin : (env.SAVEDQ_CORS_ORIGINS ?? '').split(',')),
+    allowedHosts: allowedHosts(flags.allowedHost && flags.allowedHost.length > 0 ? flags.allowedHost : (env.SAVEDQ_ALLOWED_HOSTS ?? '').split(',')),
     rateLimit: ((value) => (value === undefined ? undefined : number(value, '--rate-limit', { min: 0.001, max: 1_000_000, unit: 'calls a second' })))(first(flags.rateLimit, env.SAVEDQ_RATE_LIMIT)),
   };
 }

@@ -161,3 +161,10 @@ export class UriTooLongError extends SavedqError {
   override readonly httpStatus = 414;
   override readonly code = 'uri_too_long';
 }
+
+/** HTTP: a request body over the size the server reads. */
+export class PayloadTooLargeError extends SavedqError {
+  override readonly exitCode = 2;
+  override readonly httpStatus = 413;
+  override readonly code = 'payload_too_large';
+}

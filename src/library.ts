@@ -191,12 +191,12 @@ export class Savedq {
     const { executeQuery } = await import('./queries/run.js');
     const warehouse = await this.warehouse();
     const startedAt = this.clock();
-    const rows = await executeQuery(warehouse, call.query, call.params, {
+    const { rows, truncated } = await executeQuery(warehouse, call.query, call.params, {
       now: call.at ?? microsFromDate(startedAt),
       timeoutSeconds: this.config.queryTimeoutSeconds,
       signal,
     });
-    return { query: call.query, params: call.params, rows, cache: 'off', computedAt: startedAt };
+    return { query: call.query, params: call.params, rows, truncated, cache: 'off', computedAt: startedAt };
   }
 
   /**
@@ -314,6 +314,14 @@ export class Savedq {
     } finally {
       await warehouse.close();
     }
+  }
+
+  /**
+   * Lets go of the warehouse (the embedded data directory) until the next call needs it: a process
+   * that lives long but calls now and then (`savedq mcp`) never holds the engine between calls.
+   */
+  releaseEngine(): Promise<void> {
+    return this.#engine.close();
   }
 
   /** Releases the warehouse (and with it the embedded data directory) and the cache file. */

@@ -127,10 +127,11 @@ describe('logs.all', () => {
 
   it('never returns more than the endpoint maximum, whatever the SQL says', async () => {
     const endpoint = { ...findEndpoint('logs.all'), maxRows: 7 };
-    const rows = await executeQuery(await lib.warehouse(), endpoint, normaliseParams(endpoint, [['project', 'many']]), {
+    const { rows, truncated } = await executeQuery(await lib.warehouse(), endpoint, normaliseParams(endpoint, [['project', 'many']]), {
       now: AT_MICROS,
       timeoutSeconds: 30,
     });
     expect(rows.map((r) => r.event_message)).toEqual(['n0', 'n1', 'n2', 'n3', 'n4', 'n5', 'n6']);
+    expect(truncated).toBe(true);
   });
 });

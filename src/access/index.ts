@@ -6,6 +6,7 @@ import { scopeOf, withFixed } from './scopes.js';
 import { looksLikeToken, verifyToken, type Scope, type TokenClaims } from './tokens.js';
 
 export { readClaims, secretKeys, signToken, verifyToken, type Scope, type TokenClaims } from './tokens.js';
+export { scopeOf } from './scopes.js';
 
 /** Who is asking: an API key (every query, /metrics) or a signed token (its scopes, its limits). */
 export interface Caller {

@@ -5,6 +5,8 @@ import type { SqliteStore } from './store.js';
 /** A stored result. */
 export interface CachedResult {
   readonly rows: Row[];
+  /** The query had more rows than its row limit (entries stored before savedq kept this: absent). */
+  readonly truncated?: boolean;
   /** When the rows were computed (epoch ms, by the library's clock). */
   readonly computedAt: number;
 }

@@ -15,6 +15,8 @@ export interface RunResult {
   readonly query: SavedQuery;
   readonly params: NormalisedParams;
   readonly rows: Row[];
+  /** The query had more rows than its row limit: `rows` stop at it. */
+  readonly truncated: boolean;
   /** `hit`: served from the cache; `miss`: computed (and stored); `off`: not cacheable or bypassed. */
   readonly cache: 'hit' | 'miss' | 'off';
   /** When the rows were computed (epoch ms). */
@@ -31,6 +33,7 @@ const result = (call: PreparedCall, stored: CachedResult, cache: RunResult['cach
   query: call.query,
   params: call.params,
   rows: stored.rows,
+  truncated: stored.truncated ?? false,
   cache,
   computedAt: stored.computedAt,
 });
@@ -108,7 +111,7 @@ export class CallRunner {
       call.key,
       async (gone) => {
         const computed = await this.#execute(call, gone, caller);
-        await this.#cache.set(call.key, { rows: computed.rows, computedAt: computed.computedAt });
+        await this.#cache.set(call.key, { rows: computed.rows, truncated: computed.truncated, computedAt: computed.computedAt });
         return { ...computed, cache: 'miss' as const };
       },
       signal,
@@ -117,7 +120,7 @@ export class CallRunner {
 
   /** Remembers an answer just served, and records it as served when that is due (synchronous when it is not). */
   #served(call: PreparedCall, answer: CachedResult, now: number, force = false): Promise<void> | undefined {
-    const due = this.#recent.served(call.key, { rows: answer.rows, computedAt: answer.computedAt }, now, force);
+    const due = this.#recent.served(call.key, { rows: answer.rows, truncated: answer.truncated, computedAt: answer.computedAt }, now, force);
     return due ? this.#cache.markServed(call.key, { call: call.cached, servedAt: now, computedAt: answer.computedAt }) : undefined;
   }
 }

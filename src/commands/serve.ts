@@ -20,6 +20,9 @@ export interface ServeCommandOptions extends CommonOptions {
   readonly corsOrigin?: readonly string[] | undefined;
   /** False for --no-ui: no page at `/`. */
   readonly ui?: boolean | undefined;
+  /** False for --no-mcp: no MCP at `/mcp`. */
+  readonly mcp?: boolean | undefined;
+  readonly allowedHost?: readonly string[] | undefined;
   readonly version: string;
   /** The server's log (serverLog), which the library's warnings go to as well. */
   readonly log: ServerLog;
@@ -37,7 +40,7 @@ const PRUNE_EVERY_MS = 600_000;
  * finished the requests in flight.
  */
 export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io: Io): Promise<void> {
-  const { host, port, apiKeys, maxConnections, headerTimeoutSeconds, maxQueue, tokenSecrets, rateLimit, corsOrigins } = resolveServeSettings(options, io.env);
+  const { host, port, apiKeys, maxConnections, headerTimeoutSeconds, maxQueue, tokenSecrets, rateLimit, corsOrigins, allowedHosts } = resolveServeSettings(options, io.env);
   lib.limitQueue(maxQueue);
   // Every definition is read now: a server answers one whole, valid set of saved queries.
   const { queries, broken } = await lib.queries.scan();
@@ -66,6 +69,8 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
       corsOrigins,
       rateLimit,
       ui: options.ui !== false,
+      mcp: options.mcp !== false,
+      allowedHosts,
       timeoutSeconds: lib.config.queryTimeoutSeconds,
       warmEveryMs: WARM_EVERY_MS,
       version: options.version,
@@ -88,7 +93,8 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
   }, PRUNE_EVERY_MS);
   pruning.unref();
   log.always(`savedq serve listening on ${server.url} (${lib.config.url === undefined ? 'embedded engine' : 'ClickHouse server'}, ${queries.length} saved queries)`);
-  const onHangup = () => void reloadQueries(lib, log);
+  // A new set of saved queries is new tools: MCP sessions are told.
+  const onHangup = () => void reloadQueries(lib, log).then((taken) => (taken ? server.toolsChanged() : undefined));
   await new Promise<void>((resolve) => {
     let stopping = false;
     const onSignal = (signal: NodeJS.Signals) => {

@@ -1,69 +1,5 @@
-import { splitList } from '../queries/param-types.js';
-import type { FieldType, ParamDefinition, SavedQuery } from '../queries/types.js';
-
-/** The JSON Schema of each kind of result field. */
-const schemaOfField: Record<FieldType, object> = {
-  string: { type: 'string' },
-  integer: { type: 'integer' },
-  number: { type: 'number' },
-  boolean: { type: 'boolean' },
-  timestamp: { type: 'string', format: 'date-time' },
-  date: { type: 'string', format: 'date' },
-  // Any keys, any items: a nested value is whatever the log holds (a generated client can read into it).
-  object: { type: 'object', additionalProperties: true },
-  array: { type: 'array', items: {} },
-};
-
-/** A parameter's value in the schema's own terms: a number for a number, a list for a list. */
-function typedValue(param: ParamDefinition, text: string): unknown {
-  switch (param.type) {
-    case 'integer':
-    case 'number':
-      return Number(text);
-    case 'boolean':
-      return text === 'true';
-    case 'string[]':
-      return splitList(text);
-    default:
-      return text;
-  }
-}
-
-/** The JSON Schema of a parameter's value, as its type, bounds, allowed values and default say. */
-function paramSchema(p: ParamDefinition): object {
-  const enumOf = (values: readonly string[]) =>
-    p.other === 'reject' ? { enum: values.map((v) => typedValue({ ...p, type: p.type === 'string[]' ? 'string' : p.type }, v)) } : { examples: [...values] };
-  const base: Record<string, unknown> = (() => {
-    switch (p.type) {
-      case 'integer':
-        return { type: 'integer', format: 'int64' };
-      case 'number':
-        return { type: 'number', format: 'double' };
-      case 'boolean':
-        // What the server takes in a query string: true, false, 1 or 0.
-        return { type: 'string', enum: ['true', 'false', '1', '0'] };
-      case 'timestamp':
-        // ISO 8601 with Z, an offset or no zone (UTC): wider than RFC 3339's date-time, which needs a zone.
-        return { type: 'string', pattern: ISO_TIMESTAMP, description: 'ISO 8601; without a zone it is UTC.' };
-      case 'date':
-        return { type: 'string', format: 'date' };
-      case 'string[]':
-        return { type: 'array', items: { type: 'string', ...(p.allowed ? enumOf(p.allowed) : {}) } };
-      default:
-        return { type: 'string' };
-    }
-  })();
-  return {
-    ...base,
-    ...(p.allowed && p.type !== 'string[]' ? enumOf(p.allowed) : {}),
-    ...(p.min !== undefined ? { minimum: p.min } : {}),
-    ...(p.max !== undefined ? { maximum: p.max } : {}),
-    ...(p.default !== undefined ? { default: p.type === 'boolean' ? p.default : typedValue(p, p.default) } : {}),
-  };
-}
-
-/** An ISO 8601 timestamp as the server reads one (src/time.ts). */
-const ISO_TIMESTAMP = '^\\d{4}-\\d{2}-\\d{2}([Tt ]\\d{2}:\\d{2}(:\\d{2}([.,]\\d{1,9})?)?)?([Zz]|[+-]\\d{2}(:?\\d{2})?)?$';
+import { fieldSchema, parameterSchema } from '../queries/json-schema.js';
+import type { SavedQuery } from '../queries/types.js';
 
 const errorResponse = (description: string, headers: object = {}) => ({
   description,
@@ -111,7 +47,7 @@ function operation(query: SavedQuery, by: 'name' | 'id'): Record<string, unknown
       ...(p.description ? { description: p.description } : {}),
       // A list is one comma-separated value: ?tags=a,b.
       ...(p.type === 'string[]' ? { style: 'form', explode: false } : {}),
-      schema: paramSchema(p),
+      schema: parameterSchema(p, 'query-string'),
     })),
     responses: {
       '200': {
@@ -139,7 +75,7 @@ function operation(query: SavedQuery, by: 'name' | 'id'): Record<string, unknown
                     type: 'object',
                     ...(query.fields.length > 0 ? { required: query.fields.map((f) => f.name) } : {}),
                     properties: Object.fromEntries(
-                      query.fields.map((f) => [f.name, { ...schemaOfField[f.type], ...(f.description ? { description: f.description } : {}) }]),
+                      query.fields.map((f) => [f.name, { ...fieldSchema(f.type), ...(f.description ? { description: f.description } : {}) }]),
                     ),
                   },
                 },

@@ -11,6 +11,7 @@ import type { Row } from '../queries/types.js';
 import { keyChecker } from './keys.js';
 import { openApiDocument } from './openapi.js';
 import { PAGE_HEADERS, PAGE_PATHS, pageFile } from './page.js';
+import type { McpEndpoint } from './mcp.js';
 
 /** How the HTTP mode runs. */
 export interface ServeOptions {
@@ -38,12 +39,18 @@ export interface ServeOptions {
   readonly corsOrigins?: readonly string[];
   /** The page for people at `/` (default); false: 404 there, as any unknown path. */
   readonly ui?: boolean;
+  /** MCP at `/mcp` (default); false: 404 there. */
+  readonly mcp?: boolean;
+  /** Names /mcp answers a Host header of (--allowed-host), besides addresses and a loopback's localhost. */
+  readonly allowedHosts?: readonly string[];
 }
 
 /** What a page on another origin may read of an answer. */
 const EXPOSED_HEADERS = 'X-Cache, Age, X-Request-Id, Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset';
+/** What a page on another origin may send to /mcp, and read of its answers, besides. */
+const MCP_ALLOWED_HEADERS = 'Content-Type, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID';
 /** The server's own paths, as metric labels (any other path is `other`). */
-const KNOWN_PATHS = new Set(['/health', '/openapi.json', '/metrics', 'preflight', ...PAGE_PATHS]);
+const KNOWN_PATHS = new Set(['/health', '/openapi.json', '/metrics', '/mcp', 'preflight', ...PAGE_PATHS]);
 
 /** What one request's handling learns on the way, for its answer and its log line. */
 interface RequestContext {
@@ -73,8 +80,10 @@ function credentialOf(req: IncomingMessage): string | undefined {
 export interface RunningServer {
   readonly url: string;
   readonly server: Server;
-  /** Stops accepting, finishes what is in flight, stops warming. */
+  /** Stops accepting, ends MCP sessions, finishes what is in flight, stops warming. */
   close(): Promise<void>;
+  /** Tells MCP sessions that the tools changed: the server answers another set of saved queries. */
+  toolsChanged(): void;
 }
 
 const QUERY_PREFIX = '/api/endpoints/query/';
@@ -171,6 +180,13 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
   };
   let inFlight = 0;
   let drained: (() => void) | undefined;
+  // /mcp's sessions, made on its first request (the SDK is loaded then, not before).
+  let mcp: Promise<McpEndpoint> | undefined;
+  const loopback = /^(127\.|::1$|localhost$)/.test(options.host);
+  const mcpEndpoint = (): Promise<McpEndpoint> =>
+    (mcp ??= import('./mcp.js').then(
+      (m) => new m.McpEndpoint({ lib, access, version: options.version, log: options.log, corsOrigins: cors, allowedHosts: options.allowedHosts ?? [], loopback }),
+    ));
 
   // What is computed once and kept: the call a request's path and query string make (for the saved
   // queries in use: a new set after SIGHUP starts afresh), and the body of each result's rows.
@@ -235,6 +251,15 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     const path = q < 0 ? rawUrl : rawUrl.slice(0, q);
     const search = q < 0 ? '' : rawUrl.slice(q + 1);
     const isQuery = path.startsWith(QUERY_PREFIX) && path.length > QUERY_PREFIX.length && !path.slice(QUERY_PREFIX.length).includes('/');
+    if (path === '/mcp' && options.mcp !== false) {
+      const endpoint = await mcpEndpoint();
+      endpoint.checkHostAndOrigin(req);
+      const credential = credentialOf(req);
+      const caller = await access.authenticate(credential);
+      ctx.caller = caller;
+      await endpoint.handle(req, res, caller, credential ?? '');
+      return { what: '/mcp', cache: '-' };
+    }
     const page = options.ui !== false && PAGE_PATHS.has(path);
     const known = isQuery || page || path === '/health' || path === '/openapi.json' || path === '/metrics';
     if (!known) throw new NotFoundError('no such path; queries are at /api/endpoints/query/<name|id>.');
@@ -336,12 +361,17 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     if (allowed) {
       res.setHeader('Access-Control-Allow-Origin', origin);
       res.setHeader('Vary', 'Origin');
-      res.setHeader('Access-Control-Expose-Headers', EXPOSED_HEADERS);
+      res.setHeader('Access-Control-Expose-Headers', (req.url ?? '').startsWith('/mcp') ? `${EXPOSED_HEADERS}, Mcp-Session-Id` : EXPOSED_HEADERS);
     }
     if (req.method === 'OPTIONS' && cors !== undefined) {
       res.setHeader('X-Request-Id', requestId);
       if (allowed) {
-        res.writeHead(204, { 'Access-Control-Allow-Methods': 'GET, HEAD', 'Access-Control-Allow-Headers': 'Authorization, X-API-KEY, Cache-Control', 'Access-Control-Max-Age': '600' });
+        const toMcp = (req.url ?? '').split('?')[0] === '/mcp' && options.mcp !== false;
+        res.writeHead(204, {
+          'Access-Control-Allow-Methods': toMcp ? 'GET, POST, DELETE' : 'GET, HEAD',
+          'Access-Control-Allow-Headers': `Authorization, X-API-KEY, Cache-Control${toMcp ? `, ${MCP_ALLOWED_HEADERS}` : ''}`,
+          'Access-Control-Max-Age': '600',
+        });
         res.end();
       } else send(res, 403, errorBody('forbidden', 'this origin may not call this server (see --cors-origin).'));
       done('preflight', '-');
@@ -420,8 +450,13 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
   return {
     url: `http://${host}:${address.port}`,
     server,
+    toolsChanged() {
+      void mcp?.then((endpoint) => endpoint.toolsChanged());
+    },
     async close() {
       clearInterval(warmTimer);
+      // An MCP session's notification stream is a request that never ends on its own.
+      await (await mcp)?.close();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       if (inFlight > 0) await new Promise<void>((resolve) => (drained = resolve));

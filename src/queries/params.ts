@@ -6,6 +6,9 @@ import type { NormalisedParams, ParamDefinition, SavedQuery } from './types.js';
 /** Raw parameters as given: name/value pairs, in order, possibly repeated. */
 export type RawParams = ReadonlyArray<readonly [string, string]>;
 
+/** The longest value a parameter takes (a URL's whole length is 8 KiB): longer is a mistake or an attack. */
+export const MAX_VALUE_LENGTH = 8192;
+
 /** Quotes a user's value for an error message: JSON-escaped, and shortened when long. */
 export function quoteValue(value: string): string {
   const short = value.length > 60 ? `${value.slice(0, 57)}...` : value;
@@ -48,6 +51,7 @@ export function normaliseParams(query: SavedQuery, raw: RawParams): NormalisedPa
       throw new InputError(`unknown parameter ${quoteValue(name)} for ${query.name}.${guess ? ` Did you mean ${guess}?` : ''} ${known}`);
     }
     if (given.has(name)) throw new InputError(`parameter '${name}' is given more than once.`);
+    if (value.length > MAX_VALUE_LENGTH) throw new InputError(`parameter '${name}' is ${value.length} characters long; a value is at most ${MAX_VALUE_LENGTH}.`);
     given.set(name, value);
   }
 

@@ -40,8 +40,15 @@ export function querySettings(query: SavedQuery, timeoutSeconds: number): ClickH
     readonly: '2',
     max_execution_time: timeoutSeconds,
     max_memory_usage: String(MAX_MEMORY_BYTES),
-    limit: String(query.maxRows),
+    // One row past the limit: read to know the result was cut there (`truncated`), never returned.
+    limit: String(query.maxRows + 1),
   };
+}
+
+/** A saved query's rows, and whether there were more than its row limit (which the rows stop at). */
+export interface QueryRows {
+  readonly rows: Row[];
+  readonly truncated: boolean;
 }
 
 /** Runs a saved query with validated parameters and returns its rows, shaped as its fields declare. */
@@ -50,7 +57,7 @@ export async function executeQuery(
   query: SavedQuery,
   params: NormalisedParams,
   options: ExecuteOptions,
-): Promise<Row[]> {
+): Promise<QueryRows> {
   const settings = querySettings(query, options.timeoutSeconds);
   let rows;
   try {
@@ -77,7 +84,7 @@ export async function executeQuery(
       for (const name of jsonFields) row[name] = parseJsonField(row[name]);
     }
   }
-  return limited;
+  return { rows: limited, truncated: rows.length > query.maxRows };
 }
 
 /** An object field the tables keep as JSON text (`metadata`) is returned as the object. */

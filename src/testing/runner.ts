@@ -153,7 +153,7 @@ export class TestEngine {
       const params = normaliseParams(query, testCase.params);
       await checkPatterns(query, params);
       let rowsRead = Number.NaN;
-      const rows = await executeQuery(this.#warehouse, query, params, {
+      const { rows } = await executeQuery(this.#warehouse, query, params, {
         now: testCase.at,
         timeoutSeconds: this.#timeoutSeconds,
         onRowsRead: (n) => (rowsRead = n),

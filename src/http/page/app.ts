@@ -127,7 +127,7 @@ function controlFor(p: Parameter, id: string): HTMLInputElement | HTMLSelectElem
   const s = p.schema;
   const describedBy = `${id}-help`;
   const common = { id, name: p.name, 'aria-describedby': describedBy, required: p.required };
-  if (isBoolean(s)) return el('input', { ...common, type: 'checkbox', checked: s.default === true, required: false });
+  if (isBoolean(s)) return el('input', { ...common, type: 'checkbox', checked: s.default === 'true', required: false });
   if (s.enum) {
     const select = el('select', common);
     if (!p.required) select.append(el('option', { value: '' }, s.default !== undefined ? `(default: ${String(s.default)})` : '(none)'));
@@ -205,7 +205,7 @@ function formValues(query: Query): { given: [string, string][]; fixed: [string, 
     let value: string;
     if (control instanceof HTMLInputElement && control.type === 'checkbox') {
       // Given only when it differs from the default: an untouched box leaves the query as it would be.
-      const def = p.schema.default === true;
+      const def = p.schema.default === 'true';
       if (control.checked === def && p.schema.default !== undefined) continue;
       if (!control.checked && p.schema.default === undefined) continue;
       value = String(control.checked);

@@ -1,0 +1,14 @@
+// The parts of the MCP SDK savedq uses, in one module: the build makes it a bundle of its own
+// (dist/mcp.cjs, esbuild.config.mjs), which only `savedq mcp` and serve's /mcp load (src/mcp/load.ts).
+export { Server } from '@modelcontextprotocol/sdk/server/index.js';
+export { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+export { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+export {
+  CallToolRequestSchema,
+  ErrorCode,
+  isInitializeRequest,
+  ListResourcesRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+  ReadResourceRequestSchema,
+} from '@modelcontextprotocol/sdk/types.js';

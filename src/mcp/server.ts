@@ -1,0 +1,103 @@
+import { basename } from 'node:path';
+import type { Access, Caller } from '../access/index.js';
+import { SavedqError } from '../errors.js';
+import type { Savedq } from '../library.js';
+import { describeText } from '../output/describe.js';
+import { closest } from '../suggest.js';
+import { argumentsAsParams } from './arguments.js';
+import type { Sdk } from './load.js';
+import { toolsOf, type QueryTool } from './tools.js';
+
+/** Who a session is for, and what it must do around each call. */
+export interface McpSession {
+  readonly lib: Savedq;
+  readonly version: string;
+  /** serve's caller (its scopes, fixed parameters, turn); undefined: a local agent over stdio (every query). */
+  readonly caller?: { readonly caller: Caller; readonly access: Access } | undefined;
+  /** Where warnings go (a tool name two queries share): standard error, or serve's log. */
+  readonly warn: (message: string) => void;
+  /** Said of a failure that is not the caller's (an internal error), for the log. */
+  readonly log: (message: string) => void;
+  /** Wraps each tool call's run: `savedq mcp` lets go of the engine when no call is under way. */
+  readonly around?: <T>(work: () => Promise<T>) => Promise<T>;
+}
+
+const RESOURCE_PREFIX = 'savedq://queries/';
+
+/**
+ * An MCP server over the saved queries, on the SDK's low-level Server (so an unknown tool and a bad
+ * argument are answered in savedq's words, as `run` answers): a tool a query the caller may run, a
+ * resource a query's definition. A tool call is a run: the same checks, cache, served record and
+ * engine, through the library.
+ */
+export function mcpServer(sdk: Sdk, session: McpSession): InstanceType<Sdk['Server']> {
+  const { lib } = session;
+  const server = new sdk.Server(
+    { name: 'savedq', title: 'savedq: saved queries over log data', version: session.version },
+    {
+      capabilities: { tools: { listChanged: true }, resources: {} },
+      instructions:
+        'Each tool runs one saved, parameterised query over platform log data and returns its rows (no SQL is written by the caller). ' +
+        'Read savedq://queries/<name> to see what a query computes. A refused argument comes back as an error result saying what the parameter takes.',
+    },
+  );
+  const tools = async (): Promise<Map<string, QueryTool>> => toolsOf((await lib.queries.scan()).queries, session.caller?.caller, session.warn);
+
+  server.setRequestHandler(sdk.ListToolsRequestSchema, async () => ({ tools: [...(await tools()).values()].map((t) => t.definition) }));
+
+  server.setRequestHandler(sdk.CallToolRequestSchema, async (request, extra) => {
+    const offered = await tools();
+    const tool = offered.get(request.params.name);
+    if (!tool) {
+      const guess = closest(request.params.name, [...offered.keys()]);
+      throw new sdk.McpError(sdk.ErrorCode.InvalidParams, `unknown tool ${JSON.stringify(request.params.name.slice(0, 80))}.${guess ? ` Did you mean ${guess}?` : ''} Tools: ${[...offered.keys()].join(', ')}.`);
+    }
+    try {
+      const raw = argumentsAsParams(tool.query, request.params.arguments);
+      const given = session.caller ? session.caller.access.authorize(session.caller.caller, tool.query, raw) : raw;
+      const call = await lib.prepare({ nameOrId: tool.query.id, params: given });
+      const run = () => lib.runPrepared(call, 'use', extra.signal, session.caller?.caller.name ?? 'mcp');
+      const result = await (session.around ? session.around(run) : run());
+      const answer = {
+        rows: result.rows,
+        row_count: result.rows.length,
+        truncated: result.truncated,
+        cached: result.cache === 'hit',
+        age_seconds: Math.max(0, Math.floor((lib.clock() - result.computedAt) / 1000)),
+      };
+      return { structuredContent: answer, content: [{ type: 'text' as const, text: JSON.stringify(answer) }] };
+    } catch (err) {
+      return { isError: true, content: [{ type: 'text' as const, text: failure(err, session) }] };
+    }
+  });
+
+  server.setRequestHandler(sdk.ListResourcesRequestSchema, async () => ({
+    resources: [...(await tools()).values()].map(({ query }) => ({
+      uri: `${RESOURCE_PREFIX}${query.name}`,
+      name: query.name,
+      title: query.name,
+      description: `What ${query.name} computes: its parameters, fields, limits and SQL.`,
+      mimeType: 'text/plain',
+    })),
+  }));
+
+  server.setRequestHandler(sdk.ReadResourceRequestSchema, async (request) => {
+    const { uri } = request.params;
+    const name = uri.startsWith(RESOURCE_PREFIX) ? decodeURIComponent(uri.slice(RESOURCE_PREFIX.length)) : '';
+    const tool = [...(await tools()).values()].find((t) => t.query.name === name);
+    if (!tool) throw new sdk.McpError(sdk.ErrorCode.InvalidParams, `no such resource: ${JSON.stringify(uri.slice(0, 120))}; resources are ${RESOURCE_PREFIX}<query name>.`);
+    // The file by its name alone: where it lives on this machine is not the agent's business.
+    return { contents: [{ uri, mimeType: 'text/plain', text: describeText(tool.query, { color: false, from: basename(tool.query.file) }) }] };
+  });
+  return server;
+}
+
+/** A failed call in `run`'s words, as its caller may read them (no path, address or user name). */
+function failure(err: unknown, session: McpSession): string {
+  if (err instanceof SavedqError) {
+    if (err.forCaller !== err.message) session.log(err.message);
+    return err.forCaller;
+  }
+  session.log(`internal error in a tool call: ${err instanceof Error ? err.message : String(err)}`);
+  return 'internal error.';
+}

@@ -1,0 +1,102 @@
+import { scopeOf, type Caller } from '../access/index.js';
+import { fieldSchema, parameterSchema } from '../queries/json-schema.js';
+import type { SavedQuery } from '../queries/types.js';
+
+/** Tool names many clients accept: letters, digits, `_` and `-`, at most 64. */
+const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** A saved query as a tool: its MCP definition, for one caller (a token's fixed parameters are not inputs). */
+export interface QueryTool {
+  readonly query: SavedQuery;
+  /** The parameters the caller's token fixes (none for a key or a local agent). */
+  readonly fixed: Readonly<Record<string, string>>;
+  readonly definition: ToolDefinition;
+}
+
+/** A tool as `tools/list` gives it. */
+export interface ToolDefinition {
+  readonly name: string;
+  readonly title: string;
+  readonly description: string;
+  readonly inputSchema: object;
+  readonly outputSchema: object;
+  readonly annotations: object;
+}
+
+/** A query's tool name: its name with each `.` written `_`. */
+export function toolName(query: SavedQuery): string {
+  return query.name.replace(/\./g, '_');
+}
+
+/**
+ * The tools of the saved queries a caller may run (undefined: a local agent, every query), by name.
+ * Two queries that would share a tool name are both left out, as is one whose name no client takes;
+ * `warn` hears of each once a listing.
+ */
+export function toolsOf(queries: readonly SavedQuery[], caller: Caller | undefined, warn: (message: string) => void): Map<string, QueryTool> {
+  const byName = new Map<string, SavedQuery[]>();
+  for (const query of queries) {
+    const scope = caller === undefined || caller.kind === 'key' ? undefined : scopeOf(caller.scopes ?? [], query);
+    if (caller?.kind === 'token' && !scope) continue;
+    const name = toolName(query);
+    byName.set(name, [...(byName.get(name) ?? []), query]);
+  }
+  const tools = new Map<string, QueryTool>();
+  for (const [name, same] of byName) {
+    const [query] = same;
+    if (!query) continue;
+    if (same.length > 1) {
+      warn(`saved queries ${same.map((q) => q.name).join(' and ')} would both be the tool ${name}; neither is offered to agents (rename one).`);
+      continue;
+    }
+    if (!TOOL_NAME.test(name)) {
+      warn(`saved query ${query.name} is not offered to agents: a tool name is at most 64 letters, digits, _ and -.`);
+      continue;
+    }
+    const fixed = caller?.kind === 'token' ? (scopeOf(caller.scopes ?? [], query)?.fixed_params ?? {}) : {};
+    tools.set(name, { query, fixed, definition: definition(query, name, fixed) });
+  }
+  return tools;
+}
+
+function definition(query: SavedQuery, name: string, fixed: Readonly<Record<string, string>>): ToolDefinition {
+  const params = query.params.filter((p) => fixed[p.name] === undefined);
+  const fields = query.fields.map((f) => `- ${f.name} (${f.type})${f.description ? `: ${f.description}` : ''}`);
+  const description = [
+    query.description || `The saved query ${query.name}.`,
+    fields.length > 0 ? `Returns rows of:\n${fields.join('\n')}` : 'Returns rows (fields not declared).',
+    `At most ${query.maxRows} rows (truncated says when there were more). ${query.cacheSeconds > 0 ? `Results are cached for ${query.cacheSeconds} s.` : 'Not cached.'}`,
+    ...(Object.keys(fixed).length > 0 ? [`Fixed by your token: ${Object.entries(fixed).map(([k, v]) => `${k}=${v}`).join(', ')}.`] : []),
+  ].join('\n\n');
+  return {
+    name,
+    title: query.name,
+    description,
+    inputSchema: {
+      type: 'object',
+      properties: Object.fromEntries(params.map((p) => [p.name, parameterSchema(p, 'json')])),
+      ...(params.some((p) => p.required) ? { required: params.filter((p) => p.required).map((p) => p.name) } : {}),
+      additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: {
+        rows: {
+          type: 'array',
+          maxItems: query.maxRows,
+          items: {
+            type: 'object',
+            ...(query.fields.length > 0 ? { required: query.fields.map((f) => f.name) } : {}),
+            properties: Object.fromEntries(query.fields.map((f) => [f.name, { ...fieldSchema(f.type), ...(f.description ? { description: f.description } : {}) }])),
+          },
+        },
+        row_count: { type: 'integer', minimum: 0, description: 'Rows returned.' },
+        truncated: { type: 'boolean', description: `True when the query had more than ${query.maxRows} rows: rows stop there.` },
+        cached: { type: 'boolean', description: 'True when the rows came from the cache.' },
+        age_seconds: { type: 'integer', minimum: 0, description: 'Seconds since the rows were computed.' },
+      },
+      required: ['rows', 'row_count', 'truncated', 'cached', 'age_seconds'],
+    },
+    annotations: { title: query.name, readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  };
+}

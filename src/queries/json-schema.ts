@@ -1,0 +1,86 @@
+import { splitList } from './param-types.js';
+import type { FieldType, ParamDefinition } from './types.js';
+
+/**
+ * How a parameter's value travels, which decides its JSON Schema: `query-string`, as text in a URL
+ * (OpenAPI, and the page's form built from it), or `json`, as a JSON value (an MCP tool's arguments).
+ */
+export type ValueCarrier = 'query-string' | 'json';
+
+/** The JSON Schema of each kind of result field. */
+const FIELD_SCHEMAS: Record<FieldType, object> = {
+  string: { type: 'string' },
+  integer: { type: 'integer' },
+  number: { type: 'number' },
+  boolean: { type: 'boolean' },
+  timestamp: { type: 'string', format: 'date-time' },
+  date: { type: 'string', format: 'date' },
+  // Any keys, any items: a nested value is whatever the log holds (a generated client can read into it).
+  object: { type: 'object', additionalProperties: true },
+  array: { type: 'array', items: {} },
+};
+
+/** The JSON Schema of a result field of this type. */
+export function fieldSchema(type: FieldType): object {
+  return FIELD_SCHEMAS[type];
+}
+
+/** An ISO 8601 timestamp as savedq reads one (src/time.ts). */
+const ISO_TIMESTAMP = '^\\d{4}-\\d{2}-\\d{2}([Tt ]\\d{2}:\\d{2}(:\\d{2}([.,]\\d{1,9})?)?)?([Zz]|[+-]\\d{2}(:?\\d{2})?)?$';
+
+/** A parameter's value in the schema's own terms: a number for a number, a list for a list. */
+function typedValue(param: ParamDefinition, text: string): unknown {
+  switch (param.type) {
+    case 'integer':
+    case 'number':
+      return Number(text);
+    case 'boolean':
+      return text === 'true';
+    case 'string[]':
+      return splitList(text);
+    default:
+      return text;
+  }
+}
+
+/**
+ * The JSON Schema of a parameter's value, as its type, bounds, allowed values and default say: the
+ * one mapping OpenAPI, the page and MCP share. In a query string a boolean is one of its words and a
+ * timestamp any ISO 8601 form savedq reads; as JSON a boolean is a boolean and a timestamp a
+ * `date-time`. Allowed values are an `enum` where others are refused; where others behave as the
+ * default (`other: default`), a URL lists them as `examples` and a tool's arguments, which an agent
+ * fills from the schema, as its `enum`.
+ */
+export function parameterSchema(p: ParamDefinition, carrier: ValueCarrier): object {
+  const strict = carrier === 'json' || p.other === 'reject';
+  const enumOf = (values: readonly string[]) =>
+    strict ? { enum: values.map((v) => typedValue({ ...p, type: p.type === 'string[]' ? 'string' : p.type }, v)) } : { examples: [...values] };
+  const base: Record<string, unknown> = (() => {
+    switch (p.type) {
+      case 'integer':
+        return carrier === 'json' ? { type: 'integer' } : { type: 'integer', format: 'int64' };
+      case 'number':
+        return carrier === 'json' ? { type: 'number' } : { type: 'number', format: 'double' };
+      case 'boolean':
+        // What the server takes in a query string: true, false, 1 or 0.
+        return carrier === 'json' ? { type: 'boolean' } : { type: 'string', enum: ['true', 'false', '1', '0'] };
+      case 'timestamp':
+        // ISO 8601 with Z, an offset or no zone (UTC): wider than RFC 3339's date-time, which needs a zone.
+        return carrier === 'json' ? { type: 'string', format: 'date-time' } : { type: 'string', pattern: ISO_TIMESTAMP, description: 'ISO 8601; without a zone it is UTC.' };
+      case 'date':
+        return { type: 'string', format: 'date' };
+      case 'string[]':
+        return { type: 'array', items: { type: 'string', ...(p.allowed ? enumOf(p.allowed) : {}) } };
+      default:
+        return { type: 'string' };
+    }
+  })();
+  return {
+    ...base,
+    ...(p.allowed && p.type !== 'string[]' ? enumOf(p.allowed) : {}),
+    ...(p.min !== undefined ? { minimum: p.min } : {}),
+    ...(p.max !== undefined ? { maximum: p.max } : {}),
+    ...(p.default !== undefined ? { default: p.type === 'boolean' && carrier === 'query-string' ? p.default : typedValue(p, p.default) } : {}),
+    ...(carrier === 'json' && p.description ? { description: p.description } : {}),
+  };
+}
