@@ -5,10 +5,10 @@
 //   BENCH_REPS=7                 repetitions per side
 //   BENCH_LOAD_ROWS=1000000      lines in the NDJSON file the load figure uses
 //   BENCH_HTTP_SECONDS=5         seconds per HTTP measurement
-//   BENCH_ONLY=scale,queries,load,tests which parts to run: scale (cache miss, hit, rows read, and at
-//                                the first size HTTP and what a running serve does for other
+//   BENCH_ONLY=scale,queries,load,tests,mcp which parts to run: scale (cache miss, hit, rows read,
+//                                and at the first size HTTP and what a running serve does for other
 //                                processes), queries (200 saved queries of a user's own), load,
-//                                tests (savedq test)
+//                                tests (savedq test), mcp (tool calls over stdio, a cold savedq mcp)
 //
 // The HTTP figures need a load generator that is not the bottleneck: wrk when it is on the PATH
 // (`apt-get install wrk`), else autocannon (a dev dependency).
@@ -33,7 +33,7 @@ const SIZES = (process.env.BENCH_ROWS ?? '1000000,10000000').split(',').map(Numb
 const REPS = Number(process.env.BENCH_REPS ?? 7);
 const LOAD_ROWS = Number(process.env.BENCH_LOAD_ROWS ?? 1_000_000);
 const HTTP_SECONDS = Number(process.env.BENCH_HTTP_SECONDS ?? 5);
-const ONLY = (process.env.BENCH_ONLY ?? 'scale,queries,load,tests').split(',');
+const ONLY = (process.env.BENCH_ONLY ?? 'scale,queries,load,tests,mcp').split(',');
 const AT = '2026-11-20T12:00:00Z';
 const PROJECTS = 200;
 
@@ -505,6 +505,67 @@ async function testsFigure() {
   figures.push({ name: `savedq test --builtin, per case beyond one engine start (${cases} cases)`, ratio: perBuiltin / 30, goal: '<= 1 (30 ms)' });
 }
 
+/**
+ * MCP: a cached tool call over standard input and output (client and `savedq mcp` started) against a
+ * cached HTTP request to serve for the same call (goal <= 1.5); and initialize + tools/list from a
+ * cold `savedq mcp` against a cache hit's whole process (goal <= 2).
+ */
+async function mcpFigures() {
+  console.log('\nmcp: tools for agents, over standard input and output');
+  const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+  const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
+  const env = { SAVEDQ_DATA_DIR: join(work, 'mcp-data'), SAVEDQ_CACHE_FILE: join(work, 'mcp-cache.sqlite'), SAVEDQ_QUERIES: '', XDG_CONFIG_HOME: join(work, 'no-config') };
+  spawnSync('node', [BIN, 'load', '--sample'], { env: { ...process.env, ...env }, stdio: 'ignore' });
+  const args = { project: 'acme-shop', interval: 'daily' };
+  const server = await startProcess([BIN, 'serve', '--port', '0', '--quiet'], { ...env, SAVEDQ_API_KEYS: 'bench-key' });
+  const url = `${server.url}/api/endpoints/query/usage.api-counts?project=acme-shop&interval=daily`;
+  const headers = { 'X-API-KEY': 'bench-key' };
+  const client = new Client({ name: 'savedq-bench', version: '1' });
+  await client.connect(new StdioClientTransport({ command: process.execPath, args: [BIN, 'mcp'], env: { ...process.env, ...env }, stderr: 'ignore' }));
+  const toolCall = async () => {
+    const started = process.hrtime.bigint();
+    const r = await client.callTool({ name: 'usage_api-counts', arguments: args });
+    if (r.isError) throw new Error(r.content[0].text);
+    return Number(process.hrtime.bigint() - started) / 1e6;
+  };
+  const httpCall = async () => {
+    const started = process.hrtime.bigint();
+    const res = await fetch(url, { headers });
+    await res.text();
+    if (res.status !== 200) throw new Error(`status ${res.status}`);
+    return Number(process.hrtime.bigint() - started) / 1e6;
+  };
+  await toolCall(); // the cache is warm for both from here
+  await httpCall();
+  const tool = [];
+  const viaHttp = [];
+  for (let round = 0; round < 10; round++) {
+    for (let i = 0; i < 50; i++) tool.push(await toolCall());
+    for (let i = 0; i < 50; i++) viaHttp.push(await httpCall());
+  }
+  figure('MCP cached tool call over stdio, against a cached HTTP request to serve (one at a time, medians)', median(tool), median(viaHttp), 'ms', '<= 1.5');
+  await client.close();
+  server.child.kill('SIGTERM');
+  await new Promise((resolve) => server.child.once('exit', resolve));
+
+  // Cold: a new `savedq mcp` answering initialize and tools/list, its whole process; a cache hit's whole process.
+  const session = [
+    { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1' } } },
+    { jsonrpc: '2.0', method: 'notifications/initialized' },
+    { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+  ].map((m) => `${JSON.stringify(m)}\n`).join('');
+  const coldMcp = () => {
+    const started = process.hrtime.bigint();
+    const r = spawnSync('node', [BIN, 'mcp'], { env: { ...process.env, ...env }, input: session, encoding: 'utf8' });
+    if (r.status !== 0 || !r.stdout.includes('"tools"')) throw new Error(`savedq mcp failed: ${r.stderr}`);
+    return Number(process.hrtime.bigint() - started) / 1e6;
+  };
+  const hit = () => timed('node', [BIN, 'run', 'usage.api-counts', '-p', 'project=acme-shop', '-p', 'interval=daily', '-f', 'json'], env).ms;
+  hit();
+  const [cold, cached] = sideBySide(coldMcp, hit, Math.max(REPS, 11));
+  figure('MCP initialize + tools/list from a cold savedq mcp, against a cache hit of run (whole processes)', cold, cached, 'ms', '<= 2');
+}
+
 console.log(`savedq bench: ${SIZES.join(', ')} rows a table, ${REPS} repetitions a side, medians`);
 const scaling = {};
 if (ONLY.includes('scale')) for (const rows of SIZES) scaling[rows] = await scale(rows);
@@ -518,5 +579,6 @@ if (ONLY.includes('scale') && SIZES.length > 1) {
 if (ONLY.includes('queries')) await queriesFigure();
 if (ONLY.includes('load')) await loadFigure();
 if (ONLY.includes('tests')) await testsFigure();
+if (ONLY.includes('mcp')) await mcpFigures();
 console.log('\nsummary (ratio, goal):');
 for (const f of figures) console.log(`  ${f.ratio.toFixed(2).padStart(6)}  ${f.goal.padEnd(8)} ${f.name}`);
