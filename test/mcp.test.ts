@@ -197,6 +197,26 @@ describe('savedq mcp: the tools', () => {
     }
   });
 
+  it('leaves out two queries that would share a tool name, with one warning naming both', async () => {
+    const clash = join(dir, 'clash');
+    mkdirSync(clash, { recursive: true });
+    writeFileSync(join(clash, 'clash.one.sql'), limited(5));
+    writeFileSync(join(clash, 'clash_one.sql'), limited(5));
+    writeFileSync(join(clash, 'fine.sql'), limited(5));
+    const before = stdioStderr.length;
+    const client = await stdioClient(['--queries', clash]);
+    try {
+      const names = (await client.listTools()).tools.map((t) => t.name);
+      expect(names).toContain('fine');
+      expect(names.filter((n) => n.startsWith('clash'))).toEqual([]);
+      await client.listTools();
+      const warnings = stdioStderr.slice(before).split('\n').filter((l) => l.includes('clash'));
+      expect(warnings).toEqual(['savedq mcp: warning: saved queries clash.one and clash_one would both be the tool clash_one; neither is offered to agents (rename one).']);
+    } finally {
+      await client.close();
+    }
+  });
+
   it('writes nothing but JSON-RPC messages on standard output, whatever it is sent', async () => {
     const lines = [
       { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '0' } } },

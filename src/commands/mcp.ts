@@ -37,6 +37,7 @@ export async function mcpCommand(lib: Savedq, options: McpCommandOptions, io: Io
       }
     },
   });
+  if (io.stdin.isTTY) io.stderr.write('savedq mcp speaks MCP (JSON-RPC) on standard input and output, for an agent to start: see the README, Agents (MCP). Ctrl-D ends it.\n');
   const transport = new sdk.StdioServerTransport(io.stdin, io.stdout);
   await server.connect(transport);
 

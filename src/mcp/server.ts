@@ -41,7 +41,14 @@ export function mcpServer(sdk: Sdk, session: McpSession): InstanceType<Sdk['Serv
         'Read savedq://queries/<name> to see what a query computes. A refused argument comes back as an error result saying what the parameter takes.',
     },
   );
-  const tools = async (): Promise<Map<string, QueryTool>> => toolsOf((await lib.queries.scan()).queries, session.caller?.caller, session.warn);
+  // Each warning once a session, not at every listing.
+  const warned = new Set<string>();
+  const warnOnce = (message: string) => {
+    if (warned.has(message)) return;
+    warned.add(message);
+    session.warn(message);
+  };
+  const tools = async (): Promise<Map<string, QueryTool>> => toolsOf((await lib.queries.scan()).queries, session.caller?.caller, warnOnce);
 
   server.setRequestHandler(sdk.ListToolsRequestSchema, async () => ({ tools: [...(await tools()).values()].map((t) => t.definition) }));
 
