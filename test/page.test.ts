@@ -1,6 +1,6 @@
 /// <reference lib="dom" />
 // The functions given to page.evaluate run in the browser: they see its DOM.
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,6 +14,22 @@ const dir = tempDir();
 const KEY = 'the-page-key';
 const SECRET = 'a-token-secret-of-forty-bytes-0123456789';
 const env = { SAVEDQ_DATA_DIR: join(dir, 'data'), SAVEDQ_CACHE_FILE: join(dir, 'cache.sqlite'), SAVEDQ_TOKEN_SECRETS: SECRET, SAVEDQ_API_KEYS: KEY };
+/** A saved query of the user's whose parameters are of the kinds the built-ins lack: it answers them back. */
+const KINDS = `/*
+description: Its parameters back, as the server read them.
+params:
+  flag: { type: boolean, default: false }
+  day: { type: date, default: '2026-01-01' }
+  n: { type: integer, min: 1, max: 5, default: 2 }
+  since: { type: timestamp }
+fields:
+  flag: { type: boolean }
+  day: { type: string }
+  n: { type: integer }
+  since: { type: string }
+*/
+SELECT @flag AS flag, toString(@day) AS day, @n AS n, toString(@since) AS since
+`;
 /** Where the test leaves its screenshot (SAVEDQ_PAGE_SCREENSHOT: also there, as the README's picture is made). */
 const SCREENSHOT = join(dir, 'page.png');
 
@@ -63,7 +79,9 @@ const drawnPixels = (tab: Page) =>
 beforeAll(async () => {
   const loaded = await cli(['load', '--sample'], { env });
   expect(loaded.code, loaded.stderr).toBe(0);
-  server = await startServe(env);
+  mkdirSync(join(dir, 'queries'), { recursive: true });
+  writeFileSync(join(dir, 'queries', 'page.kinds.sql'), KINDS);
+  server = await startServe(env, ['--queries', join(dir, 'queries')]);
   if (existsSync(CHROMIUM)) {
     const { chromium } = await import('playwright-core');
     browser = await chromium.launch({
@@ -168,6 +186,35 @@ describe('the page at /', () => {
     await tab.getByLabel('project', { exact: true }).press('Enter');
     expect(await answered(tab)).toMatch(/^100 rows/);
     expect(await tab.locator('#chart canvas').count()).toBe(0);
+    expect(errors).toEqual([]);
+    await tab.context().close();
+  });
+
+  it.runIf(existsSync(CHROMIUM))('builds each control from its parameter: a checkbox, a date, a bounded number, a UTC timestamp, and checks them before asking', async () => {
+    const { tab, requests, errors } = await openTab();
+    await tab.getByLabel('API key or token').fill(KEY);
+    await tab.getByLabel('Saved query').selectOption('page.kinds');
+    const kind = (name: string) => tab.getByLabel(name, { exact: true }).evaluate((e) => [e.tagName, e.getAttribute('type'), e.getAttribute('min'), e.getAttribute('max'), e.getAttribute('step')]);
+    expect(await kind('flag')).toEqual(['INPUT', 'checkbox', null, null, null]);
+    expect(await kind('day')).toEqual(['INPUT', 'date', null, null, null]);
+    expect(await kind('n')).toEqual(['INPUT', 'number', '1', '5', '1']);
+    expect(await kind('since')).toEqual(['INPUT', 'datetime-local', null, null, '1']);
+    // A number past its bound is refused in the page, naming the field: nothing is asked of the server.
+    await tab.getByLabel('n', { exact: true }).fill('9');
+    const asked = requests.length;
+    await tab.getByRole('button', { name: 'Run page.kinds' }).click();
+    expect(await answered(tab), requests.slice(asked).join(' ')).toMatch(/^n: /);
+    expect(requests.length).toBe(asked);
+    await tab.getByLabel('n', { exact: true }).fill('4');
+    await tab.getByLabel('flag', { exact: true }).check();
+    await tab.getByLabel('day', { exact: true }).fill('2026-02-03');
+    await tab.getByLabel('since', { exact: true }).fill('2026-11-20T10:30');
+    await tab.getByRole('button', { name: 'Run page.kinds' }).click();
+    expect(await answered(tab)).toMatch(/^1 row/);
+    expect(new URL(tab.url()).hash).toBe('#page.kinds?flag=true&day=2026-02-03&n=4&since=2026-11-20T10%3A30%3A00Z');
+    const { body } = await api('/api/endpoints/query/page.kinds?flag=true&day=2026-02-03&n=4&since=2026-11-20T10:30:00Z');
+    expect(body.result).toEqual([{ flag: true, day: '2026-02-03', n: 4, since: expect.stringMatching(/^2026-11-20 10:30:00/) }]);
+    expect(await tableRows(tab)).toEqual((body.result ?? []).map((r) => [r.flag, r.day, r.n, r.since].map(String)));
     expect(errors).toEqual([]);
     await tab.context().close();
   });

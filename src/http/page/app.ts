@@ -352,6 +352,7 @@ function fromAddress(): { name: string | undefined; values: URLSearchParams } {
 
 async function start(): Promise<void> {
   credential.value = sessionStorage.getItem(CREDENTIAL_KEY) ?? '';
+  builtFor = JSON.stringify(scopesOf(credential.value.trim()) ?? null);
   try {
     const response = await fetch('/openapi.json');
     queries = queriesOf(await response.json());
@@ -380,8 +381,15 @@ querySelect.addEventListener('change', () => {
   clearAnswer();
   showStatus('');
 });
+/** The scopes the form was last built for: a new credential rebuilds it only when they differ. */
+let builtFor = JSON.stringify(scopesOf(credential.value.trim()) ?? null);
 credential.addEventListener('change', () => {
   sessionStorage.setItem(CREDENTIAL_KEY, credential.value.trim());
+  showCommands();
+  // Rebuilt only for other scopes: rebuilding as focus leaves the field would drop what is typed next.
+  const scopes = JSON.stringify(scopesOf(credential.value.trim()) ?? null);
+  if (scopes === builtFor) return;
+  builtFor = scopes;
   fillQueries(undefined);
   const query = selected();
   if (query) buildForm(query, new URLSearchParams(formValues(query).given));
