@@ -3,6 +3,7 @@ import { Chalk } from 'chalk';
 import stringWidth from 'string-width';
 import { InputError } from '../errors.js';
 import type { Row } from '../queries/types.js';
+import { chartShape } from './shape.js';
 import { visible, type RenderOptions, type TableField } from './types.js';
 
 /** Lines of each line chart's plot. */
@@ -16,21 +17,7 @@ const SERIES_COLORS = [asciichart.cyan, asciichart.green, asciichart.yellow, asc
 /** Eighths of a block, for a bar's last character. */
 const EIGHTHS = ['', '▏', '▎', '▍', '▌', '▋', '▊', '▉'];
 
-const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
-const ISO_DATE = /^\d{4}-\d{2}-\d{2}$/;
-
 type Paint = InstanceType<typeof Chalk>;
-
-const isTimeField = (f: TableField, rows: readonly Row[]) =>
-  f.type === 'timestamp' || f.type === 'date' || rows.every((r) => typeof r[f.name] === 'string' && (ISO_INSTANT.test(r[f.name] as string) || ISO_DATE.test(r[f.name] as string)));
-const isNumericField = (f: TableField, rows: readonly Row[]) =>
-  f.type === 'integer' || f.type === 'number' || rows.every((r) => typeof r[f.name] === 'number' || r[f.name] === null);
-const isTextField = (f: TableField) => f.type === 'string';
-const distinct = (rows: readonly Row[], name: string) => new Set(rows.map((r) => r[name])).size === rows.length;
-const list = (fields: readonly TableField[]) => fields.map((f) => f.name).join(', ');
-
-/** What a chart needs, said when a result is not one. */
-const NEEDS = 'a chart needs numbers over a timestamp or date field (a time series: one row an instant) or numbers by one text field (bars: one row a value)';
 
 /**
  * A result as pictures for a terminal: a time series as one line chart per numeric field, stacked;
@@ -41,22 +28,10 @@ const NEEDS = 'a chart needs numbers over a timestamp or date field (a time seri
 export function renderChart(rows: readonly Row[], options: RenderOptions): string {
   const width = Math.max(options.width ?? 80, 20);
   const paint = new Chalk({ level: options.color ? 1 : 0 });
-  if (rows.length === 0) throw new InputError(`nothing to chart: the query returned no rows.`);
-  const numeric = options.fields.filter((f) => !isTimeField(f, rows) && isNumericField(f, rows));
-  if (numeric.length === 0) throw new InputError(`nothing to chart: no numeric field among ${list(options.fields)}; ${NEEDS}.`);
-  const time = options.fields.find((f) => isTimeField(f, rows) && rows.every((r) => typeof r[f.name] === 'string') && distinct(rows, f.name));
-  const texts = options.fields.filter((f) => isTextField(f) && !isTimeField(f, rows));
-  const label = texts.length === 1 && distinct(rows, texts[0]?.name ?? '') ? texts[0] : undefined;
-  // Both shapes (a path, its error count, when it was last seen): the field that comes first says what the rows are of.
-  const index = (f: TableField | undefined) => (f ? options.fields.indexOf(f) : Infinity);
-  if (time && index(time) < index(label)) return lineCharts(rows, time, numeric, width, paint, options.color);
-  if (label) return barCharts(rows, label, numeric, width, paint);
-  const times = options.fields.filter((f) => isTimeField(f, rows));
-  const why = [
-    times.length > 0 ? `several rows share a value of ${list(times)}` : 'no timestamp or date field',
-    texts.length === 1 ? `several rows share a value of ${list(texts)}` : `${texts.length === 0 ? 'no' : texts.length} text fields${texts.length > 1 ? ` (${list(texts)})` : ''}`,
-  ];
-  throw new InputError(`nothing to chart: ${why.join(', and ')}; ${NEEDS}.`);
+  const shape = chartShape(rows, options.fields);
+  if (shape.kind === 'series') return lineCharts(rows, shape.time, shape.numeric, width, paint, options.color);
+  if (shape.kind === 'bars') return barCharts(rows, shape.label, shape.numeric, width, paint);
+  throw new InputError(`nothing to chart: ${shape.why}`);
 }
 
 /** A number as an axis label or a heading shows it: whole, or to at most 2 decimals, large ones short. */

@@ -1,5 +1,6 @@
 import { InputError } from '../errors.js';
 import type { Row } from '../queries/types.js';
+export { fieldsOfRows } from './shape.js';
 import { FORMATS, inBatches, type Format, type RenderOptions, type Renderer, type TableField } from './types.js';
 
 export { FORMATS, RUN_FORMATS, type Format, type RenderOptions, type TableField } from './types.js';
@@ -42,26 +43,6 @@ const renderers: Record<Format, () => Promise<Renderer>> = {
 /** Renders rows in a format, in pieces. */
 export async function render(format: Format, rows: readonly Row[], options: RenderOptions): Promise<Iterable<string>> {
   return (await renderers[format]())(rows, options);
-}
-
-/**
- * The columns of rows whose fields are not declared: the first row's, typed by their values (so
- * numbers are right-aligned in a table).
- */
-export function fieldsOfRows(rows: readonly Row[]): TableField[] {
-  return Object.entries(rows[0] ?? {}).map(([name, value]) => ({
-    name,
-    type: typeOfValue(value),
-  }));
-}
-
-const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
-
-function typeOfValue(value: unknown): TableField['type'] {
-  if (typeof value === 'number') return Number.isInteger(value) ? 'integer' : 'number';
-  if (typeof value === 'string' && ISO_INSTANT.test(value)) return 'timestamp';
-  if (typeof value === 'object' && value !== null) return 'object';
-  return 'string';
 }
 
 /** Parses a --format value among `allowed`; the default is a table on a terminal and JSON otherwise. */

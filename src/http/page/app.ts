@@ -2,6 +2,10 @@
 // of parameters to JSON Schema), its answer as a table and, for a time series, a chart. Everything it
 // asks for is on this server (relative addresses); the credential stays in this tab's sessionStorage.
 import uPlot from 'uplot';
+import { scopeOf } from '../../access/scopes.js';
+import type { Scope } from '../../access/tokens.js';
+import { chartShape, fieldsOfRows } from '../../output/shape.js';
+import type { TableField } from '../../output/types.js';
 
 /** A JSON Schema of a parameter or a field, as /openapi.json gives it. */
 interface Schema {
@@ -27,16 +31,11 @@ interface Parameter {
 /** A saved query as the page offers it. */
 interface Query {
   name: string;
+  id: string;
   summary: string;
   parameters: Parameter[];
   /** Its rows' fields, in order, with their schemas. */
   fields: [string, Schema][];
-}
-
-/** What the page reads of a token's claims (the server verifies it; the page only shows what it opens). */
-interface Scope {
-  query: string;
-  fixed_params?: Record<string, string>;
 }
 
 type Row = Record<string, unknown>;
@@ -80,15 +79,17 @@ function showStatus(text: string, failed = false): void {
   status.setAttribute('role', failed ? 'alert' : 'status');
 }
 
-/** The saved queries of the OpenAPI document: one a name (each also has a path by id, left out). */
+/** The saved queries of the OpenAPI document: one a name, with the id its other path is by. */
 function queriesOf(doc: { paths: Record<string, { get?: { operationId: string; summary?: string; parameters?: Parameter[]; responses: Record<string, unknown> } }> }): Query[] {
+  const operations = Object.entries(doc.paths).filter(([path, item]) => path.startsWith(QUERY_PATH) && item.get);
+  const ids = new Map(operations.filter(([, item]) => item.get?.operationId.endsWith('ById')).map(([path, item]) => [item.get?.operationId.slice(0, -'ById'.length), path.slice(QUERY_PATH.length)]));
   const found: Query[] = [];
-  for (const [path, item] of Object.entries(doc.paths)) {
+  for (const [path, item] of operations) {
     const get = item.get;
-    if (!path.startsWith(QUERY_PATH) || !get || get.operationId.endsWith('ById')) continue;
+    if (!get || get.operationId.endsWith('ById')) continue;
     const ok = get.responses['200'] as { content?: Record<string, { schema?: { properties?: { result?: { items?: { properties?: Record<string, Schema> } } } } }> } | undefined;
     const properties = ok?.content?.['application/json']?.schema?.properties?.result?.items?.properties ?? {};
-    found.push({ name: path.slice(QUERY_PATH.length), summary: get.summary ?? '', parameters: get.parameters ?? [], fields: Object.entries(properties) });
+    found.push({ name: path.slice(QUERY_PATH.length), id: ids.get(get.operationId) ?? '', summary: get.summary ?? '', parameters: get.parameters ?? [], fields: Object.entries(properties) });
   }
   return found.sort((a, b) => a.name.localeCompare(b.name));
 }
@@ -106,16 +107,9 @@ function scopesOf(text: string): Scope[] | undefined {
   }
 }
 
-/** A scope's query as the server matches it: a name, or a glob (`*` any run of characters, `?` one). */
-function opens(scope: Scope, name: string): boolean {
-  const pattern = new RegExp(`^${scope.query.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`);
-  return pattern.test(name);
-}
-
-/** The parameters the credential's token fixes for a query (none for a key). */
-function fixedFor(name: string): Record<string, string> {
-  const scopes = scopesOf(credential.value.trim());
-  return scopes?.find((s) => opens(s, name))?.fixed_params ?? {};
+/** The parameters the credential's token fixes for a query (none for a key): its scope as the server finds it. */
+function fixedFor(query: Query): Readonly<Record<string, string>> {
+  return scopeOf(scopesOf(credential.value.trim()) ?? [], query)?.fixed_params ?? {};
 }
 
 const suggestionsOf = (s: Schema): unknown[] => s.examples ?? s.items?.enum ?? s.items?.examples ?? [];
@@ -164,7 +158,7 @@ function helpFor(p: Parameter): string {
 
 /** The form of the chosen query, its controls filled from `values`; a token's fixed parameters shown read-only. */
 function buildForm(query: Query, values: URLSearchParams): void {
-  const fixed = fixedFor(query.name);
+  const fixed = fixedFor(query);
   paramsBox.replaceChildren(el('legend', {}, `Parameters of ${query.name}`));
   queryHelp.textContent = query.summary;
   for (const p of query.parameters) {
@@ -291,39 +285,46 @@ function clearAnswer(): void {
   table.hidden = true;
 }
 
-const isNumberSchema = (s: Schema | undefined) => s?.type === 'integer' || s?.type === 'number';
-const ISO = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}:\d{2}(\.\d+)?Z)?$/;
+/** A field's type as its schema in the OpenAPI document says it (the inverse of queries/json-schema.ts's fieldSchema). */
+function fieldType(s: Schema): TableField['type'] {
+  if (s.format === 'date-time') return 'timestamp';
+  if (s.format === 'date') return 'date';
+  return (['string', 'integer', 'number', 'boolean', 'object', 'array'] as const).find((t) => t === s.type) ?? 'string';
+}
 
-/** The rows as a table, and as a chart when they are a time series (a time field with one row an instant, and numbers). */
+const isNumber = (f: TableField) => f.type === 'integer' || f.type === 'number';
+
+/** The rows as a table, and as a chart when they are a time series (the rule `run -f chart` follows: output/shape.ts). */
 function showAnswer(query: Query, rows: Row[]): void {
   clearAnswer();
-  const fields: [string, Schema][] = query.fields.length > 0 ? query.fields : Object.keys(rows[0] ?? {}).map((k) => [k, { type: typeof rows[0]?.[k] === 'number' ? 'number' : 'string' }]);
-  const numeric = fields.filter(([, s]) => isNumberSchema(s)).map(([name]) => name);
+  const fields = query.fields.length > 0 ? query.fields.map(([name, s]) => ({ name, type: fieldType(s) })) : fieldsOfRows(rows);
   table.append(
     el('caption', {}, `${query.name}: ${rows.length} ${rows.length === 1 ? 'row' : 'rows'}`),
-    el('thead', {}, el('tr', {}, ...fields.map(([name]) => el('th', { scope: 'col' }, name)))),
-    el('tbody', {}, ...rows.map((row) => el('tr', {}, ...fields.map(([name, s]) => el('td', isNumberSchema(s) ? { class: 'number' } : {}, cellText(row[name])))))),
+    el('thead', {}, el('tr', {}, ...fields.map((f) => el('th', { scope: 'col' }, f.name)))),
+    el('tbody', {}, ...rows.map((row) => el('tr', {}, ...fields.map((f) => el('td', isNumber(f) ? { class: 'number' } : {}, cellText(row[f.name])))))),
   );
   table.hidden = false;
-  const time = fields.find(([name, s]) => (s.format === 'date-time' || s.format === 'date' || rows.every((r) => typeof r[name] === 'string' && ISO.test(r[name] as string))) && new Set(rows.map((r) => r[name])).size === rows.length);
-  if (!time || numeric.length === 0 || rows.length === 0) return;
-  const sorted = [...rows].sort((a, b) => Date.parse(String(a[time[0]])) - Date.parse(String(b[time[0]])));
-  const data: uPlot.AlignedData = [sorted.map((r) => Date.parse(String(r[time[0]])) / 1000), ...numeric.map((name) => sorted.map((r) => (typeof r[name] === 'number' ? (r[name] as number) : null)))];
+  const shape = chartShape(rows, fields);
+  if (shape.kind !== 'series') return;
+  const time = shape.time.name;
+  const numeric = shape.numeric.map((f) => f.name);
+  const sorted = [...rows].sort((a, b) => Date.parse(String(a[time])) - Date.parse(String(b[time])));
+  const data: uPlot.AlignedData = [sorted.map((r) => Date.parse(String(r[time])) / 1000), ...numeric.map((name) => sorted.map((r) => (typeof r[name] === 'number' ? (r[name] as number) : null)))];
   chart = new uPlot(
     {
-      title: `${query.name} by ${time[0]}`,
+      title: `${query.name} by ${time}`,
       width: Math.max(320, chartBox.clientWidth),
       height: 320,
       scales: { x: { time: true } },
       // In UTC, as the rows' timestamps are (not the browser's zone).
       tzDate: (seconds) => uPlot.tzDate(new Date(seconds * 1000), 'Etc/UTC'),
-      series: [{ label: time[0] }, ...numeric.map((name, i) => ({ label: name, stroke: COLORS[i % COLORS.length] ?? 'black', width: 2, points: { show: sorted.length < 60 } }))],
+      series: [{ label: time }, ...numeric.map((name, i) => ({ label: name, stroke: COLORS[i % COLORS.length] ?? 'black', width: 2, points: { show: sorted.length < 60 } }))],
     },
     data,
     chartBox,
   );
   chartBox.setAttribute('role', 'img');
-  chartBox.setAttribute('aria-label', `Chart of ${numeric.join(', ')} by ${time[0]}, ${rows.length} points; the table below has the numbers.`);
+  chartBox.setAttribute('aria-label', `Chart of ${numeric.join(', ')} by ${time}, ${rows.length} points; the table below has the numbers.`);
 }
 
 function cellText(value: unknown): string {
@@ -334,7 +335,7 @@ function cellText(value: unknown): string {
 /** The query list for the credential: a token's own queries only. */
 function fillQueries(wanted: string | undefined): void {
   const scopes = scopesOf(credential.value.trim());
-  const shown = scopes ? queries.filter((q) => scopes.some((s) => opens(s, q.name))) : queries;
+  const shown = scopes ? queries.filter((q) => scopeOf(scopes, q)) : queries;
   const current = wanted ?? querySelect.value;
   querySelect.replaceChildren(...shown.map((q) => el('option', { value: q.name }, q.name)));
   if (shown.some((q) => q.name === current)) querySelect.value = current;
