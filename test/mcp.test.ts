@@ -197,12 +197,13 @@ describe('savedq mcp: the tools', () => {
     }
   });
 
-  it('leaves out two queries that would share a tool name, with one warning naming both', async () => {
+  it('leaves out two queries that would share a tool name, and a broken one, with one warning each', async () => {
     const clash = join(dir, 'clash');
     mkdirSync(clash, { recursive: true });
     writeFileSync(join(clash, 'clash.one.sql'), limited(5));
     writeFileSync(join(clash, 'clash_one.sql'), limited(5));
     writeFileSync(join(clash, 'fine.sql'), limited(5));
+    writeFileSync(join(clash, 'typo.one.sql'), limited(5).replace('fields:', 'params:\n  projct: { type: string }\nfields:'));
     const before = stdioStderr.length;
     const client = await stdioClient(['--queries', clash]);
     try {
@@ -210,8 +211,11 @@ describe('savedq mcp: the tools', () => {
       expect(names).toContain('fine');
       expect(names.filter((n) => n.startsWith('clash'))).toEqual([]);
       await client.listTools();
-      const warnings = stdioStderr.slice(before).split('\n').filter((l) => l.includes('clash'));
-      expect(warnings).toEqual(['savedq mcp: warning: saved queries clash.one and clash_one would both be the tool clash_one; neither is offered to agents (rename one).']);
+      const warnings = stdioStderr.slice(before).split('\n').filter((l) => l.includes('clash_one'));
+      expect(warnings).toEqual(['warning: saved queries clash.one and clash_one would both be the tool clash_one; neither is offered to agents (rename one).']);
+      // A definition with a typo is no tool, and standard error says why, once.
+      expect(names).not.toContain('typo_one');
+      expect(stdioStderr.slice(before).split('\n').filter((l) => l.includes('typo.one.sql'))).toEqual([expect.stringMatching(/^warning: skipped .*typo\.one\.sql:\d+: parameter 'projct' is declared but the SQL never uses @projct\./)]);
     } finally {
       await client.close();
     }

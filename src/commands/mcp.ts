@@ -1,7 +1,7 @@
 import type { Savedq } from '../library.js';
 import { loadSdk } from '../mcp/load.js';
 import { mcpServer } from '../mcp/server.js';
-import type { CommonOptions, Io } from './io.js';
+import { report, type CommonOptions, type Io } from './io.js';
 
 /** Options of `savedq mcp`. */
 export interface McpCommandOptions extends CommonOptions {
@@ -25,8 +25,9 @@ export async function mcpCommand(lib: Savedq, options: McpCommandOptions, io: Io
   const server = mcpServer(sdk, {
     lib,
     version: options.version,
-    warn: (message) => io.stderr.write(`savedq mcp: warning: ${message}\n`),
-    log: (message) => io.stderr.write(`savedq mcp: ${message}\n`),
+    // As the library's own warnings are written (cli.ts's reporter), so an agent's log reads alike.
+    warn: (message) => report(io, options, `warning: ${message}`),
+    log: (message) => report(io, options, message),
     around: async (work) => {
       underWay += 1;
       try {

@@ -48,7 +48,8 @@ export function mcpServer(sdk: Sdk, session: McpSession): InstanceType<Sdk['Serv
     warned.add(message);
     session.warn(message);
   };
-  const tools = async (): Promise<Map<string, QueryTool>> => toolsOf((await lib.queries.scan()).queries, session.caller?.caller, warnOnce);
+  // Through the library, which warns of a broken definition (once a set): a tool missing for a typo is said why.
+  const tools = async (): Promise<Map<string, QueryTool>> => toolsOf((await lib.savedQueries()).queries, session.caller?.caller, warnOnce);
 
   server.setRequestHandler(sdk.ListToolsRequestSchema, async () => ({ tools: [...(await tools()).values()].map((t) => t.definition) }));
 
