@@ -1,8 +1,8 @@
 import { InputError } from '../errors.js';
 import type { Row } from '../queries/types.js';
-export { fieldsOfRows } from './shape.js';
-import { FORMATS, inBatches, type Format, type RenderOptions, type Renderer, type TableField } from './types.js';
+import { FORMATS, inBatches, type Format, type RenderOptions, type Renderer } from './types.js';
 
+export { fieldsOfRows } from './shape.js';
 export { FORMATS, RUN_FORMATS, type Format, type RenderOptions, type TableField } from './types.js';
 
 function* json(rows: readonly Row[]): Generator<string> {
