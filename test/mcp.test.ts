@@ -311,11 +311,17 @@ describe('/mcp on serve', () => {
   });
 
   it("counts a token's every JSON-RPC request against its rate limit", async () => {
+    const limited = async () => {
+      const text = await (await fetch(`${server.url}/metrics`, { headers: { Authorization: `Bearer ${KEY}` } })).text();
+      return Number(/^savedq_rate_limited_total (\d+)$/m.exec(text)?.[1]);
+    };
+    const before = await limited();
     const created = await cli(['token', 'create', '--name', 'slow-agent', '--query', 'usage.*', '--rps', '0.01'], { env });
     const client = await httpClient(server.url, created.stdout.trim()).catch((err: Error) => err);
-    // initialize took the one call of its burst: the next request is refused.
+    // initialize took the one call of its burst: the next request is refused, and counted as serve counts its refusals.
     const refused = client instanceof Error ? client : await client.listTools().then(() => undefined, (err: Error) => err);
     expect(refused?.message).toMatch(/429|rate limit/);
+    expect(await limited()).toBe(before + 1);
   });
 
   it('refuses no credential (401), a foreign Origin or Host (403); --no-mcp answers 404', async () => {

@@ -11,6 +11,8 @@ import { mcpServer } from '../mcp/server.js';
 export interface McpEndpointOptions {
   readonly lib: Savedq;
   readonly access: Access;
+  /** Takes one call from the caller's rate limit (serve's: its headers, its refusal, its metric). */
+  readonly takeCall: (res: ServerResponse, caller: Caller) => void;
   readonly version: string;
   readonly log: (line: string) => void;
   /** Origins --cors-origin allows (`*` any), besides serve's own. */
@@ -81,14 +83,7 @@ export class McpEndpoint {
       }
       // Every JSON-RPC request counts against the caller's limit; notifications and the stream do not.
       const requests = (Array.isArray(body) ? body : [body]).filter((m: Message) => typeof m === 'object' && m !== null && m.id !== undefined && typeof m.method === 'string').length;
-      for (let i = 0; i < requests; i++) {
-        const limit = this.#options.access.limit(caller);
-        if (!limit) break;
-        res.setHeader('RateLimit-Limit', String(limit.limit));
-        res.setHeader('RateLimit-Remaining', String(limit.remaining));
-        res.setHeader('RateLimit-Reset', String(limit.resetSeconds));
-        if (!limit.allowed) throw this.#options.access.refusal(caller, limit);
-      }
+      for (let i = 0; i < requests; i++) this.#options.takeCall(res, caller);
     }
     if (session) {
       session.lastSeen = Date.now();

@@ -178,6 +178,18 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     }
     return openapi.text;
   };
+  /** Takes a call from a limited caller's bucket, said in the RateLimit headers; past the limit, its refusal (counted). */
+  const takeCall = (res: ServerResponse, caller: Caller): void => {
+    const limit = access.limit(caller);
+    if (!limit) return;
+    res.setHeader('RateLimit-Limit', String(limit.limit));
+    res.setHeader('RateLimit-Remaining', String(limit.remaining));
+    res.setHeader('RateLimit-Reset', String(limit.resetSeconds));
+    if (!limit.allowed) {
+      metrics.rateLimited();
+      throw access.refusal(caller, limit);
+    }
+  };
   let inFlight = 0;
   let drained: (() => void) | undefined;
   // /mcp's sessions, made on its first request (the SDK is loaded then, not before).
@@ -185,7 +197,7 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
   const loopback = /^(127\.|::1$|localhost$)/.test(options.host);
   const mcpEndpoint = (): Promise<McpEndpoint> =>
     (mcp ??= import('./mcp.js').then(
-      (m) => new m.McpEndpoint({ lib, access, version: options.version, log: options.log, corsOrigins: cors, allowedHosts: options.allowedHosts ?? [], loopback }),
+      (m) => new m.McpEndpoint({ lib, access, takeCall, version: options.version, log: options.log, corsOrigins: cors, allowedHosts: options.allowedHosts ?? [], loopback }),
     ));
 
   // What is computed once and kept: the call a request's path and query string make (for the saved
@@ -292,16 +304,7 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     const caller = await access.authenticate(credentialOf(req));
     ctx.caller = caller;
     // A limited caller's call past its limit costs nothing else: no cache read, no query.
-    const limit = access.limit(caller);
-    if (limit) {
-      res.setHeader('RateLimit-Limit', String(limit.limit));
-      res.setHeader('RateLimit-Remaining', String(limit.remaining));
-      res.setHeader('RateLimit-Reset', String(limit.resetSeconds));
-      if (!limit.allowed) {
-        metrics.rateLimited();
-        throw access.refusal(caller, limit);
-      }
-    }
+    takeCall(res, caller);
     const cacheControl = req.headers['cache-control'];
     const refresh = cacheControl !== undefined && /(^|,)\s*no-cache\s*(,|$)/i.test(cacheControl);
     // The query's time limit is the library's, counted from when the query starts (not while the data
