@@ -114,7 +114,8 @@ function fixedFor(query: Query): Readonly<Record<string, string>> {
 
 const suggestionsOf = (s: Schema): unknown[] => s.examples ?? s.items?.enum ?? s.items?.examples ?? [];
 const isBoolean = (s: Schema) => s.type === 'string' && JSON.stringify(s.enum) === JSON.stringify(['true', 'false', '1', '0']);
-const isTimestamp = (s: Schema) => s.type === 'string' && s.pattern !== undefined && s.description?.startsWith('ISO 8601') === true;
+// In a query string, a timestamp is the one kind of value whose schema is a pattern (queries/json-schema.ts).
+const isTimestamp = (s: Schema) => s.type === 'string' && s.pattern !== undefined;
 
 /** A form control for a parameter, by its schema: a list, a checkbox, a date, a bounded number, or text. */
 function controlFor(p: Parameter, id: string): HTMLInputElement | HTMLSelectElement {
