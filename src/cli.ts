@@ -44,8 +44,9 @@ function lib(flags: GlobalFlags, options: { ownsEngine?: boolean; reporter?: Rep
   return library;
 }
 
-function collect(value: string, previous: string[]): string[] {
-  return [...previous, value];
+/** A repeatable option's values. It has no default (an absent one is undefined), so its help shows none. */
+function collect(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
 }
 
 /** -f/--format, as list and cache list take it (and run, with a chart besides). */
@@ -65,7 +66,7 @@ const program = new Command('savedq')
   .option('--password-file <file>', "the ClickHouse server's password: the file's first line (env SAVEDQ_CLICKHOUSE_PASSWORD_FILE; readable by you alone)")
   .option('--data-dir <dir>', 'embedded engine data directory (env SAVEDQ_DATA_DIR)')
   .option('--cache-file <file>', 'results cache file (env SAVEDQ_CACHE_FILE)')
-  .option('--queries <dir>', 'a folder of your saved queries, *.sql (repeatable; env SAVEDQ_QUERIES, colon-separated; default ~/.config/savedq/queries)', collect, [])
+  .option('--queries <dir>', 'a folder of your saved queries, *.sql (repeatable; env SAVEDQ_QUERIES, colon-separated; default ~/.config/savedq/queries)', collect)
   .option('--lock-wait <seconds>', 'how long to wait for another process using the data directory (default 30)')
   .option('--timeout <seconds>', 'per-query time limit (default 30)')
   .option('--cache-max-mb <megabytes>', 'the results cache stays within about this size; the least recently served go first (default 512; env SAVEDQ_CACHE_MAX_MB)')
@@ -94,7 +95,7 @@ program
   .command('run')
   .description('run a saved query and print its rows')
   .argument('<query>', 'saved query name or id')
-  .option('-p, --param <name=value>', 'a parameter (repeatable)', collect, [])
+  .option('-p, --param <name=value>', 'a parameter (repeatable)', collect)
   .addOption(formatOption(RUN_FORMATS))
   .option('--no-cache', 'neither read nor write the results cache')
   .option('--refresh', 'run the query and replace the cached result')
@@ -109,7 +110,7 @@ program
       'savedq run 0f4c6b2e-7f3a-4a51-9a8e-3d2b1c5e6f01 -p project=acme-shop --at 2026-11-21T12:00:00Z -f csv',
     ),
   )
-  .action(async (nameOrId: string, opts: { param: string[]; format?: string; cache: boolean; refresh?: boolean; at?: string }, cmd: Command) => {
+  .action(async (nameOrId: string, opts: { param?: string[]; format?: string; cache: boolean; refresh?: boolean; at?: string }, cmd: Command) => {
     const flags = cmd.optsWithGlobals<GlobalFlags>();
     const { runCommand } = await import('./commands/run.js');
     await runCommand(
@@ -117,7 +118,7 @@ program
       {
         ...flags,
         nameOrId,
-        params: opts.param,
+        params: opts.param ?? [],
         format: opts.format,
         at: opts.at,
         cache: !opts.cache ? 'bypass' : opts.refresh ? 'refresh' : 'use',
@@ -159,14 +160,14 @@ program
   .command('warm')
   .description('refresh cached results people still use (for cron: */5 * * * * savedq warm)')
   .argument('[query]', 'warm only this call: saved query name or id, with its -p parameters')
-  .option('-p, --param <name=value>', 'a parameter of the one call to warm (repeatable)', collect, [])
+  .option('-p, --param <name=value>', 'a parameter of the one call to warm (repeatable)', collect)
   .option('--at <iso>', 'the --at instant of the one call to warm')
   .option('--max-time <seconds>', 'stop after this long, the most recently served refreshed first (default 240: a */5 cron never overlaps itself)')
   .addHelpText('after', examples('savedq warm', 'savedq warm usage.api-counts -p project=acme-shop -p interval=daily', '# crontab: */5 * * * * savedq warm --quiet'))
-  .action(async (nameOrId: string | undefined, opts: { param: string[]; at?: string; maxTime?: string }, cmd: Command) => {
+  .action(async (nameOrId: string | undefined, opts: { param?: string[]; at?: string; maxTime?: string }, cmd: Command) => {
     const flags = cmd.optsWithGlobals<GlobalFlags>();
     const { warmCommand } = await import('./commands/warm.js');
-    await warmCommand(lib(flags), { ...flags, nameOrId, params: opts.param, at: opts.at, maxTime: opts.maxTime, signal: interrupt.signal }, io);
+    await warmCommand(lib(flags), { ...flags, nameOrId, params: opts.param ?? [], at: opts.at, maxTime: opts.maxTime, signal: interrupt.signal }, io);
   });
 
 const cache = program.command('cache').description('inspect or clear the results cache');
@@ -198,11 +199,11 @@ program
   .option('--header-timeout <seconds>', "a request's headers must arrive within this (default 10)")
   .option('--max-queue <n>', 'calls waiting for the engine, at most; one more is answered 503 overloaded (default 64; env SAVEDQ_MAX_QUEUE)')
   .option('--token-secret-file <file>', 'secrets of signed tokens, one a line, 32 bytes or more: the first signs, all verify (else env SAVEDQ_TOKEN_SECRETS, comma-separated)')
-  .option('--cors-origin <origin>', 'an origin whose pages may call serve from a browser (repeatable; * for any; env SAVEDQ_CORS_ORIGINS, comma-separated)', collect, [])
+  .option('--cors-origin <origin>', 'an origin whose pages may call serve from a browser (repeatable; * for any; env SAVEDQ_CORS_ORIGINS, comma-separated)', collect)
   .option('--rate-limit <rps>', 'calls a second for each caller without a limit of its own (env SAVEDQ_RATE_LIMIT; default none)')
   .option('--no-ui', "no page for people at / (default: a form for each saved query, its answer as a table and a chart)")
   .option('--no-mcp', 'no MCP for agents at /mcp (default: every saved query a tool, with the caller\'s key or token)')
-  .option('--allowed-host <name>', "a name /mcp answers as this server's besides its addresses (repeatable; env SAVEDQ_ALLOWED_HOSTS, comma-separated)", collect, [])
+  .option('--allowed-host <name>', "a name /mcp answers as this server's besides its addresses (repeatable; env SAVEDQ_ALLOWED_HOSTS, comma-separated)", collect)
   .addHelpText(
     'after',
     examples(
@@ -210,7 +211,7 @@ program
       "curl -H 'X-API-KEY: secret' 'http://127.0.0.1:4000/api/endpoints/query/usage.api-counts?project=acme-shop&interval=daily'",
     ),
   )
-  .action(async (opts: { host: string; port: string; apiKeyFile?: string; maxConnections?: string; headerTimeout?: string; maxQueue?: string; tokenSecretFile?: string; rateLimit?: string; corsOrigin: string[]; ui: boolean; mcp: boolean; allowedHost: string[] }, cmd: Command) => {
+  .action(async (opts: { host: string; port: string; apiKeyFile?: string; maxConnections?: string; headerTimeout?: string; maxQueue?: string; tokenSecretFile?: string; rateLimit?: string; corsOrigin?: string[]; ui: boolean; mcp: boolean; allowedHost?: string[] }, cmd: Command) => {
     const flags = cmd.optsWithGlobals<GlobalFlags>();
     const { serveCommand, serverLog } = await import('./commands/serve.js');
     const log = serverLog(io, flags);
@@ -227,7 +228,7 @@ program
     examples(
       'claude mcp add savedq -- savedq mcp',
       'savedq --queries ~/my-queries mcp',
-      'npx @modelcontextprotocol/inspector-cli --cli savedq mcp --method tools/list',
+      'npx @modelcontextprotocol/inspector --cli savedq mcp --method tools/list',
     ),
   )
   .action(async (_opts: unknown, cmd: Command) => {
@@ -241,8 +242,8 @@ token
   .command('create')
   .description('print a signed token that opens some saved queries, with parameters fixed and a rate limit')
   .requiredOption('--name <name>', 'who it is for (in the access log and metrics; its rate-limit bucket)')
-  .option('--query <name|glob>', 'a saved query it opens: a name, an id or a glob such as errors.* (repeatable)', collect, [])
-  .option('--fix <name=value>', 'a parameter every call of it is made with (repeatable)', collect, [])
+  .option('--query <name|glob>', 'a saved query it opens: a name, an id or a glob such as errors.* (repeatable)', collect)
+  .option('--fix <name=value>', 'a parameter every call of it is made with (repeatable)', collect)
   .option('--ttl <duration>', 'how long it is valid: 90s, 15m, 12h, 30d (default 24h)')
   .option('--rps <n>', 'calls a second it may make')
   .option('--token-secret-file <file>', 'secrets, one a line: the first signs (else env SAVEDQ_TOKEN_SECRETS, comma-separated)')
@@ -253,10 +254,10 @@ token
       "curl -H \"Authorization: Bearer $TOKEN\" 'http://127.0.0.1:4000/api/endpoints/query/usage.api-counts?interval=daily'",
     ),
   )
-  .action(async (opts: { name: string; query: string[]; fix: string[]; ttl?: string; rps?: string; tokenSecretFile?: string }, cmd: Command) => {
+  .action(async (opts: { name: string; query?: string[]; fix?: string[]; ttl?: string; rps?: string; tokenSecretFile?: string }, cmd: Command) => {
     const flags = cmd.optsWithGlobals<GlobalFlags>();
     const { tokenCreateCommand } = await import('./commands/token.js');
-    await tokenCreateCommand(lib(flags), { ...flags, ...opts }, io);
+    await tokenCreateCommand(lib(flags), { ...flags, ...opts, query: opts.query ?? [], fix: opts.fix ?? [] }, io);
   });
 token
   .command('inspect')

@@ -15,7 +15,7 @@ const env = { SAVEDQ_DATA_DIR: join(dir, 'data'), SAVEDQ_CACHE_FILE: join(dir, '
 
 describe('help that teaches', () => {
   it('gives every command a purpose, options and examples', async () => {
-    const commands = ['run', 'list', 'describe', 'load', 'warm', 'serve', 'schema', 'init', 'completion'];
+    const commands = ['run', 'list', 'describe', 'load', 'warm', 'serve', 'schema', 'init', 'completion', 'mcp', 'test'];
     const helps = await Promise.all([cli(['--help']), ...commands.map((c) => cli([c, '--help']))]);
     for (const [i, h] of helps.entries()) {
       const name = i === 0 ? 'savedq' : `savedq ${commands[i - 1]}`;
@@ -23,6 +23,7 @@ describe('help that teaches', () => {
       expect(h.stdout, name).toContain(`Usage: ${name}`);
       expect(h.stdout, name).toContain('Options:');
       expect(h.stdout, name).toMatch(/Examples:\n {2}\$ \S/);
+      expect(h.stdout, name).not.toContain('(default: [])'); // a repeatable option's empty list is no default to tell
     }
     expect(helps[1]?.stdout).toContain('--no-cache');
     expect(helps[6]?.stdout).toMatch(/--port <port>\s+port to listen on [^]*\(default:\s+"4000"\)/);
