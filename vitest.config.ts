@@ -3,6 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // Names each program some tests need and the machine lacks (SAVEDQ_TEST_ALL=1 makes that a failure).
+    globalSetup: ['test/global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     // Each test file opens its own embedded engine; the engine binds one data directory per process,

@@ -1,9 +1,9 @@
-import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cli, startServe, tempDir, type ServeProcess } from './helpers.js';
+import { has } from './system.js';
 
 // serve handed to a browser and to operators: CORS for the origins --cors-origin names (and a real page
 // in headless Chromium on another origin), and /metrics after known traffic.
@@ -64,7 +64,7 @@ describe('browsers on another origin', () => {
     expect((await fetch(`${server.url}/health`, { headers: { Origin: 'http://evil.example' } })).headers.get('access-control-allow-origin')).toBeNull();
   });
 
-  it.runIf(existsSync(CHROMIUM))('a real page in headless Chromium on an allowed origin fetches a query with a token and shows its rows; on another origin it is blocked', async () => {
+  it.runIf(has.chromium)('a real page in headless Chromium on an allowed origin fetches a query with a token and shows its rows; on another origin it is blocked', async () => {
     const { chromium } = await import('playwright-core');
     const browser = await chromium.launch({
       executablePath: CHROMIUM,

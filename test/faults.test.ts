@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { binPath, cli, eventually, tempDir } from './helpers.js';
+import { has } from './system.js';
 
 const dir = tempDir();
 const env = { SAVEDQ_DATA_DIR: join(dir, 'data'), SAVEDQ_CACHE_FILE: join(dir, 'cache.sqlite'), PATH: process.env.PATH ?? '' };
@@ -128,10 +129,10 @@ describe('interrupted work loses nothing and duplicates nothing', () => {
 describe('a full disk', () => {
   const mountPoint = join(dir, 'small-disk');
   mkdirSync(mountPoint, { recursive: true });
-  // A 3 MB tmpfs stands in for a full disk; it needs root (as on the development and CI machines).
-  const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=3m', 'tmpfs', mountPoint]).status === 0;
-
-  it.runIf(mounted)('fails the load with exit 1 naming the data directory, and leaves it usable', async () => {
+  // A 3 MB tmpfs stands in for a full disk; mounting it needs root (as on CI).
+  it.runIf(has.root)('fails the load with exit 1 naming the data directory, and leaves it usable', async () => {
+    const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=3m', 'tmpfs', mountPoint], { encoding: 'utf8' });
+    expect(mounted.status, mounted.stderr).toBe(0);
     try {
       const small = { ...env, SAVEDQ_DATA_DIR: join(mountPoint, 'data') };
       const r = await cli(['load', 'edge_logs', join(dir, 'events.ndjson')], { env: small });
@@ -182,7 +183,7 @@ describe('places savedq may not use', () => {
   // checkout (a clone in a private temporary folder cannot be read by it).
   const asNobody = (args: string[], extra: Record<string, string>) =>
     spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', 'env', `PATH=${process.env.PATH ?? ''}`, 'HOME=/tmp', ...Object.entries(extra).map(([k, v]) => `${k}=${v}`), process.execPath, binPath, ...args], { encoding: 'utf8' });
-  const nobodyCanRun = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, binPath, '--version'], { encoding: 'utf8' }).status === 0;
+  const nobodyCanRun = has.root && spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, binPath, '--version'], { encoding: 'utf8' }).status === 0;
   // Not inside this file's private temporary folder, which nobody cannot enter.
   const open = mkdtempSync(join(tmpdir(), 'savedq-nobody-'));
   spawnSync('chmod', ['0777', open]);

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { binPath, cli, engineQueue, eventually, NO_CONFIG, startServe, tempDir } from './helpers.js';
+import { has } from './system.js';
 
 // What savedq does when its neighbours are careless or hostile: files only its user can read, a socket
 // that trusts no one, terminals and spreadsheets that a log line cannot take over.
@@ -88,9 +89,8 @@ describe('the socket trusts no one', () => {
   const open = mkdtempSync(join(tmpdir(), 'savedq-socket-'));
   chmodSync(open, 0o755);
   afterAll(() => rmSync(open, { recursive: true, force: true }));
-  const isRoot = process.getuid?.() === 0;
 
-  it.runIf(isRoot)('refuses a socket in the data directory that another user owns (exit 2, naming it), and sends it nothing', async () => {
+  it.runIf(has.root)('refuses a socket in the data directory that another user owns (exit 2, naming it), and sends it nothing', async () => {
     const data = join(open, 'data');
     mkdirSync(data, { mode: 0o700 });
     const socket = join(data, 'savedq.sock');
@@ -176,7 +176,7 @@ describe('the socket trusts no one', () => {
 });
 
 describe('serve outlives floods', () => {
-  it('holds at most --max-connections, closes a connection whose headers drip past --header-timeout, and the other savedq processes still reach the socket', async () => {
+  it.runIf(has.prlimit)('holds at most --max-connections, closes a connection whose headers drip past --header-timeout, and the other savedq processes still reach the socket', async () => {
     const data = join(dir, 'flooded');
     // Under an open-file limit of 1024, as on many machines: serve takes at most 1024 - 256 connections.
     const server = await startServe({ ...env, SAVEDQ_DATA_DIR: data, SAVEDQ_API_KEYS: 'k' }, [], ['--header-timeout', '2'], ['prlimit', '--nofile=1024:1024']);

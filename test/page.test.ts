@@ -1,10 +1,11 @@
 /// <reference lib="dom" />
 // The functions given to page.evaluate run in the browser: they see its DOM.
-import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cli, startServe, tempDir, type ServeProcess } from './helpers.js';
+import { has } from './system.js';
 
 // serve's page for people, in real headless Chromium (Debian's): the form built from each query's
 // parameters, the answer as a table and a chart, the credential kept out of the address, and nothing
@@ -82,7 +83,7 @@ beforeAll(async () => {
   mkdirSync(join(dir, 'queries'), { recursive: true });
   writeFileSync(join(dir, 'queries', 'page.kinds.sql'), KINDS);
   server = await startServe(env, ['--queries', join(dir, 'queries')]);
-  if (existsSync(CHROMIUM)) {
+  if (has.chromium) {
     const { chromium } = await import('playwright-core');
     browser = await chromium.launch({
       executablePath: CHROMIUM,
@@ -121,7 +122,7 @@ describe('the page at /', () => {
     }
   });
 
-  it.runIf(existsSync(CHROMIUM))('runs usage.api-counts from its form: the table has the rows the API gives, a chart is drawn, and no request leaves the origin', async () => {
+  it.runIf(has.chromium)('runs usage.api-counts from its form: the table has the rows the API gives, a chart is drawn, and no request leaves the origin', async () => {
     const { tab, requests, errors } = await openTab();
     await tab.getByLabel('Saved query').selectOption('usage.api-counts');
     // The form follows the parameters' types: `interval`'s allowed values as a list, project as text.
@@ -157,7 +158,7 @@ describe('the page at /', () => {
     await tab.context().close();
   });
 
-  it.runIf(existsSync(CHROMIUM))('labels every field with its parameter, and is used from the keyboard alone: Enter in a field runs the query', async () => {
+  it.runIf(has.chromium)('labels every field with its parameter, and is used from the keyboard alone: Enter in a field runs the query', async () => {
     const { tab, errors } = await openTab('/#functions.invocation-stats?project=acme-shop&interval=1hr');
     const unlabelled = await tab.$$eval('form input, form select', (controls) => controls.filter((c) => (c as HTMLInputElement).labels?.length !== 1).map((c) => c.id));
     expect(unlabelled).toEqual([]);
@@ -190,7 +191,7 @@ describe('the page at /', () => {
     await tab.context().close();
   });
 
-  it.runIf(existsSync(CHROMIUM))('builds each control from its parameter: a checkbox, a date, a bounded number, a UTC timestamp, and checks them before asking', async () => {
+  it.runIf(has.chromium)('builds each control from its parameter: a checkbox, a date, a bounded number, a UTC timestamp, and checks them before asking', async () => {
     const { tab, requests, errors } = await openTab();
     await tab.getByLabel('API key or token').fill(KEY);
     await tab.getByLabel('Saved query').selectOption('page.kinds');
@@ -219,7 +220,7 @@ describe('the page at /', () => {
     await tab.context().close();
   });
 
-  it.runIf(existsSync(CHROMIUM))("shows the server's message for a wrong key, and a token fixed to a project sees that project only", async () => {
+  it.runIf(has.chromium)("shows the server's message for a wrong key, and a token fixed to a project sees that project only", async () => {
     const { tab, errors } = await openTab('/#usage.api-counts?project=acme-shop&interval=daily');
     await tab.getByLabel('API key or token').fill('not-a-key');
     await tab.getByRole('button', { name: 'Run usage.api-counts' }).click();

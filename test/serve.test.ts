@@ -10,6 +10,7 @@ import { keyChecker } from '../src/http/keys.js';
 import { Savedq } from '../src/library.js';
 import { shareWarehouse } from '../src/warehouse/share-server.js';
 import { binPath, cli, endpoints, engineQueue, eventually, findEndpoint, load, startServe, tempDir } from './helpers.js';
+import { has } from './system.js';
 
 const dir = tempDir();
 const dataDir = join(dir, 'data');
@@ -192,7 +193,7 @@ describe('savedq serve', () => {
     expect(new Set(lines.map((l) => l.split(' id=')[1])).size).toBe(3);
   });
 
-  it('works with curl', async () => {
+  it.runIf(has.curl)('works with curl', async () => {
     const { stdout } = await promisify(execFile)('curl', [
       '-sS',
       '-H',

@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,10 +7,11 @@ import { resolveConfig } from '../src/config.js';
 import { startServer } from '../src/http/server.js';
 import { Savedq } from '../src/library.js';
 import { cli, eventually, tempDir } from './helpers.js';
+import { has } from './system.js';
 
 // A real ClickHouse server, Debian's clickhouse-server (18.16, installed by .ci/run): too old to run
 // savedq's SQL, but its HTTP interface, its authentication errors and its connection behaviour are real.
-const SERVER = '/usr/sbin/clickhouse-server';
+const SERVER = '/usr/sbin/clickhouse-server'; // test/system.ts checks it is there
 const PASSWORD = 'pw-s3cret-value';
 const dir = tempDir('savedq-chs-');
 let server: ChildProcess;
@@ -50,74 +51,75 @@ async function startClickHouse(): Promise<void> {
 const url = (user = 'tester', password = PASSWORD) => `http://${user}:${password}@127.0.0.1:${port}`;
 const env = { SAVEDQ_DATA_DIR: join(dir, 'unused'), SAVEDQ_CACHE_FILE: join(dir, 'cache.sqlite') };
 
-beforeAll(async () => {
-  expect(existsSync(SERVER), `${SERVER} is missing: .ci/run installs Debian's clickhouse-server`).toBe(true);
-  await startClickHouse();
-}, 90_000);
-afterAll(() => {
-  server?.kill('SIGCONT');
-  server?.kill('SIGKILL');
-});
+describe.runIf(has.clickhouseServer)("Debian's clickhouse-server", () => {
+  beforeAll(async () => {
+    await startClickHouse();
+  }, 90_000);
+  afterAll(() => {
+    server?.kill('SIGCONT');
+    server?.kill('SIGKILL');
+  });
 
-describe('against a real ClickHouse server', () => {
-  it('wrong credentials: exit 1, one line naming the server, never the password', async () => {
-    for (const target of [url('tester', 'wrong-password'), url('nobody', 'whatever')]) {
-      const r = await cli(['run', 'logs.all', '-p', 'project=x'], { env: { ...env, SAVEDQ_CLICKHOUSE_URL: target } });
+  describe('against a real ClickHouse server', () => {
+    it('wrong credentials: exit 1, one line naming the server, never the password', async () => {
+      for (const target of [url('tester', 'wrong-password'), url('nobody', 'whatever')]) {
+        const r = await cli(['run', 'logs.all', '-p', 'project=x'], { env: { ...env, SAVEDQ_CLICKHOUSE_URL: target } });
+        expect(r.code).toBe(1);
+        expect(r.stdout).toBe('');
+        expect(r.stderr).toMatch(new RegExp(`^savedq: ClickHouse at http://\\w+@127\\.0\\.0\\.1:${port} refused the credentials\\.\\n$`));
+        expect(r.stderr).not.toMatch(/wrong-password|whatever/);
+      }
+    });
+
+    it('a query the server cannot run: exit 1, one line, no SQL and no stack trace', async () => {
+      const r = await cli(['run', 'usage.api-counts', '-p', 'project=x', '-p', 'interval=daily', '--no-cache'], { env: { ...env, SAVEDQ_CLICKHOUSE_URL: url() } });
       expect(r.code).toBe(1);
-      expect(r.stdout).toBe('');
-      expect(r.stderr).toMatch(new RegExp(`^savedq: ClickHouse at http://\\w+@127\\.0\\.0\\.1:${port} refused the credentials\\.\\n$`));
-      expect(r.stderr).not.toMatch(/wrong-password|whatever/);
-    }
-  });
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+      expect(r.stderr).toMatch(new RegExp(`^savedq: ClickHouse at http://tester@127\\.0\\.0\\.1:${port} (failed|could not parse)`));
+      expect(r.stderr).not.toMatch(/SELECT|edge_logs|libc|PASSWORD|pw-s3cret/i);
+    });
 
-  it('a query the server cannot run: exit 1, one line, no SQL and no stack trace', async () => {
-    const r = await cli(['run', 'usage.api-counts', '-p', 'project=x', '-p', 'interval=daily', '--no-cache'], { env: { ...env, SAVEDQ_CLICKHOUSE_URL: url() } });
-    expect(r.code).toBe(1);
-    expect(r.stderr.trim().split('\n')).toHaveLength(1);
-    expect(r.stderr).toMatch(new RegExp(`^savedq: ClickHouse at http://tester@127\\.0\\.0\\.1:${port} (failed|could not parse)`));
-    expect(r.stderr).not.toMatch(/SELECT|edge_logs|libc|PASSWORD|pw-s3cret/i);
-  });
+    it('over HTTP: 502 saying the credentials were refused, with no address, user or password; the log has the whole message', async () => {
+      const lib = new Savedq(resolveConfig({ url: url('tester', 'nope-nope'), cacheFile: env.SAVEDQ_CACHE_FILE }, {}));
+      const logged: string[] = [];
+      const s = await startServer(lib, { host: '127.0.0.1', port: 0, apiKeys: ['k'], timeoutSeconds: 30, warmEveryMs: 0, version: 't', log: (line) => logged.push(line) });
+      const res = await fetch(`${s.url}/api/endpoints/query/logs.all?project=x`, { headers: { 'X-API-KEY': 'k' } });
+      const text = await res.text();
+      await s.close();
+      await lib.close();
+      expect(res.status).toBe(502);
+      expect(JSON.parse(text)).toEqual({ error: { code: 'warehouse_error', message: "the warehouse refused savedq's credentials." } });
+      expect(logged).toContain(`ClickHouse at http://tester@127.0.0.1:${port} refused the credentials.`);
+      expect(logged.join('\n')).not.toContain('nope-nope');
+    });
 
-  it('over HTTP: 502 saying the credentials were refused, with no address, user or password; the log has the whole message', async () => {
-    const lib = new Savedq(resolveConfig({ url: url('tester', 'nope-nope'), cacheFile: env.SAVEDQ_CACHE_FILE }, {}));
-    const logged: string[] = [];
-    const s = await startServer(lib, { host: '127.0.0.1', port: 0, apiKeys: ['k'], timeoutSeconds: 30, warmEveryMs: 0, version: 't', log: (line) => logged.push(line) });
-    const res = await fetch(`${s.url}/api/endpoints/query/logs.all?project=x`, { headers: { 'X-API-KEY': 'k' } });
-    const text = await res.text();
-    await s.close();
-    await lib.close();
-    expect(res.status).toBe(502);
-    expect(JSON.parse(text)).toEqual({ error: { code: 'warehouse_error', message: "the warehouse refused savedq's credentials." } });
-    expect(logged).toContain(`ClickHouse at http://tester@127.0.0.1:${port} refused the credentials.`);
-    expect(logged.join('\n')).not.toContain('nope-nope');
-  });
+    it('a server that stops answering: exit 1 after the time limit, saying so', async () => {
+      server.kill('SIGSTOP');
+      try {
+        const started = Date.now();
+        const r = await cli(['--timeout', '1', 'run', 'logs.all', '-p', 'project=x'], { env: { ...env, SAVEDQ_CLICKHOUSE_URL: url() } });
+        expect(r.code).toBe(1);
+        expect(r.stderr).toMatch(/^savedq: request to ClickHouse at http:\/\/tester@127\.0\.0\.1:\d+ timed out\.\n$/);
+        expect(Date.now() - started).toBeLessThan(20_000);
+      } finally {
+        server.kill('SIGCONT');
+      }
+    });
 
-  it('a server that stops answering: exit 1 after the time limit, saying so', async () => {
-    server.kill('SIGSTOP');
-    try {
-      const started = Date.now();
-      const r = await cli(['--timeout', '1', 'run', 'logs.all', '-p', 'project=x'], { env: { ...env, SAVEDQ_CLICKHOUSE_URL: url() } });
+    it.runIf(has.ss)('a server that dies mid-query: exit 1, one clear line', async () => {
+      server.kill('SIGSTOP');
+      const pending = cli(['--timeout', '20', 'run', 'logs.all', '-p', 'project=x'], { env: { ...env, SAVEDQ_CLICKHOUSE_URL: url() } });
+      // Stopped, the server's kernel still takes the connection: killed once the CLI has one (this
+      // process's own keep-alive connections, of fetch, do not count).
+      const others = () => spawnSync('ss', ['-Htnp', 'state', 'established', `( dport = :${port} )`], { encoding: 'utf8' }).stdout.split('\n').filter((l) => l.trim() !== '' && !l.includes(`pid=${process.pid},`));
+      await eventually('the CLI to connect to the server', () => others().length > 0);
+      server.kill('SIGKILL');
+      const r = await pending;
       expect(r.code).toBe(1);
-      expect(r.stderr).toMatch(/^savedq: request to ClickHouse at http:\/\/tester@127\.0\.0\.1:\d+ timed out\.\n$/);
-      expect(Date.now() - started).toBeLessThan(20_000);
-    } finally {
-      server.kill('SIGCONT');
-    }
+      expect(r.stderr).toMatch(/^savedq: cannot reach ClickHouse at http:\/\/tester@127\.0\.0\.1:\d+: connection (reset|closed)\.\n$/);
+      // And once it is gone entirely: refused.
+      const gone = await cli(['run', 'logs.all', '-p', 'project=x'], { env: { ...env, SAVEDQ_CLICKHOUSE_URL: url() } });
+      expect(gone.stderr).toMatch(/connection refused\.\n$/);
+    }, 60_000);
   });
-
-  it('a server that dies mid-query: exit 1, one clear line', async () => {
-    server.kill('SIGSTOP');
-    const pending = cli(['--timeout', '20', 'run', 'logs.all', '-p', 'project=x'], { env: { ...env, SAVEDQ_CLICKHOUSE_URL: url() } });
-    // Stopped, the server's kernel still takes the connection: killed once the CLI has one (this
-    // process's own keep-alive connections, of fetch, do not count).
-    const others = () => spawnSync('ss', ['-Htnp', 'state', 'established', `( dport = :${port} )`], { encoding: 'utf8' }).stdout.split('\n').filter((l) => l.trim() !== '' && !l.includes(`pid=${process.pid},`));
-    await eventually('the CLI to connect to the server', () => others().length > 0);
-    server.kill('SIGKILL');
-    const r = await pending;
-    expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/^savedq: cannot reach ClickHouse at http:\/\/tester@127\.0\.0\.1:\d+: connection (reset|closed)\.\n$/);
-    // And once it is gone entirely: refused.
-    const gone = await cli(['run', 'logs.all', '-p', 'project=x'], { env: { ...env, SAVEDQ_CLICKHOUSE_URL: url() } });
-    expect(gone.stderr).toMatch(/connection refused\.\n$/);
-  }, 60_000);
 });

@@ -4,6 +4,7 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, 
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { binPath, cli, engineQueue, eventually, NO_CONFIG, startServe, tempDir, type ServeProcess } from './helpers.js';
+import { has } from './system.js';
 
 // One engine per data directory: while `savedq serve` runs it owns the embedded engine and every other
 // savedq process sends its statements there. Real processes throughout: serve, a polling client, the CLI.
@@ -271,9 +272,7 @@ describe('a running serve shares its engine', () => {
     expect(existsSync(join(deep.SAVEDQ_DATA_DIR, 'savedq.sock'))).toBe(false);
   }, 60_000);
 
-  // Needs root (to become another user) and setpriv.
-  const canSwitchUser = process.getuid?.() === 0 && spawnSync('setpriv', ['--version']).status === 0;
-  it.runIf(canSwitchUser)('refuses the socket to another user', () => {
+  it.runIf(has.root)('refuses the socket to another user', () => {
     const open = join(dir, 'open');
     mkdirSync(open);
     // Directories anyone may pass through, so that only the socket's own permission stands in the way.

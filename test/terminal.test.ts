@@ -8,6 +8,7 @@ import { render } from '../src/output/index.js';
 import { examplesDir } from '../src/package.js';
 import { schemaDdl } from '../src/warehouse/schema.js';
 import { binPath, captureIo, cli, endpoints, findEndpoint, NO_CONFIG, tempDir, testLibrary } from './helpers.js';
+import { has } from './system.js';
 
 const lib = testLibrary();
 const dir = tempDir();
@@ -177,7 +178,7 @@ describe('growing past one machine', () => {
   });
 });
 
-describe('tables and charts in a real terminal', () => {
+describe.runIf(has.script)('tables and charts in a real terminal', () => {
   const termEnv = { SAVEDQ_DATA_DIR: join(dir, 'term-data'), SAVEDQ_CACHE_FILE: join(dir, 'term.sqlite') };
   beforeAll(async () => {
     const r = await cli(['load', '--sample'], { env: termEnv });
