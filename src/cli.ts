@@ -144,16 +144,17 @@ program
   .description('load newline-delimited JSON events into a log table, or sample events with --sample')
   .argument('[table]', 'edge_logs or function_edge_logs')
   .argument('[file]', 'NDJSON file; - or none reads standard input')
-  .option('--sample', 'generate realistic sample events for a few projects over the last 90 days')
+  .option('--sample', 'generate realistic sample events for a few projects over the last 90 days (once: a table that holds the sample is left as it is)')
+  .option('--replace', 'with --sample: delete the sample a table holds and load it anew, as of now')
   .option('--batch-mb <megabytes>', 'input per insert; smaller batches use less memory (default 32)')
   .addHelpText(
     'after',
-    examples('savedq load --sample', 'savedq load edge_logs events.ndjson', 'zcat functions.ndjson.gz | savedq load function_edge_logs -'),
+    examples('savedq load --sample', 'savedq load --sample --replace', 'savedq load edge_logs events.ndjson', 'zcat functions.ndjson.gz | savedq load function_edge_logs -'),
   )
-  .action(async (table: string | undefined, file: string | undefined, opts: { sample?: boolean; batchMb?: string }, cmd: Command) => {
+  .action(async (table: string | undefined, file: string | undefined, opts: { sample?: boolean; replace?: boolean; batchMb?: string }, cmd: Command) => {
     const flags = cmd.optsWithGlobals<GlobalFlags>();
     const { loadCommand } = await import('./commands/load.js');
-    await loadCommand(lib(flags), { ...flags, table, file, sample: opts.sample, batchMb: opts.batchMb, signal: interrupt.signal }, io);
+    await loadCommand(lib(flags), { ...flags, table, file, sample: opts.sample, replace: opts.replace, batchMb: opts.batchMb, signal: interrupt.signal }, io);
   });
 
 program
@@ -243,18 +244,19 @@ token
   .description('print a signed token that opens some saved queries, with parameters fixed and a rate limit')
   .requiredOption('--name <name>', 'who it is for (in the access log and metrics; its rate-limit bucket)')
   .option('--query <name|glob>', 'a saved query it opens: a name, an id or a glob such as errors.* (repeatable)', collect)
-  .option('--fix <name=value>', 'a parameter every call of it is made with (repeatable)', collect)
+  .option('--fix <[query:]name=value>', 'a parameter every call of it is made with; query: for one --query only (repeatable); a pattern must be anchored (^…)', collect)
+  .option('--fix-unanchored', 'allow a --fix pattern not anchored at the start (it matches anywhere)')
   .option('--ttl <duration>', 'how long it is valid: 90s, 15m, 12h, 30d (default 24h)')
   .option('--rps <n>', 'calls a second it may make')
   .option('--token-secret-file <file>', 'secrets, one a line: the first signs (else env SAVEDQ_TOKEN_SECRETS, comma-separated)')
   .addHelpText(
     'after',
     examples(
-      "savedq token create --name acme-dashboard --query 'usage.*' --query logs.all --fix project=acme-shop --ttl 30d --rps 5",
+      "savedq token create --name acme-dashboard --query 'usage.*' --query logs.all --fix 'usage.*:project=^https://acme-shop\\.' --fix logs.all:project=acme-shop --ttl 30d --rps 5",
       "curl -H \"Authorization: Bearer $TOKEN\" 'http://127.0.0.1:4000/api/endpoints/query/usage.api-counts?interval=daily'",
     ),
   )
-  .action(async (opts: { name: string; query?: string[]; fix?: string[]; ttl?: string; rps?: string; tokenSecretFile?: string }, cmd: Command) => {
+  .action(async (opts: { name: string; query?: string[]; fix?: string[]; fixUnanchored?: boolean; ttl?: string; rps?: string; tokenSecretFile?: string }, cmd: Command) => {
     const flags = cmd.optsWithGlobals<GlobalFlags>();
     const { tokenCreateCommand } = await import('./commands/token.js');
     await tokenCreateCommand(lib(flags), { ...flags, ...opts, query: opts.query ?? [], fix: opts.fix ?? [] }, io);

@@ -18,6 +18,7 @@ import { SILENT, type Reporter } from './report.js';
 import { microsFromDate } from './time.js';
 import type { CheckedTestFile, FileResult, TestOptions } from './testing/index.js';
 import type { Warehouse } from './warehouse/index.js';
+import { newGeneration, readGeneration } from './warehouse/generation.js';
 import type { EngineQueue } from './warehouse/types.js';
 import type { TableName } from './warehouse/schema.js';
 
@@ -132,7 +133,7 @@ export class Savedq {
   /** Checks a request against the saved queries, without running anything. */
   async prepare(request: CallRequest): Promise<PreparedCall> {
     try {
-      const call = await prepareCall(this.#catalog, this.config.source, request, this.#patterns);
+      const call = await prepareCall(this.#catalog, { name: this.config.source, generation: this.#generation() }, request, this.#patterns);
       this.#reportBroken();
       return call;
     } catch (err) {
@@ -209,7 +210,12 @@ export class Savedq {
   }
 
   #warming(): WarmingParts {
-    return { catalog: this.#catalog, source: this.config.source, cache: this.cache, runner: this.#runner, clock: this.clock };
+    return { catalog: this.#catalog, source: this.config.source, generation: () => this.#generation(), cache: this.cache, runner: this.#runner, clock: this.clock };
+  }
+
+  /** The generation of the data this library reads: an embedded data directory's (a server's data is not tracked). */
+  #generation(): string {
+    return this.config.url === undefined ? readGeneration(this.config.dataDir) : '';
   }
 
   /** The warm set: cached calls served lately whose result is old enough to refresh. */
@@ -267,13 +273,41 @@ export class Savedq {
    */
   async load(table: TableName, input: LoadInput, options: LoadOptions = {}): Promise<LoadReport> {
     const { loadEvents } = await import('./load/index.js');
-    return loadEvents(this.warehouse(), table, input, options);
+    return this.#changingData((warehouse) => loadEvents(warehouse, table, input, options));
   }
 
-  /** Loads sample events for a few projects over the 90 days before now into a table. */
-  async loadSample(table: TableName, options: LoadOptions = {}): Promise<LoadReport> {
-    const [{ loadEvents }, { sampleChunks }] = await Promise.all([import('./load/index.js'), import('./load/sample.js')]);
-    return loadEvents(this.warehouse(), table, sampleChunks(table, this.clock()), options);
+  /**
+   * Loads sample events for a few projects over the 90 days before now into a table, unless the table
+   * holds the sample already (then nothing: `loaded` is 0 and `present` counts the sample's rows there);
+   * `replace` deletes the sample's rows first and loads it anew, as of now.
+   */
+  async loadSample(table: TableName, options: LoadOptions & { replace?: boolean } = {}): Promise<LoadReport & { present: number }> {
+    const [{ loadEvents }, sample] = await Promise.all([import('./load/index.js'), import('./load/sample.js')]);
+    const present = await sample.sampleRowsIn(await this.warehouse(), table);
+    if (present > 0 && !options.replace) return { loaded: 0, rejected: 0, lines: 0, rechecked: 0, present };
+    return this.#changingData(async (opening) => {
+      const warehouse = await opening;
+      if (present > 0) await sample.deleteSample(warehouse, table);
+      return { ...(await loadEvents(warehouse, table, sample.sampleChunks(table, this.clock()), options)), present: 0 };
+    });
+  }
+
+  /**
+   * Runs a change of the warehouse's data, with a new generation of an embedded data directory's data
+   * as it starts (once the directory is open) and as it ends, so that no answer computed before or
+   * during it is served from the cache after it.
+   */
+  async #changingData<T>(change: (warehouse: Promise<Warehouse>) => Promise<T>): Promise<T> {
+    if (this.config.url !== undefined) return change(this.warehouse());
+    const opening = this.warehouse().then((warehouse) => {
+      newGeneration(this.config.dataDir);
+      return warehouse;
+    });
+    try {
+      return await change(opening);
+    } finally {
+      if (await opening.then(() => true, () => false)) newGeneration(this.config.dataDir);
+    }
   }
 
   /**

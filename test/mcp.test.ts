@@ -280,7 +280,7 @@ describe('/mcp on serve', () => {
   });
 
   it("gives a token only its scopes: its fixed project is not an input, is always applied, and cannot be changed by any argument", async () => {
-    const created = await cli(['token', 'create', '--name', 'agent-acme', '--query', 'usage.*', '--fix', 'project=acme-shop', '--rps', '1000'], { env });
+    const created = await cli(['token', 'create', '--name', 'agent-acme', '--query', 'usage.*', '--fix', 'project=^https://acme-shop\\.', '--rps', '1000'], { env });
     expect(created.code, created.stderr).toBe(0);
     const client = await httpClient(server.url, created.stdout.trim());
     const keyed = await httpClient(server.url, KEY);
@@ -289,13 +289,13 @@ describe('/mcp on serve', () => {
       expect(tools.map((t) => t.name)).toEqual(['usage_api-counts']);
       expect(tools[0]?.inputSchema).toMatchObject({ required: ['interval'] });
       expect(Object.keys(tools[0]?.inputSchema.properties ?? {})).toEqual(['interval']);
-      const acme = rowsOf(await call(keyed, 'usage_api-counts', { project: 'acme-shop', interval: 'daily' }));
+      const acme = rowsOf(await call(keyed, 'usage_api-counts', { project: '^https://acme-shop\\.', interval: 'daily' }));
       const globex = rowsOf(await call(keyed, 'usage_api-counts', { project: 'globex-api', interval: 'daily' }));
       expect(acme).not.toEqual(globex);
       expect(rowsOf(await call(client, 'usage_api-counts', { interval: 'daily' }))).toEqual(acme);
       // The same project given anyway is taken; any other value, pattern or shape is refused.
-      expect(rowsOf(await call(client, 'usage_api-counts', { interval: 'daily', project: 'acme-shop' }))).toEqual(acme);
-      for (const project of ['globex-api', '.*', 'acme-shop|globex-api', '', ' acme-shop', ['acme-shop'], { a: 1 }]) {
+      expect(rowsOf(await call(client, 'usage_api-counts', { interval: 'daily', project: '^https://acme-shop\\.' }))).toEqual(acme);
+      for (const project of ['globex-api', 'acme-shop', '.*', 'acme-shop|globex-api', '', ' ^https://acme-shop\\.', ['acme-shop'], { a: 1 }]) {
         const r = await call(client, 'usage_api-counts', { interval: 'daily', project });
         expect(r.isError, JSON.stringify(project)).toBe(true);
         expect(r.structuredContent).toBeUndefined();

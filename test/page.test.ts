@@ -230,7 +230,7 @@ describe('the page at /', () => {
     expect(await tab.locator('#rows').isHidden()).toBe(true);
     await tab.context().close();
 
-    const created = await cli(['token', 'create', '--name', 'acme-dashboard', '--query', 'usage.*', '--fix', 'project=acme-shop'], { env });
+    const created = await cli(['token', 'create', '--name', 'acme-dashboard', '--query', 'usage.*', '--fix', 'project=^https://acme-shop\\.'], { env });
     expect(created.code, created.stderr).toBe(0);
     const token = created.stdout.trim();
     // Its link asks for another project: the token's value is the one the form shows, read-only, and the one the rows are of.
@@ -238,11 +238,11 @@ describe('the page at /', () => {
     await pinned.tab.getByLabel('API key or token').fill(token);
     await pinned.tab.getByLabel('API key or token').press('Tab');
     expect(await pinned.tab.getByLabel('Saved query').locator('option').allTextContents()).toEqual(['usage.api-counts']);
-    expect(await pinned.tab.getByLabel('project', { exact: true }).inputValue()).toBe('acme-shop');
+    expect(await pinned.tab.getByLabel('project', { exact: true }).inputValue()).toBe('^https://acme-shop\\.');
     expect(await pinned.tab.getByLabel('project', { exact: true }).getAttribute('readonly')).toBe('');
     await pinned.tab.getByRole('button', { name: 'Run usage.api-counts' }).click();
     expect(await answered(pinned.tab)).toMatch(/^\d+ rows/);
-    const acme = await api('/api/endpoints/query/usage.api-counts?project=acme-shop&interval=daily');
+    const acme = await api(`/api/endpoints/query/usage.api-counts?project=${encodeURIComponent('^https://acme-shop\\.')}&interval=daily`);
     const globex = await api('/api/endpoints/query/usage.api-counts?project=globex-api&interval=daily');
     expect(await tableRows(pinned.tab)).toEqual((acme.body.result ?? []).map((r) => [r.timestamp, r.total_rest_requests, r.total_storage_requests, r.total_auth_requests, r.total_realtime_requests].map(String)));
     expect(acme.body.result).not.toEqual(globex.body.result);

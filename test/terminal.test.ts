@@ -111,8 +111,8 @@ describe('progress and colour', () => {
 
     const ci = captureIo();
     (ci.stderr as { isTTY?: boolean }).isTTY = true;
-    await loadCommand(lib, { sample: true, table: 'function_edge_logs' }, { ...ci, env: { CI: 'true' } });
-    expect(ci.err()).toBe('loaded 24000 sample rows into function_edge_logs\n');
+    await loadCommand(lib, { sample: true, replace: true, table: 'function_edge_logs' }, { ...ci, env: { CI: 'true' } });
+    expect(ci.err()).toBe('replaced the sample: loaded 24000 sample rows into function_edge_logs\n');
 
     const piped = await cli(['load', '--sample'], { env });
     expect(piped.stderr).toBe('loaded 60000 sample rows into edge_logs\nloaded 24000 sample rows into function_edge_logs\n');

@@ -35,6 +35,9 @@ beforeAll(async () => {
   const events = [
     ...Array.from({ length: 3 }, (_, i) => ({ timestamp: new Date(Date.now() - i * 60_000).toISOString(), project: 'acme-shop', event_message: `acme ${i}`, metadata: { request: { url: 'https://acme-shop.example/rest/v1/x', path: '/rest/v1/x' } } })),
     ...Array.from({ length: 2 }, (_, i) => ({ timestamp: new Date(Date.now() - i * 60_000).toISOString(), project: 'globex', event_message: `globex ${i}`, metadata: { request: { url: 'https://globex.example/rest/v1/x', path: '/rest/v1/x' } } })),
+    // Other projects whose URLs contain "acme-shop": a pin that is not anchored would count them.
+    { timestamp: new Date().toISOString(), project: 'acme-shop-2', event_message: 'acme-shop-2', metadata: { request: { url: 'https://acme-shop-2.example/rest/v1/x', path: '/rest/v1/x' } } },
+    { timestamp: new Date().toISOString(), project: 'initech', event_message: 'initech', metadata: { request: { url: 'https://initech.example/rest/v1/acme-shop', path: '/rest/v1/acme-shop' } } },
   ];
   const loaded = await cli(['load', 'edge_logs', '-'], { env, input: events.map((e) => JSON.stringify(e)).join('\n') });
   expect(loaded.code, loaded.stderr).toBe(0);
@@ -128,6 +131,25 @@ describe('signed tokens', () => {
     expect(server.stderr()).not.toContain(SECRET);
   });
 
+  it('a token pinned to a project by an anchored pattern counts that project alone; a pin not anchored, made on purpose, counts every URL with the name in it', async () => {
+    const restOf = async (token: string) => {
+      const r = await get('usage.api-counts?interval=hourly', token);
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      return (r.body.result ?? []).reduce((sum, row) => sum + Number(row.total_rest_requests), 0);
+    };
+    const mint = async (...fix: string[]) => {
+      const created = await cli(['token', 'create', '--name', 'acme-usage', '--query', 'usage.*', ...fix], { env });
+      expect(created.code, created.stderr).toBe(0);
+      return created.stdout.trim();
+    };
+    expect(await restOf(await mint('--fix', 'project=^https://acme-shop\\.'))).toBe(3);
+    expect(await restOf(await mint('--fix', 'project=acme-shop', '--fix-unanchored'))).toBe(5);
+    // One token for logs.all (an exact project) and usage.* (a pattern): a --fix for each.
+    const both = await mint('--query', 'logs.all', '--fix', 'usage.*:project=^https://acme-shop\\.', '--fix', 'logs.all:project=acme-shop');
+    expect(await restOf(both)).toBe(3);
+    expect((await get('logs.all', both)).body.result).toHaveLength(3);
+  });
+
   it('token create refuses what a token could never be used for', async () => {
     const refusals: [string[], RegExp][] = [
       [['--query', 'logs.all'], /required option '--name <name>' not specified/],
@@ -135,6 +157,8 @@ describe('signed tokens', () => {
       [['--name', 'x', '--query', 'nothing.*'], /matches no saved query/],
       [['--name', 'x', '--query', 'logs.all', '--fix', 'interval=daily'], /logs\.all has no parameter 'interval'/],
       [['--name', 'x', '--query', 'usage.*', '--fix', 'interval=weekly'], /not a value of usage\.api-counts's 'interval'/],
+      [['--name', 'x', '--query', 'usage.*', '--fix', 'project=acme-shop'], /'project' is a pattern matched anywhere.*anchor it at the start, e\.g\. --fix 'project=\^https:\/\/acme-shop\\\.' for a host, or give --fix-unanchored/],
+      [['--name', 'x', '--query', 'usage.*', '--fix', 'logs.all:project=acme-shop'], /is for --query "logs\.all", which is not given/],
       [['--name', 'x', '--query', 'logs.all', '--ttl', 'forever'], /invalid --ttl "forever"/],
     ];
     for (const [args, message] of refusals) {

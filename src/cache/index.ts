@@ -22,6 +22,8 @@ export interface CachedCall {
   readonly params: NormalisedParams;
   /** Canonical --at instant, or '' for "now". */
   readonly at: string;
+  /** The generation of the source's data it was computed on (warehouse/generation.ts); '' for none. */
+  readonly generation?: string;
 }
 
 /** A call that someone asked for: the warm set is made of these. */
@@ -46,10 +48,10 @@ const RETENTION_MS = 3_600_000;
 
 /**
  * The cache key of a call: the query's id and the digest of its definition, then its data source,
- * normalised parameters and --at as JSON. Kept as text rather than hashed: it is short and exact.
+ * normalised parameters, --at and the data's generation as JSON. Kept as text rather than hashed: it is short and exact.
  */
 export function cacheKey(call: CachedCall): string {
-  return `${call.query}:${call.digest}:${JSON.stringify([call.source, Object.entries(call.params), call.at])}`;
+  return `${call.query}:${call.digest}:${JSON.stringify([call.source, Object.entries(call.params), call.at, call.generation ?? ''])}`;
 }
 
 /** The results cache: results and served records (`result:` and `served:` keys) in the SQLite store. */
@@ -77,6 +79,11 @@ export class ResultsCache {
   /** Records that a call was served (which keeps it in the warm set), and when its result was computed. */
   markServed(key: string, record: ServedRecord): Promise<void> {
     return this.#store.set(`served:${key}`, record, RETENTION_MS);
+  }
+
+  /** Forgets one call: its result and its served record (a call warmed under a newer key). */
+  async forget(key: string): Promise<void> {
+    await this.#store.sql('DELETE FROM keyv WHERE key IN (?, ?)', `savedq:result:${key}`, `savedq:served:${key}`);
   }
 
   /**

@@ -28,12 +28,18 @@ export interface PreparedCall {
   readonly key: string;
 }
 
+/** The data a call reads: its source (Config.source) and the generation of its data now. */
+export interface DataSource {
+  readonly name: string;
+  readonly generation: string;
+}
+
 /**
- * Checks a request against the saved queries, for a data source (whose results the call's cache key
- * names), without running anything: an unknown query is a
+ * Checks a request against the saved queries, for a data source (whose results, as of its data's
+ * generation, the call's cache key names), without running anything: an unknown query is a
  * NotFoundError, a bad value an InputError, a broken definition a DefinitionError.
  */
-export async function prepareCall(catalog: QueryCatalog, source: string, request: CallRequest, patterns?: PatternMemo): Promise<PreparedCall> {
+export async function prepareCall(catalog: QueryCatalog, source: DataSource, request: CallRequest, patterns?: PatternMemo): Promise<PreparedCall> {
   const query = await catalog.find(request.nameOrId);
   const params = normaliseParams(query, request.params);
   await checkPatterns(query, params, patterns);
@@ -44,6 +50,13 @@ export async function prepareCall(catalog: QueryCatalog, source: string, request
       throw new InputError(`invalid --at ${quoteValue(request.at)}: expected an ISO 8601 timestamp such as 2026-01-31T12:00:00Z.`);
     }
   }
-  const cached: CachedCall = { source, query: query.id, digest: query.digest, params, at: at === undefined ? '' : toIsoMicros(at) };
+  const cached: CachedCall = {
+    source: source.name,
+    query: query.id,
+    digest: query.digest,
+    params,
+    at: at === undefined ? '' : toIsoMicros(at),
+    ...(source.generation === '' ? {} : { generation: source.generation }),
+  };
   return { query, params, at, cached, key: cacheKey(cached) };
 }

@@ -1,4 +1,4 @@
-import type { CacheEntry, CachedCall, ResultsCache } from '../cache/index.js';
+import { cacheKey, type CacheEntry, type CachedCall, type ResultsCache } from '../cache/index.js';
 import type { QueryCatalog } from '../queries/catalog.js';
 import type { NormalisedParams } from '../queries/types.js';
 import { prepareCall } from './prepare.js';
@@ -35,24 +35,45 @@ export interface WarmingParts {
   readonly catalog: QueryCatalog;
   /** The data source this library reads: only its entries are warmed. */
   readonly source: string;
+  /** The generation of the source's data now (warehouse/generation.ts). */
+  readonly generation: () => string;
   readonly cache: ResultsCache;
   readonly runner: CallRunner;
   readonly clock: Clock;
+}
+
+/** A call of the warm set, with the keys of its records on older data (warming it forgets them). */
+export interface DueCall extends CacheEntry {
+  readonly older: string[];
 }
 
 /**
  * The warm set: cached calls served within their query's cache time whose result is at least its
  * warming age old (or gone). Calls of a definition changed or removed since are left to expire.
  */
-export async function dueForWarming({ catalog, source, cache, clock }: WarmingParts): Promise<CacheEntry[]> {
+export async function dueForWarming({ catalog, source, generation, cache, clock }: WarmingParts): Promise<DueCall[]> {
   const now = clock();
+  const current = generation();
   const { byId } = await catalog.scan();
-  return (await cache.entries()).filter((entry) => {
-    if (entry.call.source !== source) return false; // another data directory's or server's, warmed by its own
+  // One entry a call, as of the data now: a call served before and after a load has a record of each
+  // generation; the one of the data now (else the last served) is the one to keep fresh.
+  const calls = new Map<string, DueCall>();
+  const onDataNow = (e: CacheEntry) => ((e.call.generation ?? '') === current ? 1 : 0);
+  for (const entry of await cache.entries()) {
+    if (entry.call.source !== source) continue; // another data directory's or server's, warmed by its own
+    const call = cacheKey({ ...entry.call, generation: current });
+    const seen = calls.get(call);
+    if (!seen) calls.set(call, { ...entry, older: [] });
+    else if (onDataNow(entry) > onDataNow(seen) || (onDataNow(entry) === onDataNow(seen) && entry.servedAt > seen.servedAt)) {
+      calls.set(call, { ...entry, older: [...seen.older, seen.key] });
+    } else seen.older.push(entry.key);
+  }
+  return [...calls.values()].filter((entry) => {
     const query = byId.get(entry.call.query);
     if (!query || query.cacheSeconds === 0 || query.warmSeconds === 0 || query.digest !== entry.call.digest) return false;
     const servedRecently = now - entry.servedAt <= query.cacheSeconds * 1000;
-    const old = entry.computedAt === undefined || now - entry.computedAt >= query.warmSeconds * 1000;
+    // Computed before the data's latest load: as good as gone, however young.
+    const old = entry.computedAt === undefined || now - entry.computedAt >= query.warmSeconds * 1000 || (entry.call.generation ?? '') !== current;
     return servedRecently && old;
   });
 }
@@ -84,11 +105,13 @@ export async function warm(
       continue;
     }
     try {
-      const prepared = await prepareCall(parts.catalog, parts.source, { nameOrId: call.query, params: Object.entries(call.params), at: call.at === '' ? undefined : call.at });
+      const prepared = await prepareCall(parts.catalog, { name: parts.source, generation: parts.generation() }, { nameOrId: call.query, params: Object.entries(call.params), at: call.at === '' ? undefined : call.at });
       const result = await parts.runner.refresh(prepared, 'warm');
       // Warming is no one asking: the call keeps the time it was last served, with its new result.
       const servedAt = due[index]?.servedAt;
       if (servedAt !== undefined) await parts.cache.markServed(prepared.key, { call: prepared.cached, servedAt, computedAt: result.computedAt });
+      // Warmed on the data now: the entries of older data are never served again.
+      for (const old of [...(due[index]?.older ?? []), due[index]?.key]) if (old !== undefined && old !== prepared.key) await parts.cache.forget(old);
       outcome = { call, name, rows: result.rows.length };
     } catch (err) {
       outcome = { call, name, error: err instanceof Error ? err : new Error(String(err)) };

@@ -18,6 +18,8 @@ export interface LoadOptions extends CommonOptions {
   readonly sample?: boolean | undefined;
   /** Input megabytes per insert (text, as given on the command line). */
   readonly batchMb?: string | undefined;
+  /** With `sample`: delete the sample a table holds and load it anew. */
+  readonly replace?: boolean | undefined;
 }
 
 /** How many rejected lines are named one by one before only counting them. */
@@ -84,15 +86,21 @@ export async function loadCommand(lib: Savedq, options: LoadOptions, io: Io): Pr
       const r = await lib.loadSample(table, {
         batchBytes: bytesPerBatch,
         signal: options.signal,
+        replace: options.replace === true,
         onProgress: (p) => shown.update(loadProgressText(table, p.loaded, undefined, started, p.loaded / sampleSize(table))),
       });
       shown.done();
-      report(io, options, `loaded ${r.loaded} sample rows into ${table}`);
+      if (r.present > 0) {
+        report(io, options, `${table} holds the sample already (${r.present} rows): nothing loaded; --replace loads it anew, as of now`);
+      } else {
+        report(io, options, `${options.replace ? 'replaced the sample: ' : ''}loaded ${r.loaded} sample rows into ${table}`);
+      }
       reports.push(r);
     }
     return reports;
   }
 
+  if (options.replace) throw new InputError('--replace goes with --sample: it loads the sample anew (events of your own are never deleted).');
   const table = checkTable(options.table);
   const input = openInput(options.file, io);
   // A stream waiting for data (a quiet pipe) ends on an interrupt: the load stops at once, the batches

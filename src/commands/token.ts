@@ -12,8 +12,10 @@ export interface TokenCreateOptions extends CommonOptions {
   readonly name?: string | undefined;
   /** Queries the token opens: names, ids or globs. */
   readonly query: readonly string[];
-  /** `k=v` parameters every call of the token is made with. */
+  /** `k=v` parameters every call of the token is made with; `<query>:k=v` for the calls of one --query only. */
   readonly fix: readonly string[];
+  /** Allow a `regex` parameter to be fixed to a pattern not anchored at the start. */
+  readonly fixUnanchored?: boolean | undefined;
   readonly ttl?: string | undefined;
   readonly rps?: string | undefined;
   readonly tokenSecretFile?: string | undefined;
@@ -35,18 +37,16 @@ export async function tokenCreateCommand(lib: Savedq, options: TokenCreateOption
   const name = options.name ?? '';
   if (name.length < 1 || name.length > 128) throw new InputError('--name is required: who the token is for, 1 to 128 characters.');
   if (options.query.length === 0) throw new InputError('give at least one --query: a saved query name, id or glob (errors.*).');
-  const fixed: Record<string, string> = {};
-  for (const pair of options.fix) {
-    const eq = pair.indexOf('=');
-    if (eq <= 0) throw new InputError(`invalid --fix ${JSON.stringify(pair)}: expected name=value.`);
-    fixed[pair.slice(0, eq)] = pair.slice(eq + 1);
-  }
   const { queries } = await lib.savedQueries();
-  const scopes: Scope[] = options.query.map((query) => ({ query, ...(options.fix.length > 0 ? { fixed_params: fixed } : {}) }));
+  const fixes = parseFixes(options.fix, options.query);
+  const scopes: Scope[] = options.query.map((query) => {
+    const fixed = { ...fixes.get(''), ...fixes.get(query) };
+    return { query, ...(Object.keys(fixed).length > 0 ? { fixed_params: fixed } : {}) };
+  });
   for (const scope of scopes) {
     const matched = queries.filter((q) => scopeOf([scope], q));
     if (matched.length === 0) throw new InputError(`--query ${JSON.stringify(scope.query)} matches no saved query; see savedq list.`);
-    for (const query of matched) checkFixed(query, fixed);
+    for (const query of matched) checkFixed(query, scope.fixed_params ?? {}, options.fixUnanchored === true);
   }
   const exp = Math.floor(now / 1000) + parseDuration(options.ttl ?? '24h');
   const rps = options.rps === undefined ? undefined : Number(options.rps);
@@ -57,13 +57,42 @@ export async function tokenCreateCommand(lib: Savedq, options: TokenCreateOption
   return token;
 }
 
-/** A fixed value must be one the query's parameter takes, as a URL's value would be checked. */
-function checkFixed(query: SavedQuery, fixed: Readonly<Record<string, string>>): void {
+/**
+ * The --fix pairs by the --query they are for ('' for every one): `name=value`, or `<query>:name=value`
+ * where `<query>` is one of the --query values as given (a query's name holds no ':').
+ */
+function parseFixes(pairs: readonly string[], queries: readonly string[]): Map<string, Record<string, string>> {
+  const fixes = new Map<string, Record<string, string>>();
+  for (const pair of pairs) {
+    const eq = pair.indexOf('=');
+    const colon = pair.slice(0, Math.max(eq, 0)).indexOf(':');
+    const [scope, name] = colon === -1 ? ['', pair.slice(0, eq)] : [pair.slice(0, colon), pair.slice(colon + 1, eq)];
+    if (eq <= 0 || name === '') throw new InputError(`invalid --fix ${JSON.stringify(pair)}: expected name=value, or <query>:name=value for one --query.`);
+    if (scope !== '' && !queries.includes(scope)) {
+      throw new InputError(`--fix ${JSON.stringify(pair)} is for --query ${JSON.stringify(scope)}, which is not given (${queries.map((q) => JSON.stringify(q)).join(', ')}).`);
+    }
+    fixes.set(scope, { ...fixes.get(scope), [name]: pair.slice(eq + 1) });
+  }
+  return fixes;
+}
+
+/**
+ * A fixed value must be one the query's parameter takes, as a URL's value would be checked; a fixed
+ * pattern must be anchored at the start, since a pattern matched anywhere pins nothing: `acme-shop`
+ * matches acme-shop-2's URLs, and any URL with acme-shop in its path.
+ */
+function checkFixed(query: SavedQuery, fixed: Readonly<Record<string, string>>, unanchored: boolean): void {
   for (const [param, value] of Object.entries(fixed)) {
     const declared = query.params.find((p) => p.name === param);
     if (!declared) throw new InputError(`--fix ${param}: ${query.name} has no parameter '${param}' (it takes ${query.params.map((p) => p.name).join(', ') || 'none'}).`);
     const checked = checkValue(declared, value);
     if ('reason' in checked) throw new InputError(`--fix ${param}=${value}: not a value of ${query.name}'s '${param}': ${checked.reason}.`);
+    if (declared.type === 'regex' && !value.startsWith('^') && !unanchored) {
+      const anchored = `^https://${value.replace(/[\\^$.*+?()[\]{}|]/g, '\\$&')}\\.`;
+      throw new InputError(
+        `--fix ${param}=${value}: ${query.name}'s '${param}' is a pattern matched anywhere, so it would also open other projects' rows (${value}-2, a path with ${value} in it); anchor it at the start, e.g. --fix '${param}=${anchored}' for a host, or give --fix-unanchored to mean it.`,
+      );
+    }
   }
 }
 

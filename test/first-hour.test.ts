@@ -1,0 +1,133 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { cli, tempDir } from './helpers.js';
+
+// What a newcomer meets in the first hour, through the built CLI: the quick start run twice, a load
+// that must reach the cache, and sample data that looks like traffic.
+const dir = tempDir();
+const env = { SAVEDQ_DATA_DIR: join(dir, 'data'), SAVEDQ_CACHE_FILE: join(dir, 'cache.sqlite') };
+const run = (...args: string[]) => cli(args, { env });
+
+type Row = Record<string, unknown>;
+async function rows(...args: string[]): Promise<Row[]> {
+  const r = await run('run', ...args, '-f', 'json');
+  expect(r.code, r.stderr).toBe(0);
+  return JSON.parse(r.stdout) as Row[];
+}
+/** A saved query of the test's own that counts a table's rows (no built-in does). */
+const queries = join(dir, 'queries');
+async function count(table: string): Promise<number> {
+  const r = await cli(['--queries', queries, 'run', 'count', '-p', `table=${table}`, '--no-cache', '-f', 'json'], { env });
+  expect(r.code, r.stderr).toBe(0);
+  return Number((JSON.parse(r.stdout) as Row[])[0]?.n);
+}
+
+beforeAll(async () => {
+  mkdirSync(queries);
+  writeFileSync(
+    join(queries, 'count.sql'),
+    "/*\nparams:\n  table: { allowed: [edge_logs, function_edge_logs], required: true }\n*/\nSELECT count() AS n FROM merge(currentDatabase(), concat('^', @table, '$'))\n",
+  );
+  const r = await run('load', '--sample');
+  expect(r.code, r.stderr).toBe(0);
+});
+
+describe('the quick start, run twice', () => {
+  it('loads the sample once: a second load --sample adds nothing and says so; --replace loads it anew', async () => {
+    const before = await rows('usage.api-counts', '-p', 'project=acme-shop', '-p', 'interval=daily', '--no-cache');
+    const again = await run('load', '--sample');
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stderr).toBe(
+      'edge_logs holds the sample already (60000 rows): nothing loaded; --replace loads it anew, as of now\n' +
+        'function_edge_logs holds the sample already (24000 rows): nothing loaded; --replace loads it anew, as of now\n',
+    );
+    expect(await count('edge_logs')).toBe(60_000);
+    expect(await count('function_edge_logs')).toBe(24_000);
+    expect(await rows('usage.api-counts', '-p', 'project=acme-shop', '-p', 'interval=daily', '--no-cache')).toEqual(before);
+
+    const replaced = await run('load', '--sample', '--replace');
+    expect(replaced.code, replaced.stderr).toBe(0);
+    expect(replaced.stderr).toContain('replaced the sample: loaded 60000 sample rows into edge_logs');
+    expect(await count('edge_logs')).toBe(60_000);
+    expect(await count('function_edge_logs')).toBe(24_000);
+  });
+
+  it('keeps events of your own through --replace, and takes --replace only with --sample', async () => {
+    const own = join(dir, 'own.ndjson');
+    writeFileSync(own, '{"timestamp":"2026-11-01T00:00:00Z","project":"acme-shop","event_message":"mine","metadata":{}}\n');
+    expect((await run('load', 'edge_logs', own)).code).toBe(0);
+    expect((await run('load', '--sample', '--replace', 'edge_logs')).code).toBe(0);
+    expect(await count('edge_logs')).toBe(60_001);
+    const refused = await run('load', 'edge_logs', own, '--replace');
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toBe('savedq: --replace goes with --sample: it loads the sample anew (events of your own are never deleted).\n');
+    expect(await count('edge_logs')).toBe(60_001);
+  });
+});
+
+describe('a load reaches the cache', () => {
+  // As of a minute from now, so that no event leaves the window between two runs.
+  const call = ['usage.api-counts', '-p', 'project=^https://acme-shop\\.', '-p', 'interval=hourly', '--at', new Date(Date.now() + 60_000).toISOString()];
+  const rest = (answer: Row[]) => answer.reduce((sum, r) => sum + Number(r.total_rest_requests), 0);
+  const event = (message: string) => JSON.stringify({ timestamp: new Date().toISOString(), project: 'acme-shop', event_message: message, metadata: { request: { url: 'https://acme-shop.example.com/rest/v1/x', path: '/rest/v1/x' } } });
+
+  it('serves no answer computed before a load: the next run counts the new events', async () => {
+    const first = await rows(...call);
+    expect(await rows(...call)).toEqual(first); // a cache hit, before any load
+
+    const file = join(dir, 'three.ndjson');
+    writeFileSync(file, `${[event('a'), event('b'), event('c')].join('\n')}\n`);
+    expect((await run('load', 'edge_logs', file)).code).toBe(0);
+    expect(rest(await rows(...call))).toBe(rest(first) + 3);
+  });
+
+  it('has warm refresh what was served before a load, once a call, and forget the older entries', async () => {
+    await rows('functions.invocation-stats', '-p', 'project=acme-shop', '-p', 'interval=1hr');
+    const calls = async () => ((JSON.parse((await run('cache', 'list', '-f', 'json')).stdout) as Row[]).map((e) => JSON.stringify([e.query, e.params, e.at])));
+    const served = new Set(await calls());
+    writeFileSync(join(dir, 'one.ndjson'), `${event('d')}\n`);
+    expect((await run('load', 'edge_logs', join(dir, 'one.ndjson'))).code).toBe(0);
+    const warmed = await run('warm');
+    expect(warmed.code, warmed.stderr).toBe(0);
+    expect(warmed.stderr).toContain(`warm: ${served.size} refreshed, 0 failed`);
+    expect(warmed.stderr).toContain('refreshed functions.invocation-stats project=acme-shop interval=1hr');
+    expect((await calls()).sort()).toEqual([...served].sort());
+    // Everything is fresh now: nothing is due again.
+    expect((await run('warm')).stderr).toContain('warm: 0 refreshed');
+  });
+});
+
+describe('the sample looks like traffic', () => {
+  const now = new Date().toISOString();
+
+  it('arrives at a steady rate up to the moment of the load: the newest 100 entries span minutes, not a burst', async () => {
+    const newest = await rows('logs.all', '-p', 'project=acme-shop');
+    expect(newest).toHaveLength(100);
+    const times = newest.map((r) => Date.parse(String(r.timestamp)));
+    const span = (times[0] as number) - (times[99] as number);
+    expect(span).toBeGreaterThan(15 * 60_000);
+    expect(Date.now() - (times[0] as number)).toBeLessThan(15 * 60_000);
+  });
+
+  it('has every minute of the last hour busy for the busiest project, and errors in bursts', async () => {
+    const minutely = await rows('usage.api-counts', '-p', 'project=acme-shop', '-p', 'interval=minutely', '--at', now);
+    const active = minutely.filter((r) => Number(r.total_rest_requests) + Number(r.total_auth_requests) + Number(r.total_storage_requests) > 0);
+    expect(active.length).toBeGreaterThan(30);
+    const hours = await rows('functions.invocation-stats', '-p', 'project=acme-shop', '-p', 'interval=1day', '--at', now);
+    const rates = hours.map((r) => Number(r.error_count) / Number(r.count)).sort((a, b) => a - b);
+    const median = rates[Math.floor(rates.length / 2)] as number;
+    expect(median).toBeLessThan(0.15);
+    expect(rates.at(-1)).toBeGreaterThan(0.25); // an incident's hour
+  });
+
+  it('has a few slow functions: the slowest function is ten times the quickest', async () => {
+    const stats = await Promise.all(
+      ['8e2d3b0f-1c5a-4d4b-8f66-3a7b2e9c4d01', '8e2d3b0f-1c5a-4d4b-8f66-3a7b2e9c4d02'].map((id) =>
+        rows('functions.invocation-stats', '-p', 'project=globex-api', '-p', `function_id=${id}`, '-p', 'interval=7day', '--at', now),
+      ),
+    );
+    const [quick, slow] = stats.map((r) => r.reduce((sum, row) => sum + Number(row.avg_execution_time) * Number(row.count), 0) / r.reduce((sum, row) => sum + Number(row.count), 0));
+    expect((slow as number) / (quick as number)).toBeGreaterThan(10);
+  });
+});
