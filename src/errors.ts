@@ -44,8 +44,8 @@ export class DefinitionError extends SavedqError {
   /** The definition files the error is about (their problems are in its message). */
   readonly files: readonly string[];
 
-  constructor(message: string, options?: { cause?: unknown; files?: readonly string[] }) {
-    super(message, { ...options, forCaller: 'this saved query cannot run; the server log says why.' });
+  constructor(message: string, options?: { cause?: unknown; files?: readonly string[]; forCaller?: string }) {
+    super(message, { ...options, forCaller: options?.forCaller ?? 'this saved query cannot run; the server log says why.' });
     this.files = options?.files ?? [];
   }
 }

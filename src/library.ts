@@ -191,6 +191,8 @@ export class Savedq {
     // The runner (and the warehouse client's types) is only needed when a query really runs: not on a hit.
     const { executeQuery } = await import('./queries/run.js');
     const warehouse = await this.warehouse();
+    const refused = await this.#refusal(call.query, warehouse);
+    if (refused) throw refused;
     const startedAt = this.clock();
     const { rows, truncated } = await executeQuery(warehouse, call.query, call.params, {
       now: call.at ?? microsFromDate(startedAt),
@@ -207,6 +209,35 @@ export class Savedq {
   async explain(query: SavedQuery): Promise<{ line: number; message: string } | undefined> {
     const { explainQuery } = await import('./queries/run.js');
     return explainQuery(await this.warehouse(), query, microsFromDate(this.clock()));
+  }
+
+  /**
+   * The embedded engine's objection to a saved query's SQL, asked before the query is first trusted to
+   * run (parsed and planned with its parameters bound, not run): a definition error naming the file and
+   * the line, or undefined. The engine is as new as savedq, so what it refuses is the definition's
+   * mistake (a server may be older: there a refusal is the run's). A text the engine took is
+   * remembered by its digest, so this costs one statement a definition, once.
+   */
+  async #refusal(query: SavedQuery, warehouse: Warehouse): Promise<DefinitionError | undefined> {
+    if (!warehouse.embedded) return undefined;
+    const taken = `engine-took:${this.config.source}:${query.digest}`;
+    if (await this.#memo.get(taken)) return undefined;
+    const { explainQuery, refusedDefinition } = await import('./queries/run.js');
+    const objection = await explainQuery(warehouse, query, microsFromDate(this.clock()));
+    if (objection) return refusedDefinition(query, objection);
+    await this.#memo.set(taken, true);
+    return undefined;
+  }
+
+  /** The engine's objections to a set of saved queries (serve, at start and on SIGHUP): one error a refused query. */
+  async refusals(queries: readonly SavedQuery[]): Promise<DefinitionError[]> {
+    const warehouse = await this.warehouse();
+    const refused: DefinitionError[] = [];
+    for (const query of queries) {
+      const error = await this.#refusal(query, warehouse);
+      if (error) refused.push(error);
+    }
+    return refused;
   }
 
   #warming(): WarmingParts {

@@ -197,6 +197,29 @@ describe('savedq mcp: the tools', () => {
     }
   });
 
+  it("tells an agent what is true: logs_all names the 100 rows its SQL stops at; a failing query's engine reason, a refused one's line, never a path", async () => {
+    const logs = (await stdio.listTools()).tools.find((t) => t.name === 'logs_all');
+    expect(logs?.description).toMatch(/^The newest 100 edge log entries of one project.*Its SQL stops at 100 entries \(truncated stays false\)/);
+    expect(logs?.description).toContain("A limit written in the query's own SQL is the query's answer, not a cut");
+
+    const odd = join(dir, 'odd-queries');
+    mkdirSync(odd, { recursive: true });
+    writeFileSync(join(odd, 'fails.sql'), "/*\ndescription: fails on purpose\n*/\nSELECT throwIf(number = 0, 'deliberate failure') AS x FROM system.numbers LIMIT 1\n");
+    writeFileSync(join(odd, 'typo.sql'), '/*\ndescription: a typo\n*/\nSELECT\n  cont() AS n\n');
+    const client = await stdioClient(['--queries', odd]);
+    try {
+      const failed = await call(client, 'fails', {});
+      expect(failed.isError).toBe(true);
+      expect(textOf(failed)).toBe('the query failed in the engine: deliberate failure (FUNCTION_THROW_IF_VALUE_IS_NON_ZERO).');
+      const typo = await call(client, 'typo', {});
+      expect(typo.isError).toBe(true);
+      expect(textOf(typo)).toMatch(/^typo's SQL, line 5: the engine refuses the query: Function with name `cont` does not exist\. Maybe you meant: .*'count'.* \(UNKNOWN_FUNCTION\)$/);
+      expect(textOf(failed) + textOf(typo)).not.toContain(dir);
+    } finally {
+      await client.close();
+    }
+  });
+
   it('leaves out two queries that would share a tool name, and a broken one, with one warning each', async () => {
     const clash = join(dir, 'clash');
     mkdirSync(clash, { recursive: true });

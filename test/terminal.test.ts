@@ -133,7 +133,7 @@ describe('progress and colour', () => {
 
   it('fits tables to the terminal width, right-aligns numbers and counts rows', async () => {
     const rows = [
-      { id: 'a', timestamp: '2026-01-01T00:00:00.000001Z', event_message: 'short', metadata: { long: 'x'.repeat(300) } },
+      { id: 'a', timestamp: '2026-01-01T00:00:00.000001Z', event_message: 'short', metadata: { long: 'x'.repeat(40) } },
     ];
     const fields = findEndpoint('logs.all').fields;
     const text = [...(await render('table', rows, { fields, color: false, width: 80 }))].join('');
@@ -141,6 +141,11 @@ describe('progress and colour', () => {
     expect(text).toContain('2026-01-01 00:00:00.000001');
     expect(text).toContain('…');
     expect(text).toMatch(/1 row\n$/);
+    // Shortened to less than half of itself, a value says nothing: records instead, every value whole.
+    const long = [{ ...rows[0], metadata: { long: 'x'.repeat(300) } }];
+    const records = [...(await render('table', long, { fields, color: false, width: 80 }))].join('');
+    expect(records).toMatch(/^─\[ record 1 \]/);
+    expect(records.replace(/\n {14}│ /g, '')).toContain(`{"long":"${'x'.repeat(300)}"}`);
     const numbers = [...(await render('table', [{ count: 5 }, { count: 12345 }], { fields: [{ name: 'count', type: 'integer' }], color: false, width: 80 }))].join('');
     expect(numbers).toContain('│     5 │');
   });
@@ -235,6 +240,28 @@ describe.runIf(has.script)('tables and charts in a real terminal', () => {
     const forced = inTerminal(80, ['--no-expanded', ...stats]);
     expect(forced).toMatch(/^│ timestamp/m);
     expect(widest(forced)).toBeGreaterThan(80);
+  });
+
+  it('shows logs.all at 80 columns as records, each message and metadata whole', () => {
+    const logs = inTerminal(80, ['run', 'logs.all', '-p', 'project=acme-shop']);
+    expect(logs).toMatch(/^─\[ record 1 \]─+\nid {12}│ [0-9a-f-]{36}\ntimestamp {5}│ \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}\nevent_message │ [A-Z]+ \| \d{3} \| /m);
+    expect(logs).not.toContain('…');
+  });
+
+  it('says how old a cached answer is only when both outputs are the terminal: never inside what a pipe prints', () => {
+    const call = ['run', 'usage.api-counts', '-p', 'project=acme-shop', '-p', 'interval=hourly'];
+    inTerminal(80, call); // cached now
+    expect(inTerminal(80, call)).toMatch(/^usage\.api-counts: from cache, computed \d+ s ago$/m);
+    const command = [process.execPath, binPath, ...call].map((a) => `'${a}'`).join(' ');
+    const piped = spawnSync('script', ['-qec', `${command} | cat`, '/dev/null'], {
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', XDG_CONFIG_HOME: NO_CONFIG, ...termEnv },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    expect(piped.status, piped.stderr).toBe(0);
+    expect(piped.stdout).not.toContain('from cache');
+    expect(JSON.parse(piped.stdout.replace(/\r/g, ''))).toBeInstanceOf(Array);
   });
 
   // One instant for every chart below, so a terminal's picture and a pipe's are of the same rows.

@@ -190,23 +190,48 @@ describe('serve and SIGHUP', () => {
   });
 });
 
-describe('SQL the engine cannot parse', () => {
-  const unparsable = join(dir, 'unparsable');
-  const withIt = { ...env, SAVEDQ_QUERIES: unparsable };
+describe('SQL only the engine finds wrong', () => {
+  const refused = join(dir, 'refused');
+  const withIt = { ...env, SAVEDQ_QUERIES: refused };
 
-  it('is the definition’s mistake: exit 2 naming the file and line; over HTTP a 500 that shows neither, logged in full', async () => {
-    mkdirSync(unparsable);
-    writeFileSync(join(unparsable, 'typo.sql'), '/*\ndescription: a missing parenthesis\n*/\nSELECT\n  count( AS n\nFROM edge_logs\n');
-    const r = await cli(['run', 'typo'], { env: withIt });
-    expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/^savedq: .*unparsable\/typo\.sql:5: the engine refuses the query: Syntax error.*\(SYNTAX_ERROR\)\n$/);
+  it('is the definition’s mistake: run and check exit 2 naming the file and line and showing that line of your SQL, never the SQL as savedq rewrote it', async () => {
+    mkdirSync(refused);
+    writeFileSync(join(refused, 'typo.sql'), '/*\ndescription: a missing parenthesis\n*/\nSELECT\n  count( AS n\nFROM edge_logs\n');
+    writeFileSync(join(refused, 'misspelt.sql'), '/*\ndescription: cont for count\nparams:\n  project: { required: true }\n*/\nSELECT cont() AS n\nFROM edge_logs\nWHERE project = @project AND timestamp > @now - INTERVAL 1 DAY\n');
+    const typo = await cli(['run', 'typo'], { env: withIt });
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toMatch(/^savedq: .*refused\/typo\.sql:5: the engine refuses the query: Syntax error.*\(SYNTAX_ERROR\)\n {2}5 \| {3}count\( AS n\n$/);
+    const misspelt = await cli(['run', 'misspelt', '-p', 'project=acme-shop'], { env: withIt });
+    expect(misspelt.code).toBe(2);
+    expect(misspelt.stdout).toBe('');
+    expect(misspelt.stderr).toMatch(/^savedq: .*refused\/misspelt\.sql:6: the engine refuses the query: Function with name `cont` does not exist\. Maybe you meant: .*'count'.* \(UNKNOWN_FUNCTION\)\n {2}6 \| SELECT cont\(\) AS n\n$/);
+    expect(misspelt.stderr).not.toMatch(/_CAST|SETTINGS|acme-shop/);
 
-    const server = await startServe({ ...withIt, SAVEDQ_API_KEYS: 'k' });
-    const res = await fetch(`${server.url}/api/endpoints/query/typo`, { headers: { 'X-API-KEY': 'k' } });
-    expect(res.status).toBe(500);
-    expect(await res.json()).toEqual({ error: { code: 'bad_definition', message: 'this saved query cannot run; the server log says why.' } });
-    await server.waitFor(/typo\.sql:5: the engine refuses the query: Syntax error/);
+    const check = await cli(['check'], { env: withIt });
+    expect(check.code).toBe(2);
+    expect(check.stdout).toMatch(/^error {2}.*misspelt\.sql:6: the engine refuses the query: Function with name `cont` does not exist.*\n {7}6 \| SELECT cont\(\) AS n$/m);
+    expect(check.stdout).not.toMatch(/_CAST|'x'/);
+  });
+
+  it('keeps serve from starting (exit 2, listing each), and is refused on SIGHUP, the old set kept', async () => {
+    const started = await cli(['serve', '--port', '0'], { env: { ...withIt, SAVEDQ_API_KEYS: 'k' } });
+    expect(started.code).toBe(2);
+    expect(started.stderr).toMatch(/^savedq: serve: 2 saved query definitions are broken; fix them first:\n/);
+    expect(started.stderr).toMatch(/misspelt\.sql:6: the engine refuses the query: Function with name `cont`.*\n {4}6 \| SELECT cont\(\) AS n/);
+    expect(started.stderr).toMatch(/typo\.sql:5: the engine refuses the query: Syntax error/);
+
+    const folder = join(dir, 'served-then-refused');
+    mkdirSync(folder);
+    writeFileSync(join(folder, 'counts.sql'), '/*\ndescription: fine\n*/\nSELECT count() AS n FROM edge_logs\n');
+    const server = await startServe({ ...env, SAVEDQ_QUERIES: folder, SAVEDQ_API_KEYS: 'k' });
+    const get = () => fetch(`${server.url}/api/endpoints/query/counts`, { headers: { 'X-API-KEY': 'k' } }).then((r) => r.status);
+    expect(await get()).toBe(200);
+    writeFileSync(join(folder, 'counts.sql'), '/*\ndescription: broken now\n*/\nSELECT cont() AS n FROM edge_logs\n');
+    server.child.kill('SIGHUP');
+    await server.waitFor(/reload failed, still serving the previous queries: .*counts\.sql:4: the engine refuses the query: Function with name `cont`/);
+    expect(await get()).toBe(200);
     server.child.kill('SIGTERM');
     expect(await server.exited).toBe(0);
   });
 });
+

@@ -1,7 +1,7 @@
 import type { Savedq } from '../library.js';
 import { displayPath, problemText } from '../queries/catalog.js';
-import type { DefinitionProblem } from '../queries/definition.js';
 import { DefinitionError, InputError } from '../errors.js';
+import { sourceLine } from '../queries/run.js';
 import { CHECK_FORMATS } from './choices.js';
 import { report, type CommonOptions, type Io } from './io.js';
 
@@ -19,7 +19,8 @@ export interface CheckedDefinition {
   readonly name: string | null;
   readonly id: string | null;
   readonly ok: boolean;
-  readonly problems: readonly { line: number; message: string }[];
+  /** What is wrong, at which line; for the engine's objections, that line of the SQL. */
+  readonly problems: readonly { line: number; message: string; source?: string }[];
 }
 
 /**
@@ -39,7 +40,8 @@ export async function checkCommand(lib: Savedq, options: CheckOptions, io: Io): 
   for (const query of queries) {
     options.signal?.throwIfAborted();
     const objection = await lib.explain(query);
-    const problems: DefinitionProblem[] = objection ? [{ file: query.file, ...objection }] : [];
+    const source = objection && sourceLine(query, objection.line);
+    const problems = objection ? [{ file: query.file, ...objection, ...(source !== undefined ? { source } : {}) }] : [];
     checked.push({ kind: 'definition', file: query.file, name: query.name, id: query.id, ok: problems.length === 0, problems });
   }
   for (const b of broken) checked.push({ kind: 'definition', file: b.file, name: null, id: null, ok: false, problems: b.problems });
@@ -49,7 +51,7 @@ export async function checkCommand(lib: Savedq, options: CheckOptions, io: Io): 
 
   const bad = checked.filter((c) => !c.ok);
   if (json) {
-    const rows = checked.map((c) => ({ ...c, problems: c.problems.map(({ line, message }) => ({ line, message })) }));
+    const rows = checked.map((c) => ({ ...c, problems: c.problems.map(({ line, message, source }) => ({ line, message, ...(source !== undefined ? { source } : {}) })) }));
     io.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
   } else {
     const width = Math.max(0, ...checked.map((c) => c.name?.length ?? 0));
@@ -57,7 +59,7 @@ export async function checkCommand(lib: Savedq, options: CheckOptions, io: Io): 
     const builtins = new Set(queries.filter((q) => q.builtin).map((q) => q.file));
     for (const c of checked) {
       if (c.ok) io.stdout.write(`ok     ${(c.name ?? '').padEnd(width)}  ${builtins.has(c.file) ? 'built-in' : displayPath(c.file)}\n`);
-      else for (const p of c.problems) io.stdout.write(`error  ${problemText({ file: c.file, ...p })}\n`);
+      else for (const p of c.problems) io.stdout.write(`error  ${problemText({ file: c.file, ...p })}\n${p.source !== undefined ? `       ${p.line} | ${p.source}\n` : ''}`);
     }
   }
   const summary = `${checked.length - bad.length} ok, ${bad.length} broken`;

@@ -35,10 +35,14 @@ export function checkInterrupted(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw signal.reason;
 }
 
-/** Writes a status line on standard error when a person is watching (or --verbose), never with --quiet. */
+/**
+ * Writes a status line on standard error when a person is watching (or --verbose), never with --quiet.
+ * A person watches when both outputs are the terminal: with standard output in a pipe, what the pipe
+ * prints (`| jq`) shares the terminal with standard error, and a status line would land inside it.
+ */
 export function note(io: Io, options: CommonOptions, line: string): void {
   if (options.quiet) return;
-  if (options.verbose || io.stderr.isTTY) io.stderr.write(`${line}\n`);
+  if (options.verbose || (io.stderr.isTTY && io.stdout.isTTY)) io.stderr.write(`${line}\n`);
 }
 
 /** Writes a line on standard error unless --quiet. */

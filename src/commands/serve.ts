@@ -44,9 +44,11 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
   lib.limitQueue(maxQueue);
   // Every definition is read now: a server answers one whole, valid set of saved queries.
   const { queries, broken } = await lib.queries.scan();
-  if (broken.length > 0) {
-    const lines = broken.flatMap((b) => b.problems.map((p) => `  ${problemText(p)}`));
-    throw new DefinitionError(`serve: ${broken.length} saved query ${broken.length === 1 ? 'definition is' : 'definitions are'} broken; fix ${broken.length === 1 ? 'it' : 'them'} first:\n${lines.join('\n')}`);
+  const refused = broken.length > 0 ? [] : await lib.refusals(queries);
+  if (broken.length + refused.length > 0) {
+    const lines = [...broken.flatMap((b) => b.problems.map((p) => `  ${problemText(p)}`)), ...refused.map((e) => `  ${e.message.replace(/\n/g, '\n  ')}`)];
+    const n = broken.length + refused.length;
+    throw new DefinitionError(`serve: ${n} saved query ${n === 1 ? 'definition is' : 'definitions are'} broken; fix ${n === 1 ? 'it' : 'them'} first:\n${lines.join('\n')}`);
   }
   const log = options.log;
   // The engine is opened now and kept while the server runs: no request waits for it to start, and every
@@ -129,8 +131,10 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
 export async function reloadQueries(lib: Savedq, log: (line: string) => void): Promise<boolean> {
   const next = lib.queries.reread();
   const { queries, broken } = await next.scan();
-  if (broken.length > 0) {
+  const refused = broken.length > 0 ? [] : await lib.refusals(queries);
+  if (broken.length + refused.length > 0) {
     for (const b of broken) for (const p of b.problems) log(`reload failed, still serving the previous queries: ${problemText(p)}`);
+    for (const e of refused) log(`reload failed, still serving the previous queries: ${e.message.split('\n')[0]}`);
     return false;
   }
   lib.useQueries(next);

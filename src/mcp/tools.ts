@@ -65,7 +65,7 @@ function definition(query: SavedQuery, name: string, fixed: Readonly<Record<stri
   const description = [
     query.description || `The saved query ${query.name}.`,
     fields.length > 0 ? `Returns rows of:\n${fields.join('\n')}` : 'Returns rows (fields not declared).',
-    `At most ${query.maxRows} rows (truncated says when there were more). ${query.cacheSeconds > 0 ? `Results are cached for ${query.cacheSeconds} s.` : 'Not cached.'}`,
+    `savedq returns at most ${query.maxRows} rows: truncated is true when the query had more, and the rows stop there. A limit written in the query's own SQL is the query's answer, not a cut: its description says so. ${query.cacheSeconds > 0 ? `Results are cached for ${query.cacheSeconds} s.` : 'Not cached.'}`,
     ...(Object.keys(fixed).length > 0 ? [`Fixed by your token: ${Object.entries(fixed).map(([k, v]) => `${k}=${v}`).join(', ')}.`] : []),
   ].join('\n\n');
   return {
@@ -91,7 +91,7 @@ function definition(query: SavedQuery, name: string, fixed: Readonly<Record<stri
           },
         },
         row_count: { type: 'integer', minimum: 0, description: 'Rows returned.' },
-        truncated: { type: 'boolean', description: `True when the query had more than ${query.maxRows} rows: rows stop there.` },
+        truncated: { type: 'boolean', description: `True when the query had more than ${query.maxRows} rows (savedq's row limit): rows stop there. A limit in the query's own SQL does not count.` },
         cached: { type: 'boolean', description: 'True when the rows came from the cache.' },
         age_seconds: { type: 'integer', minimum: 0, description: 'Seconds since the rows were computed.' },
       },

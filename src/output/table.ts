@@ -4,7 +4,10 @@ import stringWidth from 'string-width';
 import type { Row } from '../queries/types.js';
 import { visible, type RenderOptions, type TableField } from './types.js';
 
-/** The narrowest a shortened text column gets before the table gives way to records. */
+/**
+ * The narrowest a shortened text column gets before the table gives way to records: this, and half of
+ * its middle value's width, so what stays of a message or a JSON object still says something.
+ */
 const MIN_TEXT_WIDTH = 12;
 /** The narrowest the value column of records gets, however narrow the terminal. */
 const MIN_VALUE_WIDTH = 20;
@@ -58,7 +61,8 @@ function wrapHeader(name: string, width: number): string {
 /**
  * The width of each column (without padding) so the table fits `total` columns of terminal, or
  * undefined when it cannot: headers wider than their values wrap at word breaks, then the widest text
- * columns are shortened, down to MIN_TEXT_WIDTH; keys, numbers and timestamps stay whole.
+ * columns are shortened, down to MIN_TEXT_WIDTH or half their middle value; keys, numbers and
+ * timestamps stay whole.
  */
 export function fitColumns(fields: readonly TableField[], texts: readonly string[][], total: number): number[] | undefined {
   const budget = total - (3 * fields.length + 1);
@@ -68,7 +72,13 @@ export function fitColumns(fields: readonly TableField[], texts: readonly string
   if (sum() <= budget) return widths;
   const headerMin = fields.map((f) => headerMinWidth(f.name));
   for (const [i] of fields.entries()) widths[i] = Math.max(headerMin[i] ?? 0, cells[i] ?? 0);
-  const floors = fields.map((f, i) => (isWhole(f) ? (widths[i] ?? 0) : Math.max(headerMin[i] ?? 0, Math.min(MIN_TEXT_WIDTH, widths[i] ?? 0))));
+  const halfMedian = fields.map((_, i) => {
+    const sorted = texts.map((t) => stringWidth(t[i] ?? '')).sort((a, b) => a - b);
+    return Math.ceil((sorted[Math.floor(sorted.length / 2)] ?? 0) / 2);
+  });
+  const floors = fields.map((f, i) =>
+    isWhole(f) ? (widths[i] ?? 0) : Math.max(headerMin[i] ?? 0, Math.min(Math.max(MIN_TEXT_WIDTH, halfMedian[i] ?? 0), widths[i] ?? 0)),
+  );
   while (sum() > budget) {
     let widest = -1;
     for (const [i, w] of widths.entries()) if (w > (floors[i] ?? 0) && (widest < 0 || w > (widths[widest] ?? 0))) widest = i;

@@ -1,7 +1,7 @@
 import type { ClickHouseSettings } from '@clickhouse/client';
 import { DefinitionError, InputError, type EngineFailure, type WarehouseError } from '../errors.js';
 import { toClickHouseDateTime, type Micros } from '../time.js';
-import { isBadPattern, isRefusal, isSyntaxError } from '../warehouse/errors.js';
+import { engineReason, isBadPattern, isRefusal, isSyntaxError } from '../warehouse/errors.js';
 import type { Warehouse } from '../warehouse/index.js';
 import { displayPath } from './catalog.js';
 import { bindValue, type BoundValue } from './param-types.js';
@@ -71,10 +71,7 @@ export async function executeQuery(
     }
   } catch (err) {
     // The embedded engine is as new as savedq: SQL it cannot parse is the definition's mistake.
-    if (warehouse.embedded && isSyntaxError(err)) {
-      const { line, message } = objection(query, err as WarehouseError);
-      throw new DefinitionError(`${displayPath(query.file)}:${line}: ${message}`);
-    }
+    if (warehouse.embedded && isSyntaxError(err)) throw refusedDefinition(query, objection(query, err as WarehouseError));
     throw asInputError(err, query, params) ?? err;
   }
   const jsonFields = query.fields.filter((f) => f.type === 'object' || f.type === 'array').map((f) => f.name);
@@ -154,19 +151,36 @@ export async function explainQuery(
 /** The engine's refusal of a saved query, as one line about the file: the line it points at, and what it said. */
 function objection(query: SavedQuery, err: WarehouseError): { line: number; message: string } {
   const engine = err.engine as EngineFailure;
-  // The engine quotes the query back ("in scope SELECT …", with the settings savedq adds): the file
-  // is the user's own, so the line is enough.
-  const message = engine.message.replace(/ in scope .*?(?=\. Maybe you meant|$)/, '').trim();
+  const message = engineReason(engine.message);
   const text = message.length > 300 ? `${message.slice(0, 297)}...` : message;
   const kind = engine.type ?? `code ${engine.code ?? '?'}`;
-  return { line: objectionLine(query, message), message: `the engine refuses the query: ${text} (${kind})` };
+  return { line: objectionLine(query, engine.message), message: `the engine refuses the query: ${text} (${kind})` };
+}
+
+/**
+ * The engine's refusal of a saved query as the definition error it is: the file and line, what the
+ * engine said, and that line of the user's SQL (never the statement as savedq rewrote it); a caller
+ * of serve or an agent reads the same without the file's folder.
+ */
+export function refusedDefinition(query: SavedQuery, { line, message }: { line: number; message: string }): DefinitionError {
+  const source = sourceLine(query, line);
+  const shown = source === undefined ? '' : `\n  ${line} | ${source}`;
+  return new DefinitionError(`${displayPath(query.file)}:${line}: ${message}${shown}`, {
+    files: [query.file],
+    forCaller: `${query.name}'s SQL, line ${line}: ${message}`,
+  });
+}
+
+/** A line of a saved query's file, when it is one of its SQL's. */
+export function sourceLine(query: SavedQuery, line: number): string | undefined {
+  return line >= query.sqlLine ? query.sql.split('\n')[line - query.sqlLine]?.trimEnd() : undefined;
 }
 
 /** The line of the file an objection of the engine points at: its own line number, or the first line naming the identifier it means. */
 function objectionLine(query: SavedQuery, message: string): number {
   const at = /\(line (\d+), col \d+\)/.exec(message);
   if (at) return query.sqlLine + Number(at[1]) - 1;
-  const name = /identifier [`'"]([^`'"]+)[`'"]/.exec(message)?.[1];
+  const name = /(?:identifier|function with name) [`'"]([^`'"]+)[`'"]/i.exec(message)?.[1];
   const offset = name === undefined ? -1 : query.sql.search(new RegExp(`(?<![\\w.])${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?![\\w])`));
   return offset < 0 ? query.sqlLine : query.sqlLine + (query.sql.slice(0, offset).match(/\n/g)?.length ?? 0);
 }

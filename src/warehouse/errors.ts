@@ -29,6 +29,25 @@ function firstLine(message: string): string {
     .trim();
 }
 
+/**
+ * What the engine said of a statement it refused, without the statement: it quotes the query back as
+ * savedq rewrote it ("In scope SELECT … SETTINGS …", "while executing 'FUNCTION …'"), which is neither
+ * the user's SQL nor theirs to read.
+ */
+export function engineReason(message: string): string {
+  return firstLine(message)
+    .replace(/\.? In scope .*?(?=\. Maybe you meant|$)/i, '')
+    .replace(/: while executing '.*$/, '')
+    // A syntax error quotes the statement from where it failed: its line and column say where.
+    .replace(/(\(line \d+, col \d+\)):.*$/, '$1')
+    .trim();
+}
+
+/** A reason as a caller of serve or an agent may read it: no path of this machine, no address. */
+function forCallers(reason: string): string {
+  return reason.replace(/[a-z][a-z0-9+.-]*:\/\/[^\s'"`)]+/gi, '<address>').replace(/(?<![\w.])\/(?:[\w.@-]+\/)*[\w.@-]+/g, '<path>');
+}
+
 function shortened(line: string): string {
   return line.length > 300 ? `${line.slice(0, 297)}...` : line;
 }
@@ -83,7 +102,11 @@ export function toWarehouseError(err: unknown, location: string): SavedqError {
     // The engine quotes the query around the error; no SQL goes into a message.
     return new WarehouseError(`${location} could not parse the query (is the server older than ClickHouse 24?).`, options);
   }
-  return new WarehouseError(`${location} failed: ${shortened(firstLine(message))}`, options);
+  const failed = new WarehouseError(`${location} failed: ${shortened(engineReason(message))}`, options);
+  // The engine refused what the saved query asks (a function that fails, a type that does not fit):
+  // the query's own failure, which its caller may read and act on.
+  if (!isRefusal(failed) || engine === undefined) return failed;
+  return new WarehouseError(failed.message, { ...options, forCaller: `the query failed in the engine: ${shortened(forCallers(engineReason(engine.message)))} (${engine.type ?? `code ${engine.code ?? '?'}`}).` });
 }
 
 /**
