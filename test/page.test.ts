@@ -158,6 +158,33 @@ describe('the page at /', () => {
     await tab.context().close();
   });
 
+  it.runIf(has.chromium)('answers the call run and warm made from the same cache entry, draws a chart a unit with ISO UTC times, and shows defaults', async () => {
+    const call = ['functions.invocation-stats', '-p', 'project=acme-shop'];
+    expect((await cli(['run', ...call], { env })).code).toBe(0);
+    expect((await cli(['warm', ...call], { env })).code).toBe(0);
+    const { tab, errors } = await openTab('/#functions.invocation-stats?project=acme-shop');
+    await tab.getByLabel('API key or token').fill(KEY);
+    expect(await tab.locator('#param-interval-help').textContent()).toContain('Default: 1day.');
+    await tab.getByRole('button', { name: 'Run functions.invocation-stats' }).click();
+    expect(await answered(tab)).toMatch(/^\d+ rows in \d+ ms · cache hit, \d+ s old$/);
+    const listed = JSON.parse((await cli(['cache', 'list', '-f', 'json'], { env })).stdout) as { query: string }[];
+    expect(listed.filter((e) => e.query === 'functions.invocation-stats')).toHaveLength(1);
+
+    // Milliseconds and counts on axes of their own: a chart a unit.
+    const labels = await tab.locator('#chart .chart').evaluateAll((charts) => charts.map((c) => c.getAttribute('aria-label')));
+    expect(labels).toEqual([
+      expect.stringMatching(/^Chart of count, error_count by timestamp \(UTC\), \d{4}-\d\d-\d\d \d\d:00:00 to \d{4}-\d\d-\d\d \d\d:00:00, \d+ points/),
+      expect.stringMatching(/^Chart of min_execution_time, max_execution_time, avg_execution_time, p95_execution_time, p99_execution_time by timestamp \(UTC\)/),
+    ]);
+    expect(await tab.locator('#chart canvas').count()).toBe(2);
+    // A timestamp cell keeps its line.
+    expect(await tab.locator('#rows td.time').first().evaluate((td) => getComputedStyle(td).whiteSpace)).toBe('nowrap');
+    await tab.screenshot({ path: join(dir, 'page-units.png'), fullPage: true });
+    if (process.env.SAVEDQ_PAGE_SCREENSHOT_UNITS) await tab.screenshot({ path: process.env.SAVEDQ_PAGE_SCREENSHOT_UNITS, fullPage: true });
+    expect(errors).toEqual([]);
+    await tab.context().close();
+  });
+
   it.runIf(has.chromium)('labels every field with its parameter, and is used from the keyboard alone: Enter in a field runs the query', async () => {
     const { tab, errors } = await openTab('/#functions.invocation-stats?project=acme-shop&interval=1hr');
     const unlabelled = await tab.$$eval('form input, form select', (controls) => controls.filter((c) => (c as HTMLInputElement).labels?.length !== 1).map((c) => c.id));

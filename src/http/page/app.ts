@@ -60,7 +60,8 @@ const chartBox = byId<HTMLDivElement>('chart');
 const table = byId<HTMLTableElement>('rows');
 
 let queries: Query[] = [];
-let chart: uPlot | undefined;
+/** The charts of the answer shown: one a unit (counts apart from measures). */
+let charts: uPlot[] = [];
 
 /** An element with attributes and children (text is always text: nothing is parsed as HTML). */
 function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string | boolean> = {}, ...children: (Node | string)[]): HTMLElementTagNameMap[K] {
@@ -153,6 +154,7 @@ function helpFor(p: Parameter): string {
   const parts = [p.required ? 'Required.' : 'Optional.'];
   if (p.description) parts.push(p.description);
   if (isTimestamp(s)) parts.push('UTC.');
+  if (s.default !== undefined) parts.push(`Default: ${String(s.default)}.`);
   if (s.minimum !== undefined || s.maximum !== undefined) parts.push(`From ${s.minimum ?? '…'} to ${s.maximum ?? '…'}.`);
   return parts.join(' ');
 }
@@ -257,7 +259,9 @@ async function run(): Promise<void> {
   runButton.disabled = true;
   const started = performance.now();
   try {
-    const response = await fetch(callUrl(query, given), { headers: key === '' ? {} : { Authorization: `Bearer ${key}` }, cache: 'no-store' });
+    // The browser's own cache mode: savedq's answers carry no freshness, so each run asks the server, and
+    // no Cache-Control header goes with it (no-store would send no-cache, a refresh that skips savedq's cache).
+    const response = await fetch(callUrl(query, given), { headers: key === '' ? {} : { Authorization: `Bearer ${key}` } });
     const body = (await response.json().catch(() => ({}))) as { result?: Row[]; error?: { code: string; message: string } };
     const ms = Math.round(performance.now() - started);
     if (!response.ok || !body.result) {
@@ -279,8 +283,8 @@ async function run(): Promise<void> {
 }
 
 function clearAnswer(): void {
-  chart?.destroy();
-  chart = undefined;
+  for (const chart of charts) chart.destroy();
+  charts = [];
   chartBox.replaceChildren();
   table.replaceChildren();
   table.hidden = true;
@@ -294,6 +298,7 @@ function fieldType(s: Schema): TableField['type'] {
 }
 
 const isNumber = (f: TableField) => f.type === 'integer' || f.type === 'number';
+const isTime = (f: TableField) => f.type === 'timestamp' || f.type === 'date';
 
 /** The rows as a table, and as a chart when they are a time series (the rule `run -f chart` follows: output/shape.ts). */
 function showAnswer(query: Query, rows: Row[]): void {
@@ -302,30 +307,58 @@ function showAnswer(query: Query, rows: Row[]): void {
   table.append(
     el('caption', {}, `${query.name}: ${rows.length} ${rows.length === 1 ? 'row' : 'rows'}`),
     el('thead', {}, el('tr', {}, ...fields.map((f) => el('th', { scope: 'col' }, f.name)))),
-    el('tbody', {}, ...rows.map((row) => el('tr', {}, ...fields.map((f) => el('td', isNumber(f) ? { class: 'number' } : {}, cellText(row[f.name])))))),
+    el('tbody', {}, ...rows.map((row) => el('tr', {}, ...fields.map((f) => el('td', isNumber(f) ? { class: 'number' } : isTime(f) ? { class: 'time' } : {}, cellText(row[f.name])))))),
   );
   table.hidden = false;
   const shape = chartShape(rows, fields);
   if (shape.kind !== 'series') return;
   const time = shape.time.name;
-  const numeric = shape.numeric.map((f) => f.name);
   const sorted = [...rows].sort((a, b) => Date.parse(String(a[time])) - Date.parse(String(b[time])));
-  const data: uPlot.AlignedData = [sorted.map((r) => Date.parse(String(r[time])) / 1000), ...numeric.map((name) => sorted.map((r) => (typeof r[name] === 'number' ? (r[name] as number) : null)))];
-  chart = new uPlot(
-    {
-      title: `${query.name} by ${time}`,
-      width: Math.max(320, chartBox.clientWidth),
-      height: 320,
-      scales: { x: { time: true } },
-      // In UTC, as the rows' timestamps are (not the browser's zone).
-      tzDate: (seconds) => uPlot.tzDate(new Date(seconds * 1000), 'Etc/UTC'),
-      series: [{ label: time }, ...numeric.map((name, i) => ({ label: name, stroke: COLORS[i % COLORS.length] ?? 'black', width: 2, points: { show: sorted.length < 60 } }))],
-    },
-    data,
-    chartBox,
-  );
-  chartBox.setAttribute('role', 'img');
-  chartBox.setAttribute('aria-label', `Chart of ${numeric.join(', ')} by ${time}, ${rows.length} points; the table below has the numbers.`);
+  const instants = sorted.map((r) => Date.parse(String(r[time])) / 1000);
+  // One chart, one y-axis, a unit: integers (counts) apart from decimals (times, rates), so that
+  // counts in the thousands never flatten milliseconds into a line at 0.
+  const units = (['integer', 'number'] as const).map((type) => shape.numeric.filter((f) => f.type === type).map((f) => f.name)).filter((names) => names.length > 0);
+  let colour = 0;
+  for (const numeric of units) {
+    const box = el('div', { class: 'chart', role: 'img', 'aria-label': `Chart of ${numeric.join(', ')} by ${time} (UTC), ${isoTime(instants[0])} to ${isoTime(instants.at(-1))}, ${rows.length} points; the table below has the numbers.` });
+    chartBox.append(box);
+    const data: uPlot.AlignedData = [instants, ...numeric.map((name) => sorted.map((r) => (typeof r[name] === 'number' ? (r[name] as number) : null)))];
+    const series = numeric.map((name) => ({ label: name, stroke: COLORS[colour++ % COLORS.length] ?? 'black', width: 2, points: { show: sorted.length < 60 } }));
+    charts.push(
+      new uPlot(
+        {
+          title: `${query.name}: ${numeric.join(', ')}`,
+          width: Math.max(320, chartBox.clientWidth),
+          height: 260,
+          scales: { x: { time: true } },
+          // In UTC and ISO 8601, as the rows' timestamps are (not the browser's zone, nor its way of writing dates).
+          tzDate: (seconds) => uPlot.tzDate(new Date(seconds * 1000), 'Etc/UTC'),
+          axes: [{ label: `${time} (UTC)`, values: (_u, splits) => isoTicks(splits), space: 90 }, {}],
+          series: [{ label: time, value: (_u, v) => isoTime(v) }, ...series],
+        },
+        data,
+        box,
+      ),
+    );
+  }
+}
+
+/** An instant (seconds) as ISO 8601 UTC to the second, as a person reads it: `2026-11-25 09:30:00`. */
+function isoTime(seconds: number | null | undefined): string {
+  return seconds === null || seconds === undefined ? '' : new Date(seconds * 1000).toISOString().slice(0, 19).replace('T', ' ');
+}
+
+/** The time axis's labels in ISO 8601 UTC: the day where it changes (or alone, for whole days), the time under it. */
+function isoTicks(splits: number[]): string[] {
+  const wholeDays = splits.every((s) => s % 86_400 === 0);
+  let day = '';
+  return splits.map((s) => {
+    const [date = '', clock = ''] = isoTime(s).split(' ');
+    if (wholeDays) return date;
+    const shown = date === day ? clock.slice(0, 5) : `${clock.slice(0, 5)}\n${date}`;
+    day = date;
+    return shown;
+  });
 }
 
 function cellText(value: unknown): string {
