@@ -317,7 +317,9 @@ function showAnswer(query: Query, rows: Row[]): void {
   const instants = sorted.map((r) => Date.parse(String(r[time])) / 1000);
   // One chart, one y-axis, a unit: integers (counts) apart from decimals (times, rates), so that
   // counts in the thousands never flatten milliseconds into a line at 0.
-  const units = (['integer', 'number'] as const).map((type) => shape.numeric.filter((f) => f.type === type).map((f) => f.name)).filter((names) => names.length > 0);
+  const integers = shape.numeric.filter((f) => f.type === 'integer').map((f) => f.name);
+  const decimals = shape.numeric.filter((f) => f.type !== 'integer').map((f) => f.name);
+  const units = [integers, decimals].filter((names) => names.length > 0);
   let colour = 0;
   for (const numeric of units) {
     const box = el('div', { class: 'chart', role: 'img', 'aria-label': `Chart of ${numeric.join(', ')} by ${time} (UTC), ${isoTime(instants[0])} to ${isoTime(instants.at(-1))}, ${rows.length} points; the table below has the numbers.` });
@@ -333,7 +335,8 @@ function showAnswer(query: Query, rows: Row[]): void {
           scales: { x: { time: true } },
           // In UTC and ISO 8601, as the rows' timestamps are (not the browser's zone, nor its way of writing dates).
           tzDate: (seconds) => uPlot.tzDate(new Date(seconds * 1000), 'Etc/UTC'),
-          axes: [{ label: `${time} (UTC)`, values: (_u, splits) => isoTicks(splits), space: 90 }, {}],
+          // Counts are ticked at whole numbers only (no "2.5 requests").
+          axes: [{ label: `${time} (UTC)`, values: (_u, splits) => isoTicks(splits), space: 90 }, numeric === integers ? { incrs: WHOLE_STEPS } : {}],
           series: [{ label: time, value: (_u, v) => isoTime(v) }, ...series],
         },
         data,
@@ -342,6 +345,9 @@ function showAnswer(query: Query, rows: Row[]): void {
     );
   }
 }
+
+/** Steps between ticks of a count: 1, 2, 5, 10, 20, 50, … */
+const WHOLE_STEPS = Array.from({ length: 30 }, (_, i) => ([1, 2, 5][i % 3] ?? 1) * 10 ** Math.floor(i / 3));
 
 /** An instant (seconds) as ISO 8601 UTC to the second, as a person reads it: `2026-11-25 09:30:00`. */
 function isoTime(seconds: number | null | undefined): string {
