@@ -18,7 +18,7 @@ import { SILENT, type Reporter } from './report.js';
 import { microsFromDate } from './time.js';
 import type { CheckedTestFile, FileResult, TestOptions } from './testing/index.js';
 import type { Warehouse } from './warehouse/index.js';
-import { newGeneration, readGeneration } from './warehouse/generation.js';
+import { GenerationWatch, newGeneration, readGeneration } from './warehouse/generation.js';
 import type { EngineQueue } from './warehouse/types.js';
 import type { TableName } from './warehouse/schema.js';
 
@@ -83,6 +83,7 @@ export class Savedq {
     this.#memo = fileMemo(this.#memoDir);
     this.#catalog = options.queries ?? new QueryCatalog({ builtin: builtinQueriesDir, user: config.queryFolders }, this.#memo);
     this.#engine = new Engine(config, { owns: options.ownsEngine === true, signal: options.signal, reporter: this.#reporter });
+    this.#generationWatch = options.ownsEngine === true ? new GenerationWatch(config.dataDir) : undefined;
     this.#runner = new CallRunner(this.cache, (call, gone, caller) => this.#turns.run(caller, () => this.execute(call, gone), gone), () => this.clock());
   }
 
@@ -133,7 +134,7 @@ export class Savedq {
   /** Checks a request against the saved queries, without running anything. */
   async prepare(request: CallRequest): Promise<PreparedCall> {
     try {
-      const call = await prepareCall(this.#catalog, { name: this.config.source, generation: this.#generation() }, request, this.#patterns);
+      const call = await prepareCall(this.#catalog, { name: this.config.source, generation: this.generation() }, request, this.#patterns);
       this.#reportBroken();
       return call;
     } catch (err) {
@@ -241,13 +242,19 @@ export class Savedq {
   }
 
   #warming(): WarmingParts {
-    return { catalog: this.#catalog, source: this.config.source, generation: () => this.#generation(), cache: this.cache, runner: this.#runner, clock: this.clock };
+    return { catalog: this.#catalog, source: this.config.source, generation: () => this.generation(), cache: this.cache, runner: this.#runner, clock: this.clock };
   }
 
-  /** The generation of the data this library reads: an embedded data directory's (a server's data is not tracked). */
-  #generation(): string {
-    return this.config.url === undefined ? readGeneration(this.config.dataDir) : '';
+  /**
+   * The generation of the data this library reads: an embedded data directory's (a server's data is
+   * not tracked). A process that owns the engine (serve) watches it rather than read it per call.
+   */
+  generation(): string {
+    if (this.config.url !== undefined) return '';
+    return this.#generationWatch ? this.#generationWatch.current() : readGeneration(this.config.dataDir);
   }
+
+  readonly #generationWatch: GenerationWatch | undefined;
 
   /** The warm set: cached calls served lately whose result is old enough to refresh. */
   async dueForWarming(): Promise<CacheEntry[]> {
@@ -391,6 +398,7 @@ export class Savedq {
 
   /** Releases the warehouse (and with it the embedded data directory) and the cache file. */
   async close(): Promise<void> {
+    this.#generationWatch?.close();
     await this.#store.close();
     await this.#engine.close();
   }

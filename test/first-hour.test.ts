@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { cli, tempDir } from './helpers.js';
+import { cli, startServe, tempDir } from './helpers.js';
 
 // What a newcomer meets in the first hour, through the built CLI: the quick start run twice, a load
 // that must reach the cache, and sample data that looks like traffic.
@@ -66,11 +66,13 @@ describe('the quick start, run twice', () => {
   });
 });
 
+/** An event of acme-shop now: a REST request to a host that is not the sample's. */
+const event = (message: string) => JSON.stringify({ timestamp: new Date().toISOString(), project: 'acme-shop', event_message: message, metadata: { request: { url: 'https://acme-shop.example.com/rest/v1/x', path: '/rest/v1/x' } } });
+
 describe('a load reaches the cache', () => {
   // As of a minute from now, so that no event leaves the window between two runs.
   const call = ['usage.api-counts', '-p', 'project=^https://acme-shop\\.', '-p', 'interval=hourly', '--at', new Date(Date.now() + 60_000).toISOString()];
   const rest = (answer: Row[]) => answer.reduce((sum, r) => sum + Number(r.total_rest_requests), 0);
-  const event = (message: string) => JSON.stringify({ timestamp: new Date().toISOString(), project: 'acme-shop', event_message: message, metadata: { request: { url: 'https://acme-shop.example.com/rest/v1/x', path: '/rest/v1/x' } } });
 
   it('serves no answer computed before a load: the next run counts the new events', async () => {
     const first = await rows(...call);
@@ -95,6 +97,38 @@ describe('a load reaches the cache', () => {
     expect((await calls()).sort()).toEqual([...served].sort());
     // Everything is fresh now: nothing is due again.
     expect((await run('warm')).stderr).toContain('warm: 0 refreshed');
+  });
+});
+
+describe('a load reaches serve', () => {
+  it("answers a token caller and a key with the load's events at once, not the cached answer from before it", async () => {
+    const secrets = { SAVEDQ_TOKEN_SECRETS: 'a-token-secret-of-forty-bytes-0123456789' };
+    const server = await startServe({ ...env, ...secrets, SAVEDQ_API_KEYS: 'k' });
+    try {
+      // The events of this test file's own host only: none leaves the last hour while the test runs.
+      const own = '^https://acme-shop\\.example\\.com/';
+      const created = await cli(['token', 'create', '--name', 'dash', '--query', 'usage.*', '--fix', `project=${own}`], { env: { ...env, ...secrets } });
+      expect(created.code, created.stderr).toBe(0);
+      const ask = async (credential: string) => {
+        const res = await fetch(`${server.url}/api/endpoints/query/usage.api-counts?project=${encodeURIComponent(own)}&interval=hourly`, { headers: { Authorization: `Bearer ${credential}` } });
+        const body = (await res.json()) as { result: Row[] };
+        return { cache: res.headers.get('x-cache'), rest: body.result.reduce((sum, r) => sum + Number(r.total_rest_requests), 0) };
+      };
+      for (const credential of ['k', created.stdout.trim()]) {
+        const before = await ask(credential);
+        expect((await ask(credential)).cache).toBe('HIT');
+        const file = join(dir, `served-${credential.length}.ndjson`);
+        writeFileSync(file, `${[event('s1'), event('s2')].join('\n')}\n`);
+        const loaded = await run('load', 'edge_logs', file);
+        expect(loaded.code, loaded.stderr).toBe(0);
+        const after = await ask(credential);
+        expect(after.cache).toBe('MISS');
+        expect(after.rest).toBe(before.rest + 2);
+      }
+    } finally {
+      server.child.kill('SIGTERM');
+      await server.exited;
+    }
   });
 });
 

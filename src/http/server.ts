@@ -202,15 +202,17 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
 
   // What is computed once and kept: the call a request's path and query string make (for the saved
   // queries in use: a new set after SIGHUP starts afresh), and the body of each result's rows.
-  let preparedFor = lib.queries;
+  // A call's cache key names the data's generation: after a load, every call is prepared again.
+  let preparedFor = { queries: lib.queries, generation: lib.generation() };
+  const current = () => preparedFor.queries === lib.queries && preparedFor.generation === lib.generation();
   /** Each caller's prepared calls (a token's carry its scope and fixed parameters), by path and query string. */
   let calls = new WeakMap<Caller, Map<string, PreparedCall>>();
-  const callsOf = (caller: Caller): Map<string, PreparedCall> | undefined => (preparedFor === lib.queries ? calls.get(caller) : undefined);
+  const callsOf = (caller: Caller): Map<string, PreparedCall> | undefined => (current() ? calls.get(caller) : undefined);
   /** A call as this caller may make it: a token's scopes checked and its fixed parameters applied. */
   const prepared = async (caller: Caller, path: string, search: string): Promise<PreparedCall> => {
-    if (preparedFor !== lib.queries) {
+    if (!current()) {
       calls = new WeakMap();
-      preparedFor = lib.queries;
+      preparedFor = { queries: lib.queries, generation: lib.generation() };
     }
     let mine = calls.get(caller);
     if (!mine) {
