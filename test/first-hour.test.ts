@@ -81,6 +81,9 @@ describe('a load reaches the cache', () => {
     const file = join(dir, 'three.ndjson');
     writeFileSync(file, `${[event('a'), event('b'), event('c')].join('\n')}\n`);
     expect((await run('load', 'edge_logs', file)).code).toBe(0);
+    // cache list says the answer from before the load will never be served again.
+    const listed = JSON.parse((await run('cache', 'list', '-f', 'json')).stdout) as Row[];
+    expect(listed.filter((e) => e.query === 'usage.api-counts').map((e) => e.expires_in_seconds)).toEqual([null]);
     expect(rest(await rows(...call))).toBe(rest(first) + 3);
   });
 

@@ -123,13 +123,16 @@ export async function warm(
 }
 
 /** The calls the cache holds, for `cache list`: ages in seconds, by query name. */
-export async function cachedCallViews({ catalog, cache, clock }: WarmingParts): Promise<CachedCallView[]> {
+export async function cachedCallViews({ catalog, source, generation, cache, clock }: WarmingParts): Promise<CachedCallView[]> {
   const now = clock();
+  const data = generation();
   const { byId } = await catalog.scan();
   const views = (await cache.entries()).map((entry): CachedCallView => {
     const query = byId.get(entry.call.query);
-    // A result of a definition since changed or removed is never served again: it only waits to expire.
-    const current = query?.digest === entry.call.digest ? query : undefined;
+    // A result of a definition since changed or removed, or of this source's data before a load, is
+    // never served again: it only waits to expire.
+    const stale = entry.call.source === source && (entry.call.generation ?? '') !== data;
+    const current = query?.digest === entry.call.digest && !stale ? query : undefined;
     const age = entry.computedAt === undefined ? null : Math.round((now - entry.computedAt) / 1000);
     return {
       query: query?.name ?? entry.call.query,
