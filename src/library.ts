@@ -11,7 +11,7 @@ import { DefinitionError, InputError } from './errors.js';
 import type { LoadInput, LoadOptions, LoadReport } from './load/index.js';
 import { builtinQueriesDir, examplesDir } from './package.js';
 import { brokenText, QueryCatalog, type CatalogScan, type DefinitionMemo } from './queries/catalog.js';
-import { fileMemo, pruneMemo } from './queries/memo.js';
+import { fileMemo, memoryMemo, pruneMemo } from './queries/memo.js';
 import type { PatternMemo } from './queries/params.js';
 import type { SavedQuery } from './queries/types.js';
 import { SILENT, type Reporter } from './report.js';
@@ -52,6 +52,10 @@ export interface LibraryOptions {
 
 /** What the catalog remembers is kept a week after it was written (looked up by its text, so never stale). */
 const MEMO_RETENTION_MS = 7 * 24 * 3_600_000;
+/** At most this many files of what the catalog remembers: the newest are kept. */
+const MEMO_FILES_KEPT = 5_000;
+/** Patterns a server remembers as compiling. */
+const PATTERNS_KEPT = 10_000;
 
 /**
  * The library: every surface (CLI commands, HTTP) comes in here, and a call reads top-down from it:
@@ -81,6 +85,8 @@ export class Savedq {
     this.#store = new SqliteStore(config.cacheFile, (message) => this.#reporter.warn(message));
     this.cache = new ResultsCache(this.#store);
     this.#memo = fileMemo(this.#memoDir);
+    const patterns = options.ownsEngine === true ? memoryMemo(PATTERNS_KEPT) : this.#memo;
+    this.#patterns = { get: (pattern) => patterns.get(`pattern:${pattern}`), set: (pattern) => patterns.set(`pattern:${pattern}`, true) };
     this.#catalog = options.queries ?? new QueryCatalog({ builtin: builtinQueriesDir, user: config.queryFolders }, this.#memo);
     this.#engine = new Engine(config, { owns: options.ownsEngine === true, signal: options.signal, reporter: this.#reporter });
     this.#generationWatch = options.ownsEngine === true ? new GenerationWatch(config.dataDir) : undefined;
@@ -90,11 +96,11 @@ export class Savedq {
   /** What the catalog remembers, and the patterns that compiled: files beside the cache file (queries/memo.ts). */
   readonly #memo: DefinitionMemo;
 
-  /** Patterns RE2 compiled: a hit of a pattern checked before loads no RE2. */
-  readonly #patterns: PatternMemo = {
-    get: (pattern) => this.#memo.get(`pattern:${pattern}`),
-    set: (pattern) => this.#memo.set(`pattern:${pattern}`, true),
-  };
+  /**
+   * Patterns RE2 compiled: a hit of a pattern checked before loads no RE2. A server keeps them in memory,
+   * bounded: its callers send the patterns, and a file each would let them fill the disk.
+   */
+  readonly #patterns: PatternMemo;
 
   /** The folder of the catalog's memo. */
   get #memoDir(): string {
@@ -146,18 +152,29 @@ export class Savedq {
 
   /** Runs a saved query, through the results cache when the query is cached. */
   async run(request: RunRequest): Promise<RunResult> {
-    const result = await this.runPrepared(await this.prepare(request), request.cache ?? 'use', request.signal);
-    if (result.cache === 'miss' && (await this.cache.liveBytes()) > this.config.cacheMaxBytes) await this.pruneCache();
-    return result;
+    return this.runPrepared(await this.prepare(request), request.cache ?? 'use', request.signal);
   }
 
   /**
    * Runs a call already prepared: what `run` does after `prepare` (a server keeps the calls it
    * prepared). `caller` names who asks (serve: an API key), for turns at the engine fair across callers.
+   * A result stored brings the cache back within --cache-max-mb when it is past it, whoever asked.
    */
-  runPrepared(call: PreparedCall, mode: CacheMode = 'use', signal?: AbortSignal, caller = ''): Promise<RunResult> {
-    return this.#runner.run(call, mode, signal, caller);
+  async runPrepared(call: PreparedCall, mode: CacheMode = 'use', signal?: AbortSignal, caller = ''): Promise<RunResult> {
+    const result = await this.#runner.run(call, mode, signal, caller);
+    if (result.cache === 'miss') await this.#keepCacheBounded();
+    return result;
   }
+
+  /** The cache's bound checked (three pragmas), and kept by pruning when past it: once at a time. */
+  #keepCacheBounded(): Promise<void> {
+    this.#bounding ??= (async () => {
+      if ((await this.cache.liveBytes()) > this.config.cacheMaxBytes) await this.pruneCache();
+    })().finally(() => (this.#bounding = undefined));
+    return this.#bounding;
+  }
+
+  #bounding: Promise<void> | undefined;
 
   /** At most this many calls wait for the engine; one more is refused (serve's --max-queue). */
   limitQueue(maxWaiting: number): void {
@@ -282,7 +299,7 @@ export class Savedq {
    * that finds the pages in use over it).
    */
   async pruneCache(): Promise<{ expired: number; evicted: number }> {
-    pruneMemo(this.#memoDir, MEMO_RETENTION_MS);
+    pruneMemo(this.#memoDir, MEMO_RETENTION_MS, MEMO_FILES_KEPT);
     return this.cache.prune(this.config.cacheMaxBytes);
   }
 

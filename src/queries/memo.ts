@@ -60,8 +60,26 @@ export function fileMemo(dir: string): DefinitionMemo {
   };
 }
 
-/** Deletes what the memo wrote longer ago than `maxAgeMs` (it is written again when needed). */
-export function pruneMemo(dir: string, maxAgeMs: number, now = Date.now()): number {
+/** A memo in this process's memory, of at most `maxEntries` keys (the least recently written go first). */
+export function memoryMemo(maxEntries: number): DefinitionMemo {
+  const kept = new Map<string, unknown>();
+  return {
+    async get(key) {
+      return kept.get(key);
+    },
+    async set(key, value) {
+      kept.delete(key);
+      kept.set(key, value);
+      if (kept.size > maxEntries) kept.delete(kept.keys().next().value as string);
+    },
+  };
+}
+
+/**
+ * Deletes what the memo wrote longer ago than `maxAgeMs`, then the oldest past `maxFiles` (each is
+ * written again when needed).
+ */
+export function pruneMemo(dir: string, maxAgeMs: number, maxFiles = Infinity, now = Date.now()): number {
   let removed = 0;
   let names: string[];
   try {
@@ -69,16 +87,22 @@ export function pruneMemo(dir: string, maxAgeMs: number, now = Date.now()): numb
   } catch {
     return 0;
   }
+  const kept: { file: string; at: number }[] = [];
   for (const name of names) {
     const file = join(dir, name);
     try {
-      if (now - statSync(file).mtimeMs > maxAgeMs) {
+      const at = statSync(file).mtimeMs;
+      if (now - at > maxAgeMs) {
         rmSync(file, { force: true });
         removed += 1;
-      }
+      } else kept.push({ file, at });
     } catch {
       // gone meanwhile
     }
+  }
+  for (const { file } of kept.sort((a, b) => b.at - a.at).slice(maxFiles)) {
+    rmSync(file, { force: true });
+    removed += 1;
   }
   return removed;
 }
