@@ -217,7 +217,7 @@ program
     const { serveCommand, serverLog } = await import('./commands/serve.js');
     const log = serverLog(io, flags);
     // The server owns the engine while it runs, and shares it with every other savedq process.
-    const reporter: Reporter = { warn: (message) => log(`warning: ${message}`), note: log };
+    const reporter: Reporter = { warn: (message) => log.warn(`warning: ${message}`), note: (message) => log.info(message) };
     await serveCommand(lib(flags, { ownsEngine: true, reporter }), { ...flags, ...opts, version, log, onListening: () => (serving = true) }, io);
   });
 

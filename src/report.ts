@@ -9,5 +9,18 @@ export interface Reporter {
   note(message: string): void;
 }
 
+/**
+ * A log with levels, for the commands that run on (`serve`, `savedq mcp`) or report each piece of
+ * their work (`warm`): `--quiet` leaves out `info`, never a warning or an error, whatever it says.
+ */
+export interface Log {
+  /** What was done: a request answered, a call refreshed, a reload. */
+  info(line: string): void;
+  /** What the operator should know that did not stop the work: a connection refused, a query left out. */
+  warn(line: string): void;
+  /** What failed: an internal error, a refresh or a reload that did not happen. */
+  error(line: string): void;
+}
+
 /** Tells no one (tests, and the library used from code that does not care). */
 export const SILENT: Reporter = { warn: () => undefined, note: () => undefined };

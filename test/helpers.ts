@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { Readable, Writable } from 'node:stream';
 import { afterAll } from 'vitest';
 import type { Io } from '../src/commands/io.js';
+import type { Log } from '../src/report.js';
 import { resolveConfig } from '../src/config.js';
 import { Savedq, type Clock } from '../src/library.js';
 import { builtinQueriesDir } from '../src/package.js';
@@ -224,4 +225,10 @@ export function startCli(args: readonly string[], options: { env?: Record<string
     },
     done,
   };
+}
+
+/** A log that keeps every line, whatever its level, in `lines` (none given: a log that keeps nothing). */
+export function logInto(lines?: string[]): Log {
+  const keep = (line: string) => void lines?.push(line);
+  return { info: keep, warn: keep, error: keep };
 }

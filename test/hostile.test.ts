@@ -7,7 +7,7 @@ import { normaliseParams, parsePairs } from '../src/queries/params.js';
 import { querySettings } from '../src/queries/run.js';
 import { parseQueryString, startServer, type RunningServer } from '../src/http/server.js';
 import { parseIsoTimestamp, toIsoMicros } from '../src/time.js';
-import { builtins, endpoints, findEndpoint, load, testLibrary } from './helpers.js';
+import { builtins, endpoints, findEndpoint, load, testLibrary, logInto } from './helpers.js';
 
 const lib = testLibrary();
 const KEY = 'hostile-test-key';
@@ -30,7 +30,7 @@ beforeAll(async () => {
   await load(lib, 'edge_logs', [
     { timestamp: new Date().toISOString(), project: "o'brien", metadata: { request: { url: "https://o'brien.example/rest/x", path: '/rest/x' } } },
   ]);
-  server = await startServer(lib, { host: '127.0.0.1', port: 0, apiKeys: [KEY], timeoutSeconds: 30, warmEveryMs: 0, version: 't', log: () => undefined });
+  server = await startServer(lib, { host: '127.0.0.1', port: 0, apiKeys: [KEY], timeoutSeconds: 30, warmEveryMs: 0, version: 't', log: logInto() });
 });
 afterAll(() => server?.close());
 

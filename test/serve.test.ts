@@ -9,7 +9,7 @@ import { startServer, type RunningServer } from '../src/http/server.js';
 import { keyChecker } from '../src/http/keys.js';
 import { Savedq } from '../src/library.js';
 import { shareWarehouse } from '../src/warehouse/share-server.js';
-import { binPath, cli, endpoints, engineQueue, eventually, findEndpoint, load, startServe, tempDir } from './helpers.js';
+import { binPath, cli, endpoints, engineQueue, eventually, findEndpoint, load, startServe, tempDir, logInto } from './helpers.js';
 import { has } from './system.js';
 
 const dir = tempDir();
@@ -48,7 +48,7 @@ beforeAll(async () => {
     timeoutSeconds: 30,
     warmEveryMs: 0,
     version: 'test',
-    log: (line) => logLines.push(line),
+    log: logInto(logLines),
   });
 });
 
@@ -74,7 +74,7 @@ describe('savedq serve', () => {
       'Cache-Control': 'no-cache',
     });
     // The server keeps the engine and shares it: the CLI's statements run here, not after a wait.
-    const share = await shareWarehouse(await lib.warehouse(), dataDir, () => undefined);
+    const share = await shareWarehouse(await lib.warehouse(), dataDir, logInto());
     const fromCli = await cli(['run', 'usage.api-counts', '-p', 'project=http-proj', '-p', 'interval=hourly', '--no-cache'], {
       env: { SAVEDQ_DATA_DIR: dataDir, SAVEDQ_CACHE_FILE: join(dir, 'cli.sqlite') },
     });
@@ -208,7 +208,7 @@ describe('savedq serve faults', () => {
   it('answers 502 when the warehouse is unreachable, never showing the password', async () => {
     const broken = new Savedq(resolveConfig({ url: 'http://u:hunter2@127.0.0.1:9', cacheFile: join(dir, 'b.sqlite') }, {}));
     const logged: string[] = [];
-    const s = await startServer(broken, { host: '127.0.0.1', port: 0, apiKeys: KEYS, timeoutSeconds: 30, warmEveryMs: 0, version: 't', log: (line) => logged.push(line) });
+    const s = await startServer(broken, { host: '127.0.0.1', port: 0, apiKeys: KEYS, timeoutSeconds: 30, warmEveryMs: 0, version: 't', log: logInto(logged) });
     const res = await fetch(`${s.url}/api/endpoints/query/logs.all?project=x`, { headers: { 'X-API-KEY': KEYS[0] as string } });
     const text = await res.text();
     await s.close();
@@ -226,7 +226,7 @@ describe('savedq serve faults', () => {
     mkdirSync(queries, { recursive: true });
     writeFileSync(join(queries, 'slow.sql'), 'SELECT count() AS n FROM numbers(10000000000)\n');
     const slow = new Savedq(resolveConfig({ dataDir, cacheFile: join(dir, 'slow.sqlite'), timeout: '0.3', queries: [queries] }, {}));
-    const s = await startServer(slow, { host: '127.0.0.1', port: 0, apiKeys: KEYS, timeoutSeconds: 0.3, warmEveryMs: 0, version: 't', log: () => undefined });
+    const s = await startServer(slow, { host: '127.0.0.1', port: 0, apiKeys: KEYS, timeoutSeconds: 0.3, warmEveryMs: 0, version: 't', log: logInto() });
     const res = await fetch(`${s.url}/api/endpoints/query/slow`, { headers: { 'X-API-KEY': KEYS[0] as string } });
     const body = (await res.json()) as unknown;
     await s.close();
@@ -243,7 +243,7 @@ describe('savedq serve faults', () => {
     holder.stdin.write('{"timestamp":"2026-01-01T00:00:00Z","project":"p"}\n');
     await eventually('the other process to hold the directory', () => existsSync(join(held, '.savedq.owner')));
     const waiting = new Savedq(resolveConfig({ dataDir: held, cacheFile: join(dir, 'held.sqlite'), lockWait: '1.5', timeout: '0.5' }, {}));
-    const s = await startServer(waiting, { host: '127.0.0.1', port: 0, apiKeys: KEYS, timeoutSeconds: 0.5, warmEveryMs: 0, version: 't', log: () => undefined });
+    const s = await startServer(waiting, { host: '127.0.0.1', port: 0, apiKeys: KEYS, timeoutSeconds: 0.5, warmEveryMs: 0, version: 't', log: logInto() });
     try {
       const res = await fetch(`${s.url}/api/endpoints/query/logs.all?project=p`, { headers: { 'X-API-KEY': KEYS[0] as string } });
       expect(res.status).toBe(503);
@@ -307,5 +307,23 @@ describe('savedq serve faults', () => {
     server.child.kill('SIGTERM');
     expect((await inFlight).status).toBe(200);
     expect(await server.exited).toBe(0);
+  });
+});
+
+describe('serve --quiet', () => {
+  it('keeps warnings and errors by their level, whatever they say: a query past its time limit is in the log, a request line is not', async () => {
+    const queries = join(dir, 'quiet-queries');
+    mkdirSync(queries, { recursive: true });
+    writeFileSync(join(queries, 'endless.sql'), 'SELECT count() AS n FROM numbers(100000000000)\n');
+    const server = await startServe({ SAVEDQ_DATA_DIR: join(dir, 'quiet-data'), SAVEDQ_CACHE_FILE: join(dir, 'quiet.sqlite'), SAVEDQ_QUERIES: queries, SAVEDQ_API_KEYS: 'k', SAVEDQ_TIMEOUT: '0.5' }, ['--quiet']);
+    try {
+      const res = await fetch(`${server.url}/api/endpoints/query/endless`, { headers: { 'X-API-KEY': 'k' } });
+      expect(res.status).toBe(504);
+      await server.waitFor(/Z query on the embedded engine at .* ran past its time limit\.$/m);
+      expect(server.stderr()).not.toMatch(/ GET endless 504 /);
+    } finally {
+      server.child.kill('SIGTERM');
+      await server.exited;
+    }
   });
 });

@@ -1,5 +1,6 @@
 import type { Readable, Writable } from 'node:stream';
 import type { Row } from '../queries/types.js';
+import type { Log } from '../report.js';
 import { resolveColor, resolveTableWidth } from '../config.js';
 import { chooseFormat, fieldsOfRows, render, type Format, type TableField } from '../output/index.js';
 
@@ -43,6 +44,15 @@ export function checkInterrupted(signal: AbortSignal | undefined): void {
 export function note(io: Io, options: CommonOptions, line: string): void {
   if (options.quiet) return;
   if (options.verbose || (io.stderr.isTTY && io.stdout.isTTY)) io.stderr.write(`${line}\n`);
+}
+
+/** The log of a command on standard error: `--quiet` leaves out what is only information. */
+export function commandLog(io: Io, options: CommonOptions): Log {
+  return {
+    info: (line) => report(io, options, line),
+    warn: (line) => io.stderr.write(`${line}\n`),
+    error: (line) => io.stderr.write(`${line}\n`),
+  };
 }
 
 /** Writes a line on standard error unless --quiet. */

@@ -1,7 +1,7 @@
 import type { Savedq } from '../library.js';
 import { loadSdk } from '../mcp/load.js';
 import { mcpServer } from '../mcp/server.js';
-import { report, type CommonOptions, type Io } from './io.js';
+import { commandLog, type CommonOptions, type Io } from './io.js';
 
 /** Options of `savedq mcp`. */
 export interface McpCommandOptions extends CommonOptions {
@@ -26,8 +26,7 @@ export async function mcpCommand(lib: Savedq, options: McpCommandOptions, io: Io
     lib,
     version: options.version,
     // As the library's own warnings are written (cli.ts's reporter), so an agent's log reads alike.
-    warn: (message) => report(io, options, `warning: ${message}`),
-    log: (message) => report(io, options, message),
+    log: commandLog(io, options),
     around: async (work) => {
       underWay += 1;
       try {

@@ -6,6 +6,7 @@ import type { EngineShare } from '../warehouse/share-server.js';
 import type { Savedq } from '../library.js';
 import { isoNow } from '../time.js';
 import type { CommonOptions, Io } from './io.js';
+import type { Log } from '../report.js';
 
 /** Options of `savedq serve`. */
 export interface ServeCommandOptions extends CommonOptions {
@@ -89,8 +90,8 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
   // Past retention and past --cache-max-mb, the cache is pruned every ten minutes while serve runs.
   const pruning = setInterval(() => {
     lib.pruneCache().then(
-      ({ expired, evicted }) => (expired + evicted > 0 ? log(`cache: ${expired} expired and ${evicted} least recently served entries deleted`) : undefined),
-      (err: unknown) => log(`cache pruning failed: ${err instanceof Error ? err.message : String(err)}`),
+      ({ expired, evicted }) => (expired + evicted > 0 ? log.info(`cache: ${expired} expired and ${evicted} least recently served entries deleted`) : undefined),
+      (err: unknown) => log.error(`cache pruning failed: ${err instanceof Error ? err.message : String(err)}`),
     );
   }, PRUNE_EVERY_MS);
   pruning.unref();
@@ -103,7 +104,7 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
       // A second signal is the CLI's to act on (it exits at once).
       if (stopping) return;
       stopping = true;
-      log(`${signal}: finishing requests in flight, then stopping`);
+      log.info(`${signal}: finishing requests in flight, then stopping`);
       process.off('SIGHUP', onHangup);
       clearInterval(pruning);
       void server
@@ -128,24 +129,24 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
  * valid; otherwise keeps answering from the old set and logs why. Requests under way finish with the
  * definition they started with.
  */
-export async function reloadQueries(lib: Savedq, log: (line: string) => void): Promise<boolean> {
+export async function reloadQueries(lib: Savedq, log: Log): Promise<boolean> {
   const next = lib.queries.reread();
   const { queries, broken } = await next.scan();
   const refused = broken.length > 0 ? [] : await lib.refusals(queries);
   if (broken.length + refused.length > 0) {
-    for (const b of broken) for (const p of b.problems) log(`reload failed, still serving the previous queries: ${problemText(p)}`);
-    for (const e of refused) log(`reload failed, still serving the previous queries: ${e.message.split('\n')[0]}`);
+    for (const b of broken) for (const p of b.problems) log.error(`reload failed, still serving the previous queries: ${problemText(p)}`);
+    for (const e of refused) log.error(`reload failed, still serving the previous queries: ${e.message.split('\n')[0]}`);
     return false;
   }
   lib.useQueries(next);
-  log(`reloaded: ${queries.length} saved queries`);
+  log.info(`reloaded: ${queries.length} saved queries`);
   return true;
 }
 
 /**
  * The server's log on standard error, each line with its time (one line a request, and what the server
  * does: reloads, warming, stopping): gathered and written once per turn of the event loop, so a busy
- * server does not stop to write each line. Only warnings and failures with --quiet.
+ * server does not stop to write each line. With --quiet, warnings and errors only, by their level.
  */
 export function serverLog(io: Io, options: CommonOptions): ServerLog {
   let pending: string[] = [];
@@ -159,15 +160,10 @@ export function serverLog(io: Io, options: CommonOptions): ServerLog {
     }
     pending.push(`${isoNow()} ${line}\n`);
   };
-  const log = (line: string) => {
-    if (options.quiet && !line.startsWith('warning') && !line.includes('failed')) return;
-    always(line);
-  };
-  return Object.assign(log, { always });
+  return { info: (line) => (options.quiet ? undefined : always(line)), warn: always, error: always, always };
 }
 
-/** The server's log: a line, unless --quiet leaves it out; `always`, a line even with --quiet. */
-export interface ServerLog {
-  (line: string): void;
+/** The server's log by level; `always`, a line of information even with --quiet (the address it listens on). */
+export interface ServerLog extends Log {
   always(line: string): void;
 }

@@ -2,7 +2,7 @@ import { parsePairs } from '../queries/params.js';
 import { resolveSeconds } from '../config.js';
 import { WarmFailedError } from '../errors.js';
 import type { Savedq, WarmOutcome } from '../library.js';
-import { checkInterrupted, report, type CommonOptions, type Io } from './io.js';
+import { checkInterrupted, commandLog, report, type CommonOptions, type Io } from './io.js';
 
 /** Options of `savedq warm`. */
 export interface WarmOptions extends CommonOptions {
@@ -32,13 +32,14 @@ export async function warmCommand(lib: Savedq, options: WarmOptions, io: Io): Pr
       ? undefined
       : [await lib.cachedCallOf({ nameOrId: options.nameOrId, params: parsePairs(options.params ?? []), at: options.at })];
   const maxTimeMs = resolveSeconds(options.maxTime, '--max-time', 240) * 1000;
+  const log = commandLog(io, options);
   const outcomes = await lib.warm(
     calls,
     options.signal,
     (outcome, index, total) => {
       const n = `[${index + 1}/${total}]`;
-      if (outcome.error) report(io, options, `${n} failed ${describeCall(outcome)}: ${outcome.error.message}`);
-      else report(io, options, `${n} refreshed ${describeCall(outcome)} (${outcome.rows} rows)`);
+      if (outcome.error) log.error(`${n} failed ${describeCall(outcome)}: ${outcome.error.message}`);
+      else log.info(`${n} refreshed ${describeCall(outcome)} (${outcome.rows} rows)`);
     },
     maxTimeMs,
   );

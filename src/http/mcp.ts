@@ -6,6 +6,7 @@ import { ForbiddenError, MethodNotAllowedError, PayloadTooLargeError } from '../
 import type { Savedq } from '../library.js';
 import { loadSdk, type Sdk } from '../mcp/load.js';
 import { mcpServer } from '../mcp/server.js';
+import type { Log } from '../report.js';
 
 /** What serve's /mcp needs of serve. */
 export interface McpEndpointOptions {
@@ -14,7 +15,7 @@ export interface McpEndpointOptions {
   /** Takes one call from the caller's rate limit (serve's: its headers, its refusal, its metric). */
   readonly takeCall: (res: ServerResponse, caller: Caller) => void;
   readonly version: string;
-  readonly log: (line: string) => void;
+  readonly log: Log;
   /** Origins --cors-origin allows (`*` any), besides serve's own. */
   readonly corsOrigins: ReadonlySet<string> | undefined;
   /** Names a Host header may carry (--allowed-host), a port or not. */
@@ -127,7 +128,7 @@ export class McpEndpoint {
       if (idlest) void this.#end(idlest[0]);
     }
     const { lib, access, version, log } = this.#options;
-    const server = mcpServer(sdk, { lib, version, caller: { caller, access }, warn: (m) => log(`warning: ${m}`), log });
+    const server = mcpServer(sdk, { lib, version, caller: { caller, access }, log });
     const session: Session = {
       server,
       owner,

@@ -12,6 +12,7 @@ import { keyChecker } from './keys.js';
 import { openApiDocument } from './openapi.js';
 import { PAGE_HEADERS, PAGE_PATHS, pageFile } from './page.js';
 import type { McpEndpoint } from './mcp.js';
+import type { Log } from '../report.js';
 
 /** How the HTTP mode runs. */
 export interface ServeOptions {
@@ -24,7 +25,7 @@ export interface ServeOptions {
   readonly warmEveryMs: number;
   readonly version: string;
   /** Where log lines go (one per request; never a key or a parameter value). */
-  readonly log: (line: string) => void;
+  readonly log: Log;
   /** Whether each request is logged (default), or only warnings and failures. */
   readonly logRequests?: boolean;
   /** HTTP connections open at once; past it, a new one is closed at once (default 1000). */
@@ -141,15 +142,15 @@ function errorBody(code: string, message: string): object {
  * The one place errors become HTTP answers: the family's status and code in the JSON envelope (and
  * Retry-After for a busy data directory); anything else is a 500 with no detail, logged.
  */
-function sendError(res: ServerResponse, err: unknown, log: (line: string) => void): void {
+function sendError(res: ServerResponse, err: unknown, log: Log): void {
   if (!(err instanceof SavedqError)) {
-    log(`internal error: ${err instanceof Error ? err.message : String(err)}`);
+    log.error(`internal error: ${err instanceof Error ? err.message : String(err)}`);
     send(res, 500, errorBody('internal', 'internal error.'));
     return;
   }
   // Which file, which address, which user, what the engine quoted of the SQL: for the server's owner
   // (the log), not its callers, who are told what went wrong for them.
-  if (err.forCaller !== err.message) log(err.message);
+  if (err.forCaller !== err.message) log.error(err.message);
   if (err instanceof MethodNotAllowedError) res.setHeader('Allow', 'GET, HEAD');
   if (err instanceof UnauthorizedError) res.setHeader('WWW-Authenticate', 'Bearer');
   const headers: Record<string, string> =
@@ -358,7 +359,7 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
       if (options.logRequests === false) return;
       const ms = Math.round(performance.now() - started);
       const caller = ctx.caller;
-      options.log(`${req.method} ${what} ${status} ${ms}ms cache=${cache} caller=${caller ? caller.quoted : '-'} id=${requestId}`);
+      options.log.info(`${req.method} ${what} ${status} ${ms}ms cache=${cache} caller=${caller ? caller.quoted : '-'} id=${requestId}`);
     };
     // Browsers on other origins: CORS only for the origins --cors-origin names.
     const origin = req.headers.origin;
@@ -444,10 +445,10 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
             .then((outcomes) => {
               metrics.warmed('refreshed', outcomes.filter((o) => !o.error && !o.left).length);
               metrics.warmed('failed', outcomes.filter((o) => o.error).length);
-              for (const o of outcomes) if (o.error) options.log(`warm failed for ${o.name}: ${o.error.message}`);
-              if (outcomes.length > 0) options.log(`warm: ${outcomes.filter((o) => !o.error).length} of ${outcomes.length} refreshed`);
+              for (const o of outcomes) if (o.error) options.log.error(`warm failed for ${o.name}: ${o.error.message}`);
+              if (outcomes.length > 0) options.log.info(`warm: ${outcomes.filter((o) => !o.error).length} of ${outcomes.length} refreshed`);
             })
-            .catch((err: unknown) => options.log(`warm failed: ${err instanceof Error ? err.message : String(err)}`));
+            .catch((err: unknown) => options.log.error(`warm failed: ${err instanceof Error ? err.message : String(err)}`));
         }, options.warmEveryMs)
       : undefined;
   warmTimer?.unref();

@@ -7,6 +7,7 @@ import { closest } from '../suggest.js';
 import { argumentsAsParams } from './arguments.js';
 import type { Sdk } from './load.js';
 import { toolsOf, type QueryTool } from './tools.js';
+import type { Log } from '../report.js';
 
 /** Who a session is for, and what it must do around each call. */
 export interface McpSession {
@@ -14,10 +15,8 @@ export interface McpSession {
   readonly version: string;
   /** serve's caller (its scopes, fixed parameters, turn); undefined: a local agent over stdio (every query). */
   readonly caller?: { readonly caller: Caller; readonly access: Access } | undefined;
-  /** Where warnings go (a tool name two queries share): standard error, or serve's log. */
-  readonly warn: (message: string) => void;
-  /** Said of a failure that is not the caller's (an internal error), for the log. */
-  readonly log: (message: string) => void;
+  /** Where warnings (a tool name two queries share) and failures not the caller's go: standard error, or serve's log. */
+  readonly log: Log;
   /** Wraps each tool call's run: `savedq mcp` lets go of the engine when no call is under way. */
   readonly around?: <T>(work: () => Promise<T>) => Promise<T>;
 }
@@ -46,7 +45,7 @@ export function mcpServer(sdk: Sdk, session: McpSession): InstanceType<Sdk['Serv
   const warnOnce = (message: string) => {
     if (warned.has(message)) return;
     warned.add(message);
-    session.warn(message);
+    session.log.warn(`warning: ${message}`);
   };
   // Through the library, which warns of a broken definition (once a set): a tool missing for a typo is said why.
   const tools = async (): Promise<Map<string, QueryTool>> => toolsOf((await lib.savedQueries()).queries, session.caller?.caller, warnOnce);
@@ -103,9 +102,9 @@ export function mcpServer(sdk: Sdk, session: McpSession): InstanceType<Sdk['Serv
 /** A failed call in `run`'s words, as its caller may read them (no path, address or user name). */
 function failure(err: unknown, session: McpSession): string {
   if (err instanceof SavedqError) {
-    if (err.forCaller !== err.message) session.log(err.message);
+    if (err.forCaller !== err.message) session.log.error(err.message);
     return err.forCaller;
   }
-  session.log(`internal error in a tool call: ${err instanceof Error ? err.message : String(err)}`);
+  session.log.error(`internal error in a tool call: ${err instanceof Error ? err.message : String(err)}`);
   return 'internal error.';
 }

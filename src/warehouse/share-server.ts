@@ -5,6 +5,7 @@ import { InterruptedError, WarehouseError } from '../errors.js';
 import { readFrames, writeFrame } from './frames.js';
 import { atSocket, socketPath, toWire, type Answer, type Request } from './share.js';
 import type { StagedLines, Warehouse } from './types.js';
+import type { Log } from '../report.js';
 
 /** What each operation needs besides its id: a statement, a staged batch, or both. */
 const OPERATIONS: Record<string, { statement: boolean; staged: boolean }> = {
@@ -57,7 +58,7 @@ export interface EngineShare {
 export async function shareWarehouse(
   warehouse: Warehouse,
   dataDir: string,
-  log: (line: string) => void,
+  log: Log,
 ): Promise<EngineShare> {
   const path = socketPath(dataDir);
   rmSync(path, { force: true });
@@ -113,7 +114,7 @@ export async function shareWarehouse(
     socket.on('error', () => socket.destroy());
     /** A frame savedq cannot take: one line in the log, an error for its id when it has one, and the connection closed. */
     const refuse = (reason: string, id?: number) => {
-      log(`socket: closed a connection that sent ${reason}`);
+      log.warn(`socket: closed a connection that sent ${reason}`);
       if (id !== undefined && !socket.destroyed) {
         writeFrame(socket, { id, error: toWire(new WarehouseError(`savedq serve cannot take this request: ${reason}.`)) } satisfies Answer);
       }
@@ -166,7 +167,7 @@ export async function shareWarehouse(
   } catch (err) {
     throw new WarehouseError(`cannot share the engine at ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}.`, { cause: err });
   }
-  log(`sharing the engine with other savedq processes at ${path}`);
+  log.info(`sharing the engine with other savedq processes at ${path}`);
   return {
     socket: path,
     async close() {
