@@ -153,6 +153,13 @@ export class MethodNotAllowedError extends SavedqError {
   override readonly exitCode = 2;
   override readonly httpStatus = 405;
   override readonly code = 'method_not_allowed';
+  /** The methods the path takes, for the answer's Allow header. */
+  readonly allowed: string;
+
+  constructor(message: string, allowed = 'GET, HEAD') {
+    super(message);
+    this.allowed = allowed;
+  }
 }
 
 /** HTTP: a request URL over the length the server reads. */

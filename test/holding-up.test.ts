@@ -176,6 +176,31 @@ describe('the socket trusts no one', () => {
 });
 
 describe('serve outlives floods', () => {
+  it.runIf(has.ss)('closes a connection past --header-timeout for good, even when its client never reads the 408', async () => {
+    const server = await startServe({ ...env, SAVEDQ_DATA_DIR: join(dir, 'half-open'), SAVEDQ_API_KEYS: 'k' }, [], ['--header-timeout', '1']);
+    const port = Number(new URL(server.url).port);
+    const clients = Array.from({ length: 20 }, () => {
+      const s = connect(port, '127.0.0.1');
+      s.pause(); // never reads what serve answers
+      s.on('error', () => undefined);
+      s.write('GET /health HTTP/1.1\r\nHost: x\r\n');
+      return s;
+    });
+    try {
+      // serve's own sockets of the port, but the one that listens.
+      const held = () =>
+        spawnSync('ss', ['-Htanp', 'state', 'all', `( sport = :${port} )`], { encoding: 'utf8' }).stdout.split('\n').filter((l) => l.includes(`pid=${server.child.pid},`) && !l.startsWith('LISTEN')).length;
+      await eventually('serve to have answered the 20 and let go of them', () => held() === 0 && server.child.exitCode === null);
+      const res = await fetch(`${server.url}/health`);
+      expect(res.status).toBe(200);
+    } finally {
+      for (const s of clients) s.destroy();
+      server.child.kill('SIGTERM');
+      await server.exited;
+    }
+  });
+
+
   it.runIf(has.prlimit)('holds at most --max-connections, closes a connection whose headers drip past --header-timeout, and the other savedq processes still reach the socket', async () => {
     const data = join(dir, 'flooded');
     // Under an open-file limit of 1024, as on many machines: serve takes at most 1024 - 256 connections.

@@ -347,6 +347,12 @@ describe('/mcp on serve', () => {
     expect(await limited()).toBe(before + 1);
   });
 
+  it('answers a method /mcp does not take with 405 and the methods it does take', async () => {
+    const res = await fetch(`${server.url}/mcp`, { method: 'PUT', headers: { Authorization: `Bearer ${KEY}` } });
+    expect(res.status).toBe(405);
+    expect(res.headers.get('allow')).toBe('GET, POST, DELETE');
+  });
+
   it('refuses no credential (401), a foreign Origin or Host (403); --no-mcp answers 404', async () => {
     const init = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '0' } } });
     const post = (headers: Record<string, string>, url = server.url) => fetch(`${url}/mcp`, { method: 'POST', body: init, headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', ...headers } });

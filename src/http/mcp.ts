@@ -64,8 +64,7 @@ export class McpEndpoint {
   /** Answers a request to /mcp whose caller is known (serve authenticated it). */
   async handle(req: IncomingMessage, res: ServerResponse, caller: Caller, credential: string): Promise<void> {
     if (req.method !== 'POST' && req.method !== 'GET' && req.method !== 'DELETE') {
-      res.setHeader('Allow', 'GET, POST, DELETE');
-      throw new MethodNotAllowedError(`${req.method ?? 'this method'} is not allowed on /mcp; use POST (GET for the notification stream).`);
+      throw new MethodNotAllowedError(`${req.method ?? 'this method'} is not allowed on /mcp; use POST (GET for the notification stream).`, 'GET, POST, DELETE');
     }
     const owner = createHash('sha256').update(credential).digest('base64url');
     const id = req.headers['mcp-session-id'];

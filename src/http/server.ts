@@ -151,7 +151,7 @@ function sendError(res: ServerResponse, err: unknown, log: Log): void {
   // Which file, which address, which user, what the engine quoted of the SQL: for the server's owner
   // (the log), not its callers, who are told what went wrong for them.
   if (err.forCaller !== err.message) log.error(err.message);
-  if (err instanceof MethodNotAllowedError) res.setHeader('Allow', 'GET, HEAD');
+  if (err instanceof MethodNotAllowedError) res.setHeader('Allow', err.allowed);
   if (err instanceof UnauthorizedError) res.setHeader('WWW-Authenticate', 'Bearer');
   const headers: Record<string, string> =
     err instanceof BusyError || err instanceof OverloadedError || err instanceof RateLimitedError ? { 'Retry-After': String(err.retryAfterSeconds) } : {};
@@ -427,7 +427,8 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
           ? ['408 Request Timeout', 'request_timeout', `the request headers did not arrive within ${headerTimeoutSeconds} s.`]
           : ['400 Bad Request', 'bad_request', 'the request is not valid HTTP.'];
     const body = JSON.stringify(errorBody(code, message));
-    socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Type: ${JSON_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    // Closed for good once the answer is written: a client that never reads must not hold the slot.
+    socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Type: ${JSON_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`, () => socket.destroy());
   });
 
   await new Promise<void>((resolve, reject) => {
