@@ -209,7 +209,10 @@ async function httpFigure(env) {
   const secrets = { SAVEDQ_TOKEN_SECRETS: 'a-bench-token-secret-0123456789abcdefgh' };
   const server = await startProcess([BIN, 'serve', '--port', '0'], { ...env, ...secrets, SAVEDQ_API_KEYS: 'bench-key' });
   const headers = { 'X-API-KEY': 'bench-key' };
-  const token = spawnSync('node', [BIN, 'token', 'create', '--name', 'bench', '--query', 'usage.*', '--fix', 'project=project-7\\.', '--ttl', '1h'], { env: { ...process.env, ...env, ...secrets }, encoding: 'utf8' }).stdout.trim();
+  // The same call as the key's (an unanchored pattern, on purpose), so both read one cache entry.
+  const minted = spawnSync('node', [BIN, 'token', 'create', '--name', 'bench', '--query', 'usage.*', '--fix', 'project=project-7\\.', '--fix-unanchored', '--ttl', '1h'], { env: { ...process.env, ...env, ...secrets }, encoding: 'utf8' });
+  if (minted.status !== 0) throw new Error(`token create failed: ${minted.stderr}`);
+  const token = minted.stdout.trim();
   const bearer = { Authorization: `Bearer ${token}` };
   const body = await (await fetch(`${server.url}${path}`, { headers })).text(); // warms the cache
   const bare = await startProcess([here('bare-server.mjs'), body], {});
