@@ -25,6 +25,7 @@ import type { TableName } from './warehouse/schema.js';
 export type { CallRequest, PreparedCall } from './calls/prepare.js';
 export type { CacheMode, Clock, RunResult } from './calls/runner.js';
 export type { CachedCallView, WarmOutcome } from './calls/warming.js';
+export { warmCounts } from './calls/warming.js';
 
 /** A request to run a saved query. */
 export interface RunRequest extends CallRequest {

@@ -8,8 +8,9 @@ export type Micros = bigint;
 const MIN_YEAR = 1900;
 const MAX_YEAR = 2299;
 
-const ISO_PATTERN =
-  /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?)?(Z|z|[+-]\d{2}(?::?\d{2})?)?$/;
+/** An ISO 8601 timestamp's shape, as savedq reads one: here, and as the pattern of OpenAPI's schema. */
+export const ISO_TIMESTAMP_PATTERN = '^(\\d{4})-(\\d{2})-(\\d{2})(?:[Tt ](\\d{2}):(\\d{2})(?::(\\d{2})(?:[.,](\\d{1,9}))?)?)?(Z|z|[+-]\\d{2}(?::?\\d{2})?)?$';
+const ISO_PATTERN = new RegExp(ISO_TIMESTAMP_PATTERN);
 
 /**
  * Parses an ISO 8601 timestamp to integer microseconds: a date, optionally a time with up to nine

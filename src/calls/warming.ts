@@ -78,6 +78,13 @@ export async function dueForWarming({ catalog, source, generation, cache, clock 
   });
 }
 
+/** What a warm did, counted once for every report of it: warm's summary line, serve's log and its metric. */
+export function warmCounts(outcomes: readonly WarmOutcome[]): { refreshed: number; failed: number; left: number } {
+  const failed = outcomes.filter((o) => o.error).length;
+  const left = outcomes.filter((o) => o.left).length;
+  return { refreshed: outcomes.length - failed - left, failed, left };
+}
+
 /**
  * Re-runs the given calls (default: the warm set) and stores fresh results, one after another. A
  * failure is reported in its outcome, never thrown, so one bad call does not stop the others. Each

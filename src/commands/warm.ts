@@ -1,7 +1,7 @@
 import { parsePairs } from '../queries/params.js';
 import { resolveSeconds } from '../config.js';
 import { WarmFailedError } from '../errors.js';
-import type { Savedq, WarmOutcome } from '../library.js';
+import { warmCounts, type Savedq, type WarmOutcome } from '../library.js';
 import { checkInterrupted, commandLog, report, type CommonOptions, type Io } from './io.js';
 
 /** Options of `savedq warm`. */
@@ -44,10 +44,9 @@ export async function warmCommand(lib: Savedq, options: WarmOptions, io: Io): Pr
     maxTimeMs,
   );
   checkInterrupted(options.signal);
-  const failed = outcomes.filter((o) => o.error).length;
-  const left = outcomes.filter((o) => o.left).length;
+  const { refreshed, failed, left } = warmCounts(outcomes);
   const leftText = left > 0 ? `, ${left} left for the next run (--max-time ${maxTimeMs / 1000} s was up)` : '';
-  report(io, options, `warm: ${outcomes.length - failed - left} refreshed, ${failed} failed${leftText}`);
+  report(io, options, `warm: ${refreshed} refreshed, ${failed} failed${leftText}`);
   if (failed > 0) throw new WarmFailedError(`${failed} of ${outcomes.length - left} refreshes failed.`);
   return outcomes;
 }

@@ -38,12 +38,16 @@ function operation(query: SavedQuery, by: 'name' | 'id'): Record<string, unknown
       (query.cacheSeconds > 0
         ? `Cached for ${query.cacheSeconds} s (X-Cache and Age headers; send Cache-Control: no-cache to refresh).`
         : 'Not cached.'),
+    // The saved query itself, for clients that know savedq (the page): not to be read off the operationId.
+    'x-savedq-query': { name: query.name, id: query.id },
     // An API key or a signed token, in X-API-KEY or as a bearer credential.
     security: [{ apiKey: [] }, { bearer: [] }],
     parameters: query.params.map((p) => ({
       name: p.name,
       in: 'query',
       required: p.required,
+      // savedq's own type, which the schema (text in a query string) cannot always say.
+      'x-savedq-type': p.type,
       ...(p.description ? { description: p.description } : {}),
       // A list is one comma-separated value: ?tags=a,b.
       ...(p.type === 'string[]' ? { style: 'form', explode: false } : {}),

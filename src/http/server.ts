@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { Access, type Caller } from '../access/index.js';
 import { BusyError, InputError, InterruptedError, MethodNotAllowedError, NotFoundError, OverloadedError, RateLimitedError, SavedqError, UnauthorizedError, UriTooLongError } from '../errors.js';
 import type { RawParams } from '../queries/params.js';
-import type { PreparedCall, RunResult, Savedq } from '../library.js';
+import { warmCounts, type PreparedCall, type RunResult, type Savedq } from '../library.js';
 import { render } from '../output/index.js';
 import { serveMetrics } from './metrics.js';
 import type { Row } from '../queries/types.js';
@@ -444,10 +444,11 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
           lib
             .warm()
             .then((outcomes) => {
-              metrics.warmed('refreshed', outcomes.filter((o) => !o.error && !o.left).length);
-              metrics.warmed('failed', outcomes.filter((o) => o.error).length);
+              const { refreshed, failed, left } = warmCounts(outcomes);
+              metrics.warmed('refreshed', refreshed);
+              metrics.warmed('failed', failed);
               for (const o of outcomes) if (o.error) options.log.error(`warm failed for ${o.name}: ${o.error.message}`);
-              if (outcomes.length > 0) options.log.info(`warm: ${outcomes.filter((o) => !o.error).length} of ${outcomes.length} refreshed`);
+              if (outcomes.length > 0) options.log.info(`warm: ${refreshed} refreshed, ${failed} failed${left > 0 ? `, ${left} left for the next turn` : ''}`);
             })
             .catch((err: unknown) => options.log.error(`warm failed: ${err instanceof Error ? err.message : String(err)}`));
         }, options.warmEveryMs)

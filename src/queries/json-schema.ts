@@ -1,5 +1,6 @@
 import { splitList } from './param-types.js';
-import type { FieldType, ParamDefinition } from './types.js';
+import { ISO_TIMESTAMP_PATTERN } from '../time.js';
+import { BOOLEAN_TEXTS, type FieldType, type ParamDefinition } from './types.js';
 
 /**
  * How a parameter's value travels, which decides its JSON Schema: `query-string`, as text in a URL
@@ -25,8 +26,6 @@ export function fieldSchema(type: FieldType): object {
   return FIELD_SCHEMAS[type];
 }
 
-/** An ISO 8601 timestamp as savedq reads one (src/time.ts). */
-const ISO_TIMESTAMP = '^\\d{4}-\\d{2}-\\d{2}([Tt ]\\d{2}:\\d{2}(:\\d{2}([.,]\\d{1,9})?)?)?([Zz]|[+-]\\d{2}(:?\\d{2})?)?$';
 
 /** A parameter's value in the schema's own terms: a number for a number, a list for a list. */
 function typedValue(param: ParamDefinition, text: string): unknown {
@@ -63,10 +62,10 @@ export function parameterSchema(p: ParamDefinition, carrier: ValueCarrier): obje
         return carrier === 'json' ? { type: 'number' } : { type: 'number', format: 'double' };
       case 'boolean':
         // What the server takes in a query string: true, false, 1 or 0.
-        return carrier === 'json' ? { type: 'boolean' } : { type: 'string', enum: ['true', 'false', '1', '0'] };
+        return carrier === 'json' ? { type: 'boolean' } : { type: 'string', enum: BOOLEAN_TEXTS.map(([t]) => t) };
       case 'timestamp':
         // ISO 8601 with Z, an offset or no zone (UTC): wider than RFC 3339's date-time, which needs a zone.
-        return carrier === 'json' ? { type: 'string', format: 'date-time' } : { type: 'string', pattern: ISO_TIMESTAMP, description: 'ISO 8601; without a zone it is UTC.' };
+        return carrier === 'json' ? { type: 'string', format: 'date-time' } : { type: 'string', pattern: ISO_TIMESTAMP_PATTERN, description: 'ISO 8601; without a zone it is UTC.' };
       case 'date':
         return { type: 'string', format: 'date' };
       case 'string[]':

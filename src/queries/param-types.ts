@@ -1,6 +1,6 @@
 import { lazyRequire } from '../lazy.js';
 import { parseIsoTimestamp, toClickHouseDateTime, toIsoMicros } from '../time.js';
-import type { ParamDefinition, ParamType } from './types.js';
+import { BOOLEAN_TEXTS, type ParamDefinition, type ParamType } from './types.js';
 
 /** A value bound to a `{name:Type}` query parameter. */
 export type BoundValue = string | string[] | null;
@@ -100,11 +100,10 @@ const rules: Record<ParamType, TypeRules> = {
   boolean: {
     clickhouse: 'Bool',
     nullable: true,
-    accepts: 'true, false, 1 or 0',
+    accepts: `${BOOLEAN_TEXTS.slice(0, -1).map(([t]) => t).join(', ')} or ${BOOLEAN_TEXTS.at(-1)?.[0] ?? ''}`,
     canonical(text) {
-      if (text === 'true' || text === '1') return { value: 'true' };
-      if (text === 'false' || text === '0') return { value: 'false' };
-      return REFUSED;
+      const meaning = BOOLEAN_TEXTS.find(([t]) => t === text)?.[1];
+      return meaning === undefined ? REFUSED : { value: String(meaning) };
     },
     bind: same,
   },

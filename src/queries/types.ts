@@ -5,6 +5,14 @@ export const NAME_PATTERN = /^[a-z0-9][a-z0-9_.-]{0,63}$/;
 export const PARAM_TYPES = ['string', 'regex', 'integer', 'number', 'boolean', 'timestamp', 'date', 'string[]'] as const;
 export type ParamType = (typeof PARAM_TYPES)[number];
 
+/** The texts a boolean parameter takes, in the order savedq names them, and what each means. */
+export const BOOLEAN_TEXTS = [
+  ['true', true],
+  ['false', false],
+  ['1', true],
+  ['0', false],
+] as const;
+
 /** A declared parameter of a saved query. Every value arrives as text and is checked against its type. */
 export interface ParamDefinition {
   readonly name: string;

@@ -26,6 +26,8 @@ interface Parameter {
   required: boolean;
   description?: string;
   schema: Schema;
+  /** savedq's type of the parameter (queries/types.ts's ParamType), as the OpenAPI document says it. */
+  'x-savedq-type': string;
 }
 
 /** A saved query as the page offers it. */
@@ -81,16 +83,16 @@ function showStatus(text: string, failed = false): void {
 }
 
 /** The saved queries of the OpenAPI document: one a name, with the id its other path is by. */
-function queriesOf(doc: { paths: Record<string, { get?: { operationId: string; summary?: string; parameters?: Parameter[]; responses: Record<string, unknown> } }> }): Query[] {
-  const operations = Object.entries(doc.paths).filter(([path, item]) => path.startsWith(QUERY_PATH) && item.get);
-  const ids = new Map(operations.filter(([, item]) => item.get?.operationId.endsWith('ById')).map(([path, item]) => [item.get?.operationId.slice(0, -'ById'.length), path.slice(QUERY_PATH.length)]));
+function queriesOf(doc: { paths: Record<string, { get?: { 'x-savedq-query'?: { name: string; id: string }; summary?: string; parameters?: Parameter[]; responses: Record<string, unknown> } }> }): Query[] {
   const found: Query[] = [];
-  for (const [path, item] of operations) {
+  for (const [path, item] of Object.entries(doc.paths)) {
     const get = item.get;
-    if (!get || get.operationId.endsWith('ById')) continue;
+    const query = get?.['x-savedq-query'];
+    // Each query is at its name and at its id: taken once, at its name.
+    if (!get || !query || path !== `${QUERY_PATH}${query.name}`) continue;
     const ok = get.responses['200'] as { content?: Record<string, { schema?: { properties?: { result?: { items?: { properties?: Record<string, Schema> } } } } }> } | undefined;
     const properties = ok?.content?.['application/json']?.schema?.properties?.result?.items?.properties ?? {};
-    found.push({ name: path.slice(QUERY_PATH.length), id: ids.get(get.operationId) ?? '', summary: get.summary ?? '', parameters: get.parameters ?? [], fields: Object.entries(properties) });
+    found.push({ name: query.name, id: query.id, summary: get.summary ?? '', parameters: get.parameters ?? [], fields: Object.entries(properties) });
   }
   return found.sort((a, b) => a.name.localeCompare(b.name));
 }
@@ -114,16 +116,15 @@ function fixedFor(query: Query): Readonly<Record<string, string>> {
 }
 
 const suggestionsOf = (s: Schema): unknown[] => s.examples ?? s.items?.enum ?? s.items?.examples ?? [];
-const isBoolean = (s: Schema) => s.type === 'string' && JSON.stringify(s.enum) === JSON.stringify(['true', 'false', '1', '0']);
-// In a query string, a timestamp is the one kind of value whose schema is a pattern (queries/json-schema.ts).
-const isTimestamp = (s: Schema) => s.type === 'string' && s.pattern !== undefined;
+const isBoolean = (p: Parameter) => p['x-savedq-type'] === 'boolean';
+const isTimestamp = (p: Parameter) => p['x-savedq-type'] === 'timestamp';
 
 /** A form control for a parameter, by its schema: a list, a checkbox, a date, a bounded number, or text. */
 function controlFor(p: Parameter, id: string): HTMLInputElement | HTMLSelectElement {
   const s = p.schema;
   const describedBy = `${id}-help`;
   const common = { id, name: p.name, 'aria-describedby': describedBy, required: p.required };
-  if (isBoolean(s)) return el('input', { ...common, type: 'checkbox', checked: s.default === 'true', required: false });
+  if (isBoolean(p)) return el('input', { ...common, type: 'checkbox', checked: s.default === 'true', required: false });
   if (s.enum) {
     const select = el('select', common);
     if (!p.required) select.append(el('option', { value: '' }, s.default !== undefined ? `(default: ${String(s.default)})` : '(none)'));
@@ -140,8 +141,8 @@ function controlFor(p: Parameter, id: string): HTMLInputElement | HTMLSelectElem
       ...(s.default !== undefined ? { placeholder: `default: ${String(s.default)}` } : {}),
     });
   }
-  if (isTimestamp(s)) return el('input', { ...common, type: 'datetime-local', step: '1' });
-  if (s.format === 'date') return el('input', { ...common, type: 'date' });
+  if (isTimestamp(p)) return el('input', { ...common, type: 'datetime-local', step: '1' });
+  if (p['x-savedq-type'] === 'date') return el('input', { ...common, type: 'date' });
   const input = el('input', { ...common, type: 'text', spellcheck: 'false', ...(s.default !== undefined ? { placeholder: `default: ${String(s.default)}` } : s.type === 'array' ? { placeholder: 'comma-separated' } : {}) });
   // Values a query knows well but does not insist on (`other: default`): offered, not imposed.
   if (suggestionsOf(s).length > 0) input.setAttribute('list', `${id}-values`);
@@ -153,7 +154,7 @@ function helpFor(p: Parameter): string {
   const s = p.schema;
   const parts = [p.required ? 'Required.' : 'Optional.'];
   if (p.description) parts.push(p.description);
-  if (isTimestamp(s)) parts.push('UTC.');
+  if (isTimestamp(p)) parts.push('UTC.');
   if (s.default !== undefined) parts.push(`Default: ${String(s.default)}.`);
   if (s.minimum !== undefined || s.maximum !== undefined) parts.push(`From ${s.minimum ?? '…'} to ${s.maximum ?? '…'}.`);
   return parts.join(' ');
