@@ -38,6 +38,25 @@ const VERIFIED_TOKENS = 10_000;
 /** A refused token is refused again without verifying it for this long (one not yet valid may become so). */
 const REFUSED_FOR_MS = 10_000;
 
+/** What a caller may do with a query it may call: the parameters fixed for it. */
+export interface Grant {
+  readonly fixed: Readonly<Record<string, string>>;
+}
+
+/**
+ * The one rule of who sees what: whether a caller may call a query, and with which parameters fixed.
+ * An API key, and a local agent (no caller: `savedq mcp`), every query with none; a token, the queries
+ * its scopes open, with the first matching scope's fixed parameters. HTTP's calls and MCP's tool list
+ * both ask here.
+ */
+export function grantOf(caller: Caller | undefined, query: Pick<SavedQuery, 'name' | 'id'>): Grant | undefined {
+  if (caller === undefined || caller.kind === 'key') return NOTHING_FIXED;
+  const scope = scopeOf(caller.scopes ?? [], query);
+  return scope ? { fixed: scope.fixed_params ?? {} } : undefined;
+}
+
+const NOTHING_FIXED: Grant = { fixed: {} };
+
 /** Decides who a request's credential is, what it may call, with which fixed parameters, and how often. */
 export class Access {
   readonly #options: AccessOptions;
@@ -109,10 +128,9 @@ export class Access {
    * its scopes open (else a ForbiddenError), with the scope's fixed parameters applied.
    */
   authorize(caller: Caller, query: SavedQuery, params: RawParams): RawParams {
-    if (caller.kind === 'key') return params;
-    const scope = scopeOf(caller.scopes ?? [], query);
-    if (!scope) throw new ForbiddenError(`the token does not open ${query.name}.`);
-    return withFixed(params, scope);
+    const grant = grantOf(caller, query);
+    if (!grant) throw new ForbiddenError(`the token does not open ${query.name}.`);
+    return withFixed(params, grant.fixed);
   }
 
   /** /metrics is an API key's. */

@@ -23,8 +23,7 @@ export function scopeOf(scopes: readonly Scope[], query: Pick<SavedQuery, 'name'
  * token's. Absent from the request, it is added; given with the same text, kept; given with another,
  * a ForbiddenError naming the parameter. The values then go through the same checks as any value.
  */
-export function withFixed(params: RawParams, scope: Scope): RawParams {
-  const fixed = scope.fixed_params ?? {};
+export function withFixed(params: RawParams, fixed: Readonly<Record<string, string>>): RawParams {
   for (const [name, value] of params) {
     const pinned = fixed[name];
     if (pinned !== undefined && value !== pinned) throw new ForbiddenError(`parameter '${name}' is fixed by the token; it cannot be ${JSON.stringify(value.length > 40 ? `${value.slice(0, 37)}...` : value)}.`);

@@ -1,4 +1,4 @@
-import { fieldSchema, parameterSchema } from '../queries/json-schema.js';
+import { parameterSchema, rowsSchema } from '../queries/json-schema.js';
 import type { SavedQuery } from '../queries/types.js';
 
 const errorResponse = (description: string, headers: object = {}) => ({
@@ -72,17 +72,7 @@ function operation(query: SavedQuery, by: 'name' | 'id'): Record<string, unknown
               type: 'object',
               required: ['result'],
               properties: {
-                result: {
-                  type: 'array',
-                  maxItems: query.maxRows,
-                  items: {
-                    type: 'object',
-                    ...(query.fields.length > 0 ? { required: query.fields.map((f) => f.name) } : {}),
-                    properties: Object.fromEntries(
-                      query.fields.map((f) => [f.name, { ...fieldSchema(f.type), ...(f.description ? { description: f.description } : {}) }]),
-                    ),
-                  },
-                },
+                result: rowsSchema(query),
               },
             },
           },

@@ -1,5 +1,5 @@
-import { scopeOf, type Caller } from '../access/index.js';
-import { fieldSchema, parameterSchema } from '../queries/json-schema.js';
+import { grantOf, type Caller } from '../access/index.js';
+import { parameterSchema, rowsSchema } from '../queries/json-schema.js';
 import type { SavedQuery } from '../queries/types.js';
 
 /** Tool names many clients accept: letters, digits, `_` and `-`, at most 64. */
@@ -36,8 +36,7 @@ export function toolName(query: SavedQuery): string {
 export function toolsOf(queries: readonly SavedQuery[], caller: Caller | undefined, warn: (message: string) => void): Map<string, QueryTool> {
   const byName = new Map<string, SavedQuery[]>();
   for (const query of queries) {
-    const scope = caller === undefined || caller.kind === 'key' ? undefined : scopeOf(caller.scopes ?? [], query);
-    if (caller?.kind === 'token' && !scope) continue;
+    if (!grantOf(caller, query)) continue;
     const name = toolName(query);
     byName.set(name, [...(byName.get(name) ?? []), query]);
   }
@@ -53,7 +52,7 @@ export function toolsOf(queries: readonly SavedQuery[], caller: Caller | undefin
       warn(`saved query ${query.name} is not offered to agents: a tool name is at most 64 letters, digits, _ and -.`);
       continue;
     }
-    const fixed = caller?.kind === 'token' ? (scopeOf(caller.scopes ?? [], query)?.fixed_params ?? {}) : {};
+    const fixed = grantOf(caller, query)?.fixed ?? {};
     tools.set(name, { query, fixed, definition: definition(query, name, fixed) });
   }
   return tools;
@@ -81,15 +80,7 @@ function definition(query: SavedQuery, name: string, fixed: Readonly<Record<stri
     outputSchema: {
       type: 'object',
       properties: {
-        rows: {
-          type: 'array',
-          maxItems: query.maxRows,
-          items: {
-            type: 'object',
-            ...(query.fields.length > 0 ? { required: query.fields.map((f) => f.name) } : {}),
-            properties: Object.fromEntries(query.fields.map((f) => [f.name, { ...fieldSchema(f.type), ...(f.description ? { description: f.description } : {}) }])),
-          },
-        },
+        rows: rowsSchema(query),
         row_count: { type: 'integer', minimum: 0, description: 'Rows returned.' },
         truncated: { type: 'boolean', description: `True when the query had more than ${query.maxRows} rows (savedq's row limit): rows stop there. A limit in the query's own SQL does not count.` },
         cached: { type: 'boolean', description: 'True when the rows came from the cache.' },

@@ -1,6 +1,6 @@
 import { splitList } from './param-types.js';
 import { ISO_TIMESTAMP_PATTERN } from '../time.js';
-import { BOOLEAN_TEXTS, type FieldType, type ParamDefinition } from './types.js';
+import { BOOLEAN_TEXTS, type FieldType, type ParamDefinition, type SavedQuery } from './types.js';
 
 /**
  * How a parameter's value travels, which decides its JSON Schema: `query-string`, as text in a URL
@@ -24,6 +24,19 @@ const FIELD_SCHEMAS: Record<FieldType, object> = {
 /** The JSON Schema of a result field of this type. */
 export function fieldSchema(type: FieldType): object {
   return FIELD_SCHEMAS[type];
+}
+
+/** The JSON Schema of a query's rows, by its declared fields: OpenAPI's `result` and MCP's `rows`. */
+export function rowsSchema(query: Pick<SavedQuery, 'fields' | 'maxRows'>): object {
+  return {
+    type: 'array',
+    maxItems: query.maxRows,
+    items: {
+      type: 'object',
+      ...(query.fields.length > 0 ? { required: query.fields.map((f) => f.name) } : {}),
+      properties: Object.fromEntries(query.fields.map((f) => [f.name, { ...fieldSchema(f.type), ...(f.description ? { description: f.description } : {}) }])),
+    },
+  };
 }
 
 
