@@ -151,9 +151,13 @@ export class Savedq {
     }
   }
 
-  /** Runs a saved query, through the results cache when the query is cached. */
+  /**
+   * The door every surface calls a saved query through (the command line, `savedq mcp`, serve's /mcp):
+   * the query found, the caller's grant applied, the parameters checked, then the cache or the engine.
+   * serve's HTTP keeps the calls it prepared, and runs them with runPrepared.
+   */
   async run(request: RunRequest): Promise<RunResult> {
-    return this.runPrepared(await this.prepare(request), request.cache ?? 'use', request.signal);
+    return this.runPrepared(await this.prepare(request), request.cache ?? 'use', request.signal, request.caller?.name);
   }
 
   /**

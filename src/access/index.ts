@@ -1,12 +1,11 @@
 import { ForbiddenError, RateLimitedError, UnauthorizedError } from '../errors.js';
-import type { RawParams } from '../queries/params.js';
 import type { SavedQuery } from '../queries/types.js';
 import { RateLimits, type RateState } from './rate.js';
-import { scopeOf, withFixed } from './scopes.js';
+import { scopeOf } from './scopes.js';
 import { looksLikeToken, verifyToken, type Scope, type TokenClaims } from './tokens.js';
 
 export { readClaims, secretKeys, signToken, verifyToken, type Scope, type TokenClaims } from './tokens.js';
-export { scopeOf } from './scopes.js';
+export { scopeOf, withFixed } from './scopes.js';
 
 /** Who is asking: an API key (every query, /metrics) or a signed token (its scopes, its limits). */
 export interface Caller {
@@ -121,16 +120,6 @@ export class Access {
       this.#keyCallers[index] = caller;
     }
     return caller;
-  }
-
-  /**
-   * A call's parameters as the caller may make it: an API key's as given; a token's only for a query
-   * its scopes open (else a ForbiddenError), with the scope's fixed parameters applied.
-   */
-  authorize(caller: Caller, query: SavedQuery, params: RawParams): RawParams {
-    const grant = grantOf(caller, query);
-    if (!grant) throw new ForbiddenError(`the token does not open ${query.name}.`);
-    return withFixed(params, grant.fixed);
   }
 
   /** /metrics is an API key's. */

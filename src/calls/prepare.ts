@@ -1,5 +1,6 @@
 import { cacheKey, type CachedCall } from '../cache/index.js';
-import { InputError } from '../errors.js';
+import { grantOf, withFixed, type Caller } from '../access/index.js';
+import { ForbiddenError, InputError } from '../errors.js';
 import type { QueryCatalog } from '../queries/catalog.js';
 import { checkPatterns, normaliseParams, quoteValue, type PatternMemo, type RawParams } from '../queries/params.js';
 import type { NormalisedParams, SavedQuery } from '../queries/types.js';
@@ -12,6 +13,11 @@ export interface CallRequest {
   readonly params: RawParams;
   /** ISO 8601 instant to run the query as of; default: now. */
   readonly at?: string | undefined;
+  /**
+   * Who asks, when a surface authenticated someone (serve's keys and tokens): a token calls only the
+   * queries its scopes open, with their fixed parameters. Absent: this machine's own user, every query.
+   */
+  readonly caller?: Caller | undefined;
 }
 
 /**
@@ -37,11 +43,14 @@ export interface DataSource {
 /**
  * Checks a request against the saved queries, for a data source (whose results, as of its data's
  * generation, the call's cache key names), without running anything: an unknown query is a
- * NotFoundError, a bad value an InputError, a broken definition a DefinitionError.
+ * NotFoundError, one the caller may not call a ForbiddenError (as is a fixed parameter given another
+ * value), a bad value an InputError, a broken definition a DefinitionError.
  */
 export async function prepareCall(catalog: QueryCatalog, source: DataSource, request: CallRequest, patterns?: PatternMemo): Promise<PreparedCall> {
   const query = await catalog.find(request.nameOrId);
-  const params = normaliseParams(query, request.params);
+  const grant = grantOf(request.caller, query);
+  if (!grant) throw new ForbiddenError(`the token does not open ${query.name}.`);
+  const params = normaliseParams(query, withFixed(request.params, grant.fixed));
   await checkPatterns(query, params, patterns);
   let at: Micros | undefined;
   if (request.at !== undefined) {

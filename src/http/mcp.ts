@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
-import type { Access, Caller } from '../access/index.js';
+import type { Caller } from '../access/index.js';
 import { ForbiddenError, MethodNotAllowedError, PayloadTooLargeError } from '../errors.js';
 import type { Savedq } from '../library.js';
 import { loadSdk, type Sdk } from '../mcp/load.js';
@@ -11,7 +11,6 @@ import type { Log } from '../report.js';
 /** What serve's /mcp needs of serve. */
 export interface McpEndpointOptions {
   readonly lib: Savedq;
-  readonly access: Access;
   /** Takes one call from the caller's rate limit (serve's: its headers, its refusal, its metric). */
   readonly takeCall: (res: ServerResponse, caller: Caller) => void;
   readonly version: string;
@@ -126,8 +125,8 @@ export class McpEndpoint {
       const idlest = [...this.#sessions.entries()].sort((a, b) => a[1].lastSeen - b[1].lastSeen)[0];
       if (idlest) void this.#end(idlest[0]);
     }
-    const { lib, access, version, log } = this.#options;
-    const server = mcpServer(sdk, { lib, version, caller: { caller, access }, log });
+    const { lib, version, log } = this.#options;
+    const server = mcpServer(sdk, { lib, version, caller, log });
     const session: Session = {
       server,
       owner,

@@ -198,7 +198,7 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
   const loopback = /^(127\.|::1$|localhost$)/.test(options.host);
   const mcpEndpoint = (): Promise<McpEndpoint> =>
     (mcp ??= import('./mcp.js').then(
-      (m) => new m.McpEndpoint({ lib, access, takeCall, version: options.version, log: options.log, corsOrigins: cors, allowedHosts: options.allowedHosts ?? [], loopback }),
+      (m) => new m.McpEndpoint({ lib, takeCall, version: options.version, log: options.log, corsOrigins: cors, allowedHosts: options.allowedHosts ?? [], loopback }),
     ));
 
   // What is computed once and kept: the call a request's path and query string make (for the saved
@@ -223,8 +223,7 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     const key = `${path}?${search}`;
     let call = mine.get(key);
     if (!call) {
-      const query = await lib.queries.find(decode(path.slice(QUERY_PREFIX.length)));
-      call = await lib.prepare({ nameOrId: query.id, params: access.authorize(caller, query, parseQueryString(search)) });
+      call = await lib.prepare({ nameOrId: decode(path.slice(QUERY_PREFIX.length)), params: parseQueryString(search), caller });
       if (mine.size >= (caller.kind === 'key' ? PREPARED_CALLS : PREPARED_CALLS_A_TOKEN)) mine.delete(mine.keys().next().value as string);
       mine.set(key, call);
     }

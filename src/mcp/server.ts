@@ -1,5 +1,5 @@
 import { basename } from 'node:path';
-import type { Access, Caller } from '../access/index.js';
+import type { Caller } from '../access/index.js';
 import { SavedqError } from '../errors.js';
 import type { Savedq } from '../library.js';
 import { describeText } from '../output/describe.js';
@@ -14,7 +14,7 @@ export interface McpSession {
   readonly lib: Savedq;
   readonly version: string;
   /** serve's caller (its scopes, fixed parameters, turn); undefined: a local agent over stdio (every query). */
-  readonly caller?: { readonly caller: Caller; readonly access: Access } | undefined;
+  readonly caller?: Caller | undefined;
   /** Where warnings (a tool name two queries share) and failures not the caller's go: standard error, or serve's log. */
   readonly log: Log;
   /** Wraps each tool call's run: `savedq mcp` lets go of the engine when no call is under way. */
@@ -48,7 +48,7 @@ export function mcpServer(sdk: Sdk, session: McpSession): InstanceType<Sdk['Serv
     session.log.warn(`warning: ${message}`);
   };
   // Through the library, which warns of a broken definition (once a set): a tool missing for a typo is said why.
-  const tools = async (): Promise<Map<string, QueryTool>> => toolsOf((await lib.savedQueries()).queries, session.caller?.caller, warnOnce);
+  const tools = async (): Promise<Map<string, QueryTool>> => toolsOf((await lib.savedQueries()).queries, session.caller, warnOnce);
 
   server.setRequestHandler(sdk.ListToolsRequestSchema, async () => ({ tools: [...(await tools()).values()].map((t) => t.definition) }));
 
@@ -60,10 +60,8 @@ export function mcpServer(sdk: Sdk, session: McpSession): InstanceType<Sdk['Serv
       throw new sdk.McpError(sdk.ErrorCode.InvalidParams, `unknown tool ${JSON.stringify(request.params.name.slice(0, 80))}.${guess ? ` Did you mean ${guess}?` : ''} Tools: ${[...offered.keys()].join(', ')}.`);
     }
     try {
-      const raw = argumentsAsParams(tool.query, request.params.arguments);
-      const given = session.caller ? session.caller.access.authorize(session.caller.caller, tool.query, raw) : raw;
-      const call = await lib.prepare({ nameOrId: tool.query.id, params: given });
-      const run = () => lib.runPrepared(call, 'use', extra.signal, session.caller?.caller.name ?? 'mcp');
+      const params = argumentsAsParams(tool.query, request.params.arguments);
+      const run = () => lib.run({ nameOrId: tool.query.id, params, caller: session.caller, signal: extra.signal });
       const result = await (session.around ? session.around(run) : run());
       const answer = {
         rows: result.rows,
