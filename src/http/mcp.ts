@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
 import type { Caller } from '../access/index.js';
-import { ForbiddenError, MethodNotAllowedError, PayloadTooLargeError } from '../errors.js';
+import { ForbiddenError, PayloadTooLargeError } from '../errors.js';
 import type { Savedq } from '../library.js';
 import { loadSdk, type Sdk } from '../mcp/load.js';
 import { mcpServer } from '../mcp/server.js';
@@ -62,9 +62,6 @@ export class McpEndpoint {
 
   /** Answers a request to /mcp whose caller is known (serve authenticated it). */
   async handle(req: IncomingMessage, res: ServerResponse, caller: Caller, credential: string): Promise<void> {
-    if (req.method !== 'POST' && req.method !== 'GET' && req.method !== 'DELETE') {
-      throw new MethodNotAllowedError(`${req.method ?? 'this method'} is not allowed on /mcp; use POST (GET for the notification stream).`, 'GET, POST, DELETE');
-    }
     const owner = createHash('sha256').update(credential).digest('base64url');
     const id = req.headers['mcp-session-id'];
     const sessionId = typeof id === 'string' ? id : undefined;

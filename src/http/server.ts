@@ -50,8 +50,43 @@ export interface ServeOptions {
 const EXPOSED_HEADERS = 'X-Cache, Age, X-Request-Id, Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset';
 /** What a page on another origin may send to /mcp, and read of its answers, besides. */
 const MCP_ALLOWED_HEADERS = 'Content-Type, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID';
-/** The server's own paths, as metric labels (any other path is `other`). */
-const KNOWN_PATHS = new Set(['/health', '/openapi.json', '/metrics', '/mcp', 'preflight', ...PAGE_PATHS]);
+/** What a route answered: the word of its log line, and the cache's part in it. */
+interface Answered {
+  readonly what: string;
+  readonly cache: string;
+}
+
+/** A request as a route gets it: its path and query string split, its caller once the route's credential is checked. */
+interface RouteRequest {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly ctx: RequestContext;
+  readonly path: string;
+  readonly search: string;
+  readonly gone: AbortSignal;
+  readonly credential: string | undefined;
+}
+
+/**
+ * One of serve's routes, each said once: which paths are its, the methods it takes (its 405 answers'
+ * Allow and its CORS preflight say them), its metric label, what it needs of a credential, and its
+ * answer. A path no route takes is 404.
+ */
+interface Route {
+  readonly matches: (path: string) => boolean;
+  readonly methods: readonly string[];
+  /** Its metric label and log word; none for the query route, labelled by the query it finds ('other' when none). */
+  readonly label?: string;
+  /** None; any caller (an API key or a token); or an API key alone. */
+  readonly credential: 'none' | 'caller' | 'key';
+  /** Checked before anything else (/mcp: the Host and Origin a page could forge through DNS rebinding). */
+  readonly before?: (req: IncomingMessage) => Promise<void>;
+  /** Request headers a page on another origin may send besides the credential's, and answer headers it may read. */
+  readonly cors?: { readonly allowHeaders: string; readonly exposeHeaders: string };
+  readonly answer: (request: RouteRequest) => Promise<Answered>;
+}
+
+const READ_METHODS = ['GET', 'HEAD'] as const;
 
 /** What one request's handling learns on the way, for its answer and its log line. */
 interface RequestContext {
@@ -258,65 +293,118 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     return body;
   };
 
-  async function handle(req: IncomingMessage, res: ServerResponse, ctx: RequestContext, gone: AbortSignal): Promise<{ what: string; cache: string }> {
+  /** serve's routes: the table the answers, the 405s, the preflights and the metric labels are read from. */
+  const fixedPath = (path: string) => (p: string) => p === path;
+  const routes: readonly Route[] = [
+    ...(options.mcp !== false
+      ? [
+          {
+            matches: fixedPath('/mcp'),
+            methods: ['GET', 'POST', 'DELETE'],
+            label: '/mcp',
+            credential: 'caller',
+            before: async (req: IncomingMessage) => (await mcpEndpoint()).checkHostAndOrigin(req),
+            cors: { allowHeaders: MCP_ALLOWED_HEADERS, exposeHeaders: 'Mcp-Session-Id' },
+            answer: async ({ req, res, ctx, credential }: RouteRequest) => {
+              await (await mcpEndpoint()).handle(req, res, ctx.caller as Caller, credential ?? '');
+              return { what: '/mcp', cache: '-' };
+            },
+          } satisfies Route,
+        ]
+      : []),
+    ...(options.ui !== false
+      ? [...PAGE_PATHS].map(
+          (path): Route => ({
+            matches: fixedPath(path),
+            methods: READ_METHODS,
+            label: path,
+            credential: 'none',
+            answer: async ({ res }) => {
+              const { body, type } = await pageFile(path);
+              res.writeHead(200, { ...PAGE_HEADERS, 'Content-Type': type, 'Content-Length': body.length });
+              res.end(body);
+              return { what: path, cache: '-' };
+            },
+          }),
+        )
+      : []),
+    {
+      matches: fixedPath('/health'),
+      methods: READ_METHODS,
+      label: '/health',
+      credential: 'none',
+      answer: async ({ res }) => {
+        // The engine's queue, when this server has it open: what an operator (and a test) waits on.
+        const queue = lib.engineQueue();
+        send(res, 200, queue ? { status: 'ok', queue } : { status: 'ok' });
+        return { what: '/health', cache: '-' };
+      },
+    },
+    {
+      matches: fixedPath('/openapi.json'),
+      methods: READ_METHODS,
+      label: '/openapi.json',
+      credential: 'none',
+      answer: async ({ res }) => {
+        send(res, 200, await openapiText());
+        return { what: '/openapi.json', cache: '-' };
+      },
+    },
+    {
+      matches: fixedPath('/metrics'),
+      methods: READ_METHODS,
+      label: '/metrics',
+      credential: 'key',
+      answer: async ({ res }) => {
+        const { body, contentType } = await metrics.text();
+        res.writeHead(200, { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(body) });
+        res.end(body);
+        return { what: '/metrics', cache: '-' };
+      },
+    },
+    {
+      matches: (path) => path.startsWith(QUERY_PREFIX) && path.length > QUERY_PREFIX.length && !path.slice(QUERY_PREFIX.length).includes('/'),
+      methods: READ_METHODS,
+      credential: 'caller',
+      answer: async ({ req, res, ctx, path, search, gone }) => {
+        const caller = ctx.caller as Caller;
+        // A limited caller's call past its limit costs nothing else: no cache read, no query.
+        takeCall(res, caller);
+        const cacheControl = req.headers['cache-control'];
+        const refresh = cacheControl !== undefined && /(^|,)\s*no-cache\s*(,|$)/i.test(cacheControl);
+        // The query's time limit is the library's, counted from when the query starts (not while the data
+        // directory is awaited: a busy one answers 503 with Retry-After). A client that goes away first
+        // stops waiting; its query, when no one else waits for it and it has not begun, is not run.
+        // Calls wait for the engine in turns fair across callers: each API key, each token's name.
+        const call = await prepared(caller, path, search);
+        ctx.label = call.query.name;
+        const result = await lib.runPrepared(call, refresh ? 'refresh' : 'use', gone, caller.name);
+        return reply(res, ctx, result, await bodyOf(result.rows));
+      },
+    },
+  ];
+  const routeOf = (path: string): Route | undefined => routes.find((r) => r.matches(path));
+  const pathOf = (rawUrl: string) => rawUrl.split('?')[0] ?? '';
+
+  async function handle(req: IncomingMessage, res: ServerResponse, ctx: RequestContext, gone: AbortSignal): Promise<Answered> {
     const rawUrl = req.url ?? '/';
     if (rawUrl.length > MAX_URL_LENGTH) throw new UriTooLongError(`the request URL is longer than ${MAX_URL_LENGTH} bytes.`);
     const q = rawUrl.indexOf('?');
     const path = q < 0 ? rawUrl : rawUrl.slice(0, q);
     const search = q < 0 ? '' : rawUrl.slice(q + 1);
-    const isQuery = path.startsWith(QUERY_PREFIX) && path.length > QUERY_PREFIX.length && !path.slice(QUERY_PREFIX.length).includes('/');
-    if (path === '/mcp' && options.mcp !== false) {
-      const endpoint = await mcpEndpoint();
-      endpoint.checkHostAndOrigin(req);
-      const credential = credentialOf(req);
-      const caller = await access.authenticate(credential);
-      ctx.caller = caller;
-      await endpoint.handle(req, res, caller, credential ?? '');
-      return { what: '/mcp', cache: '-' };
+    const route = routeOf(path);
+    if (!route) throw new NotFoundError('no such path; queries are at /api/endpoints/query/<name|id>.');
+    ctx.label = route.label;
+    await route.before?.(req);
+    if (!route.methods.includes(req.method ?? '')) {
+      throw new MethodNotAllowedError(`${req.method ?? 'this method'} is not allowed here; use ${route.methods.filter((m) => m !== 'HEAD').join(' or ')}.`, route.methods.join(', '));
     }
-    const page = options.ui !== false && PAGE_PATHS.has(path);
-    const known = isQuery || page || path === '/health' || path === '/openapi.json' || path === '/metrics';
-    if (!known) throw new NotFoundError('no such path; queries are at /api/endpoints/query/<name|id>.');
-    if (req.method !== 'GET' && req.method !== 'HEAD') throw new MethodNotAllowedError(`${req.method ?? 'this method'} is not allowed; use GET.`);
-    if (page) {
-      const { body, type } = await pageFile(path);
-      res.writeHead(200, { ...PAGE_HEADERS, 'Content-Type': type, 'Content-Length': body.length });
-      res.end(body);
-      return { what: path, cache: '-' };
+    const credential = credentialOf(req);
+    if (route.credential !== 'none') {
+      ctx.caller = await access.authenticate(credential);
+      if (route.credential === 'key') access.authorizeMetrics(ctx.caller);
     }
-    if (path === '/health') {
-      // The engine's queue, when this server has it open: what an operator (and a test) waits on.
-      const queue = lib.engineQueue();
-      send(res, 200, queue ? { status: 'ok', queue } : { status: 'ok' });
-      return { what: '/health', cache: '-' };
-    }
-    if (path === '/openapi.json') {
-      send(res, 200, await openapiText());
-      return { what: '/openapi.json', cache: '-' };
-    }
-    if (path === '/metrics') {
-      const caller = await access.authenticate(credentialOf(req));
-      ctx.caller = caller;
-      access.authorizeMetrics(caller);
-      const { body, contentType } = await metrics.text();
-      res.writeHead(200, { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(body) });
-      res.end(body);
-      return { what: '/metrics', cache: '-' };
-    }
-    const caller = await access.authenticate(credentialOf(req));
-    ctx.caller = caller;
-    // A limited caller's call past its limit costs nothing else: no cache read, no query.
-    takeCall(res, caller);
-    const cacheControl = req.headers['cache-control'];
-    const refresh = cacheControl !== undefined && /(^|,)\s*no-cache\s*(,|$)/i.test(cacheControl);
-    // The query's time limit is the library's, counted from when the query starts (not while the data
-    // directory is awaited: a busy one answers 503 with Retry-After). A client that goes away first
-    // stops waiting; its query, when no one else waits for it and it has not begun, is not run.
-    // Calls wait for the engine in turns fair across callers: each API key, each token's name.
-    const call = await prepared(caller, path, search);
-    ctx.label = call.query.name;
-    const result = await lib.runPrepared(call, refresh ? 'refresh' : 'use', gone, caller.name);
-    return reply(res, ctx, result, await bodyOf(result.rows));
+    return route.answer({ req, res, ctx, path, search, gone, credential });
   }
 
   /** A query answered from what was served a moment ago: no await, no promise (the hot path of a busy server). */
@@ -352,8 +440,8 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     const requestId = typeof given === 'string' && REQUEST_ID.test(given) ? given : `${idPrefix}${(requestCount += 1).toString(36)}`;
     const ctx: RequestContext = { id: requestId, caller: undefined, label: undefined };
     const done = (what: string, cache: string, status = res.statusCode) => {
-      // A query's name once it was found, else a path of the server's own: the label never takes what a client made up.
-      const label = ctx.label ?? (KNOWN_PATHS.has(what) ? what : 'other');
+      // A query's name once it was found, else its route's: the label never takes what a client made up.
+      const label = ctx.label ?? 'other';
       metrics.request(label, status, (performance.now() - started) / 1000, cache);
       if (options.logRequests === false) return;
       const ms = Math.round(performance.now() - started);
@@ -363,18 +451,22 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     // Browsers on other origins: CORS only for the origins --cors-origin names.
     const origin = req.headers.origin;
     const allowed = origin !== undefined && cors !== undefined && (cors.has('*') || cors.has(origin));
+    // What a page on another origin may send and read is its route's (a path no route takes: a query's).
+    const corsOf = () => (cors === undefined ? undefined : routeOf(pathOf(req.url ?? '/')));
     if (allowed) {
+      const extra = corsOf()?.cors?.exposeHeaders;
       res.setHeader('Access-Control-Allow-Origin', origin);
       res.setHeader('Vary', 'Origin');
-      res.setHeader('Access-Control-Expose-Headers', (req.url ?? '').startsWith('/mcp') ? `${EXPOSED_HEADERS}, Mcp-Session-Id` : EXPOSED_HEADERS);
+      res.setHeader('Access-Control-Expose-Headers', extra ? `${EXPOSED_HEADERS}, ${extra}` : EXPOSED_HEADERS);
     }
     if (req.method === 'OPTIONS' && cors !== undefined) {
       res.setHeader('X-Request-Id', requestId);
+      ctx.label = 'preflight';
       if (allowed) {
-        const toMcp = (req.url ?? '').split('?')[0] === '/mcp' && options.mcp !== false;
+        const route = corsOf();
         res.writeHead(204, {
-          'Access-Control-Allow-Methods': toMcp ? 'GET, POST, DELETE' : 'GET, HEAD',
-          'Access-Control-Allow-Headers': `Authorization, X-API-KEY, Cache-Control${toMcp ? `, ${MCP_ALLOWED_HEADERS}` : ''}`,
+          'Access-Control-Allow-Methods': (route?.methods ?? READ_METHODS).join(', '),
+          'Access-Control-Allow-Headers': `Authorization, X-API-KEY, Cache-Control${route?.cors ? `, ${route.cors.allowHeaders}` : ''}`,
           'Access-Control-Max-Age': '600',
         });
         res.end();
@@ -401,7 +493,7 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
       .catch((err: unknown) => sendError(res, err, options.log))
       .finally(() => {
         if (what === '-') {
-          const path = (req.url ?? '').split('?')[0] ?? '';
+          const path = pathOf(req.url ?? '/');
           what = path.startsWith(QUERY_PREFIX) ? path.slice(QUERY_PREFIX.length, QUERY_PREFIX.length + 64) : path.slice(0, 64);
         }
         // 499, as nginx logs it: the client closed the connection before the answer.
