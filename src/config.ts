@@ -6,7 +6,8 @@ import { InputError } from './errors.js';
 
 // Every setting of savedq is resolved here, once: a flag beats the environment, the environment beats
 // the default (README, "Configuration"). Below this module, code takes the typed values and reads no flag and no
-// environment variable.
+// environment variable, but one: a path is shown as `~/…` by the HOME it is under (queries/catalog.ts's
+// displayPath), for messages only.
 
 /** Everything the library needs to know about where things are. */
 export interface Config {

@@ -262,6 +262,22 @@ describe('a user query over HTTP', () => {
     expect(lint.status).toBe(0);
   });
 
+  it("is in an OpenAPI document that Stoplight Spectral's spectral:oas rules pass without a warning", async () => {
+    const dir = tempDir();
+    const file = join(dir, 'openapi.json');
+    writeFileSync(file, await (await fetch(`${server.url}/openapi.json`)).text());
+    writeFileSync(join(dir, '.spectral.yaml'), 'extends: ["spectral:oas"]\n');
+    const spectral = fileURLToPath(new URL('../node_modules/.bin/spectral', import.meta.url));
+    const lint = spawnSync(spectral, ['lint', file, '--ruleset', join(dir, '.spectral.yaml'), '--format', 'json', '--fail-severity', 'hint', '--quiet'], {
+      env: { PATH: process.env.PATH ?? '', HOME: dir },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    const results = JSON.parse(lint.stdout || '[]') as { code: string; message: string; path: string[] }[];
+    expect(results.map((r) => `${r.code}: ${r.message} (${r.path.join('.')})`)).toEqual([]);
+    expect(lint.status, lint.stderr).toBe(0);
+  });
+
   const get = async (path: string) => {
     const res = await fetch(`${server.url}${path}`, { headers: { 'X-API-KEY': KEY } });
     return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, unknown> };

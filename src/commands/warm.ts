@@ -23,8 +23,9 @@ function describeCall(outcome: WarmOutcome): string {
 }
 
 /**
- * `savedq warm`: re-runs every cached call served in the last 900 s whose result is 300 s old or more
- * (or one given call), stores the fresh results, and reports each. Meant for `*\/5 * * * * savedq warm`.
+ * `savedq warm`: re-runs every cached call served within its query's cache time whose result is its
+ * warming age old or more, or computed before the data's latest load (or one given call), stores the
+ * fresh results, and reports each. Meant for `*\/5 * * * * savedq warm`.
  */
 export async function warmCommand(lib: Savedq, options: WarmOptions, io: Io): Promise<WarmOutcome[]> {
   const calls =

@@ -32,6 +32,7 @@ function headOf(get: Record<string, unknown>): object {
 function operation(query: SavedQuery, by: 'name' | 'id'): Record<string, unknown> {
   return {
     operationId: `${query.name.replace(/[^A-Za-z0-9]+(.)/g, (_, c: string) => c.toUpperCase())}${by === 'id' ? 'ById' : ''}`,
+    tags: ['saved queries'],
     summary: query.description || query.name,
     description:
       `${query.description ? `${query.description} ` : ''}At most ${query.maxRows} rows. ` +
@@ -96,7 +97,9 @@ function operation(query: SavedQuery, by: 'name' | 'id'): Record<string, unknown
 /** GET /health: up, and on the embedded engine its queue. */
 const health = {
   operationId: 'health',
+  tags: ['server'],
   summary: 'Liveness; needs no key.',
+  description: 'Answers while the server runs; on the embedded engine, also the engine\'s queue: statements running, waiting their turn, and dropped because everyone waiting for them had gone.',
   security: [],
   responses: {
     '200': {
@@ -144,7 +147,13 @@ export function openApiDocument(version: string, queries: readonly SavedQuery[])
       version,
       description: 'Saved, parameterised analytics queries over platform log data.',
       license: { name: 'MIT', identifier: 'MIT' },
+      // The server's operator is who to ask: savedq cannot know them, so it says where to look.
+      contact: { name: 'The operator of this server (savedq serve)' },
     },
+    tags: [
+      { name: 'saved queries', description: 'Each saved query this server answers, at its name and at its id.' },
+      { name: 'server', description: "The server's own state." },
+    ],
     // Relative: the paths are the server's that serves this document, whatever name it is reached by.
     servers: [{ url: '/' }],
     paths,

@@ -19,7 +19,10 @@ export interface ServeOptions {
   readonly host: string;
   readonly port: number;
   readonly apiKeys: readonly string[];
-  /** Per-request time limit for a query. */
+  /**
+   * The library's time limit of a query (the library enforces it): a request's own limit is this and
+   * half a minute more, so that a request never ends before the query it waits for does.
+   */
   readonly timeoutSeconds: number;
   /** How often to warm the cache in this process; 0 = never. */
   readonly warmEveryMs: number;
