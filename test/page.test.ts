@@ -264,6 +264,9 @@ describe('the page at /', () => {
     const pinned = await openTab('/#usage.api-counts?project=globex-api&interval=daily');
     await pinned.tab.getByLabel('API key or token').fill(token);
     await pinned.tab.getByLabel('API key or token').press('Tab');
+    // What the token sees is the server's answer (its own OpenAPI document), not read off the token.
+    await pinned.tab.locator('#token-note').waitFor({ state: 'visible', timeout: 60_000 });
+    expect(await pinned.tab.locator('#token-note').textContent()).toMatch(/^This token opens 1 of \d+ saved queries, some parameters fixed\.$/);
     expect(await pinned.tab.getByLabel('Saved query').locator('option').allTextContents()).toEqual(['usage.api-counts']);
     expect(await pinned.tab.getByLabel('project', { exact: true }).inputValue()).toBe('^https://acme-shop\\.');
     expect(await pinned.tab.getByLabel('project', { exact: true }).getAttribute('readonly')).toBe('');

@@ -150,6 +150,23 @@ describe('signed tokens', () => {
     expect((await get('logs.all', both)).body.result).toHaveLength(3);
   });
 
+  it("answers /openapi.json asked with a token as that token sees the server: its queries, its fixed parameters, itself; without a credential, every query; a bad one, 401", async () => {
+    const doc = async (headers: Record<string, string> = {}) => {
+      const res = await fetch(`${server.url}/openapi.json`, { headers });
+      return { status: res.status, body: (await res.json()) as { paths: Record<string, { get?: { parameters?: { name: string; 'x-savedq-fixed'?: string }[] } }>; 'x-savedq-caller'?: object } };
+    };
+    const token = handMade({ name: 'acme-usage', exp: now() + 600, scopes: [{ query: 'usage.*', fixed_params: { project: '^https://acme-shop\\.' } }] });
+    const mine = await doc({ Authorization: `Bearer ${token}` });
+    expect(mine.status).toBe(200);
+    expect(mine.body['x-savedq-caller']).toEqual({ kind: 'token', name: 'acme-usage' });
+    expect(Object.keys(mine.body.paths).filter((p) => p.startsWith('/api/')).sort()).toEqual(['/api/endpoints/query/c3e8f1a0-6b2d-4d7e-a9f5-1e4b8c2d7a23', '/api/endpoints/query/usage.api-counts']);
+    expect(mine.body.paths['/api/endpoints/query/usage.api-counts']?.get?.parameters?.find((p) => p.name === 'project')?.['x-savedq-fixed']).toBe('^https://acme-shop\\.');
+    const everyone = await doc();
+    expect(everyone.body['x-savedq-caller']).toBeUndefined();
+    expect(Object.keys(everyone.body.paths).filter((p) => p.startsWith('/api/')).length).toBeGreaterThan(2);
+    expect((await doc({ Authorization: `Bearer ${token}x` })).status).toBe(401);
+  });
+
   it('token create refuses what a token could never be used for', async () => {
     const refusals: [string[], RegExp][] = [
       [['--query', 'logs.all'], /required option '--name <name>' not specified/],

@@ -1,5 +1,6 @@
 import { parameterSchema, rowsSchema } from '../queries/json-schema.js';
 import type { SavedQuery } from '../queries/types.js';
+import { grantOf, type Caller } from '../access/index.js';
 
 const errorResponse = (description: string, headers: object = {}) => ({
   description,
@@ -29,7 +30,7 @@ function headOf(get: Record<string, unknown>): object {
   return { ...get, operationId: `${String(get.operationId)}Head`, summary: `${String(get.summary)} (headers only)` };
 }
 
-function operation(query: SavedQuery, by: 'name' | 'id'): Record<string, unknown> {
+function operation(query: SavedQuery, by: 'name' | 'id', fixed: Readonly<Record<string, string>>): Record<string, unknown> {
   return {
     operationId: `${query.name.replace(/[^A-Za-z0-9]+(.)/g, (_, c: string) => c.toUpperCase())}${by === 'id' ? 'ById' : ''}`,
     tags: ['saved queries'],
@@ -49,6 +50,8 @@ function operation(query: SavedQuery, by: 'name' | 'id'): Record<string, unknown
       required: p.required,
       // savedq's own type, which the schema (text in a query string) cannot always say.
       'x-savedq-type': p.type,
+      // The value the caller's token fixes: every call is made with it.
+      ...(fixed[p.name] !== undefined ? { 'x-savedq-fixed': fixed[p.name] } : {}),
       ...(p.description ? { description: p.description } : {}),
       // A list is one comma-separated value: ?tags=a,b.
       ...(p.type === 'string[]' ? { style: 'form', explode: false } : {}),
@@ -126,8 +129,12 @@ const health = {
   },
 };
 
-/** The OpenAPI 3.1 document of the HTTP mode: every saved query the server answers, by name and by id. */
-export function openApiDocument(version: string, queries: readonly SavedQuery[]): object {
+/**
+ * The OpenAPI 3.1 document of the HTTP mode: every saved query the server answers, by name and by id;
+ * for a caller (the document asked for with a credential), the queries it may call, its fixed
+ * parameters marked, and who it is (`x-savedq-caller`), so that a client needs not read a token.
+ */
+export function openApiDocument(version: string, queries: readonly SavedQuery[], caller?: Caller): object {
   const paths: Record<string, object> = {
     '/health': {
       get: health,
@@ -135,8 +142,10 @@ export function openApiDocument(version: string, queries: readonly SavedQuery[])
     },
   };
   for (const query of queries) {
+    const grant = grantOf(caller, query);
+    if (!grant) continue;
     for (const by of ['name', 'id'] as const) {
-      const get = operation(query, by);
+      const get = operation(query, by, grant.fixed);
       paths[`/api/endpoints/query/${by === 'name' ? query.name : query.id}`] = { get, head: headOf(get) };
     }
   }
@@ -154,6 +163,7 @@ export function openApiDocument(version: string, queries: readonly SavedQuery[])
       { name: 'saved queries', description: 'Each saved query this server answers, at its name and at its id.' },
       { name: 'server', description: "The server's own state." },
     ],
+    ...(caller ? { 'x-savedq-caller': { kind: caller.kind, name: caller.name } } : {}),
     // Relative: the paths are the server's that serves this document, whatever name it is reached by.
     servers: [{ url: '/' }],
     paths,

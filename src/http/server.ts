@@ -80,8 +80,8 @@ interface Route {
   readonly methods: readonly string[];
   /** Its metric label and log word; none for the query route, labelled by the query it finds ('other' when none). */
   readonly label?: string;
-  /** None; any caller (an API key or a token); or an API key alone. */
-  readonly credential: 'none' | 'caller' | 'key';
+  /** None; none or any caller (the answer is the caller's when one is given); any caller; or an API key alone. */
+  readonly credential: 'none' | 'optional' | 'caller' | 'key';
   /** Checked before anything else (/mcp: the Host and Origin a page could forge through DNS rebinding). */
   readonly before?: (req: IncomingMessage) => Promise<void>;
   /** Request headers a page on another origin may send besides the credential's, and answer headers it may read. */
@@ -210,12 +210,16 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
   let requestCount = 0;
   // Made again only when the server answers another set of saved queries (after SIGHUP).
   let openapi = { for: lib.queries, text: '' };
-  const openapiText = async (): Promise<string> => {
+  // A caller's own document (its queries, its fixed parameters), kept with the caller while it is known.
+  const callersOpenapi = new WeakMap<Caller, { for: typeof lib.queries; text: string }>();
+  const openapiText = async (caller: Caller | undefined): Promise<string> => {
     const queries = lib.queries;
-    if (openapi.for !== queries || openapi.text === '') {
-      openapi = { for: queries, text: JSON.stringify(openApiDocument(options.version, (await queries.scan()).queries)) };
-    }
-    return openapi.text;
+    const kept = caller ? callersOpenapi.get(caller) : openapi;
+    if (kept && kept.for === queries && kept.text !== '') return kept.text;
+    const made = { for: queries, text: JSON.stringify(openApiDocument(options.version, (await queries.scan()).queries, caller)) };
+    if (caller) callersOpenapi.set(caller, made);
+    else openapi = made;
+    return made.text;
   };
   /** Takes a call from a limited caller's bucket, said in the RateLimit headers; past the limit, its refusal (counted). */
   const takeCall = (res: ServerResponse, caller: Caller): void => {
@@ -347,9 +351,9 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
       matches: fixedPath('/openapi.json'),
       methods: READ_METHODS,
       label: '/openapi.json',
-      credential: 'none',
-      answer: async ({ res }) => {
-        send(res, 200, await openapiText());
+      credential: 'optional',
+      answer: async ({ res, ctx }) => {
+        send(res, 200, await openapiText(ctx.caller));
         return { what: '/openapi.json', cache: '-' };
       },
     },
@@ -403,7 +407,7 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
       throw new MethodNotAllowedError(`${req.method ?? 'this method'} is not allowed here; use ${route.methods.filter((m) => m !== 'HEAD').join(' or ')}.`, route.methods.join(', '));
     }
     const credential = credentialOf(req);
-    if (route.credential !== 'none') {
+    if (route.credential !== 'none' && (route.credential !== 'optional' || credential !== undefined)) {
       ctx.caller = await access.authenticate(credential);
       if (route.credential === 'key') access.authorizeMetrics(ctx.caller);
     }

@@ -2,8 +2,6 @@
 // of parameters to JSON Schema), its answer as a table and, for a time series, a chart. Everything it
 // asks for is on this server (relative addresses); the credential stays in this tab's sessionStorage.
 import uPlot from 'uplot';
-import { scopeOf } from '../../access/scopes.js';
-import type { Scope } from '../../access/tokens.js';
 import { chartShape, fieldsOfRows } from '../../output/shape.js';
 import type { TableField } from '../../output/types.js';
 
@@ -28,6 +26,8 @@ interface Parameter {
   schema: Schema;
   /** savedq's type of the parameter (queries/types.ts's ParamType), as the OpenAPI document says it. */
   'x-savedq-type': string;
+  /** The value the credential's token fixes, as the server's document for it says. */
+  'x-savedq-fixed'?: string;
 }
 
 /** A saved query as the page offers it. */
@@ -61,7 +61,15 @@ const status = byId<HTMLParagraphElement>('status');
 const chartBox = byId<HTMLDivElement>('chart');
 const table = byId<HTMLTableElement>('rows');
 
-let queries: Query[] = [];
+/** The saved queries the server answers: its public document. */
+let publicQueries: Query[] = [];
+
+/** What the server shows the credential: its queries (a token's own, its fixed parameters marked), and whether it is a token. */
+interface View {
+  readonly queries: Query[];
+  readonly token: boolean;
+}
+let view: View = { queries: [], token: false };
 /** The charts of the answer shown: one a unit (counts apart from measures). */
 let charts: uPlot[] = [];
 
@@ -97,22 +105,24 @@ function queriesOf(doc: { paths: Record<string, { get?: { 'x-savedq-query'?: { n
   return found.sort((a, b) => a.name.localeCompare(b.name));
 }
 
-/** A token's scopes, read from its claims (not verified here: the server does that); undefined for a key. */
-function scopesOf(text: string): Scope[] | undefined {
-  const parts = text.split('.');
-  if (parts.length !== 3) return undefined;
-  try {
-    const json = atob((parts[1] ?? '').replace(/-/g, '+').replace(/_/g, '/'));
-    const claims = JSON.parse(json) as { scopes?: unknown; name?: unknown };
-    return Array.isArray(claims.scopes) ? (claims.scopes as Scope[]) : undefined;
-  } catch {
-    return undefined;
-  }
+/**
+ * What the server shows a credential, asked of the server (its document for that caller): the page
+ * decides nothing of who sees what. A credential it refuses sees the public list; running says why.
+ */
+async function viewOf(key: string): Promise<View> {
+  if (key === '') return { queries: publicQueries, token: false };
+  const response = await fetch('/openapi.json', { headers: { Authorization: `Bearer ${key}` } });
+  if (!response.ok) return { queries: publicQueries, token: false };
+  const doc = (await response.json()) as Parameters<typeof queriesOf>[0] & { 'x-savedq-caller'?: { kind?: string } };
+  return { queries: queriesOf(doc), token: doc['x-savedq-caller']?.kind === 'token' };
 }
 
-/** The parameters the credential's token fixes for a query (none for a key): its scope as the server finds it. */
+/** What a form is built from: a view whose queries or fixed parameters differ needs another. */
+const signatureOf = (v: View) => JSON.stringify([v.token, v.queries.map((q) => [q.name, fixedFor(q)])]);
+
+/** The parameters the credential's token fixes for a query (none for a key), as the server's document says. */
 function fixedFor(query: Query): Readonly<Record<string, string>> {
-  return scopeOf(scopesOf(credential.value.trim()) ?? [], query)?.fixed_params ?? {};
+  return Object.fromEntries(query.parameters.flatMap((p) => (p['x-savedq-fixed'] === undefined ? [] : [[p.name, p['x-savedq-fixed']]])));
 }
 
 const suggestionsOf = (s: Schema): unknown[] => s.examples ?? s.items?.enum ?? s.items?.examples ?? [];
@@ -216,7 +226,7 @@ function formValues(query: Query): { given: [string, string][]; fixed: [string, 
   return { given, fixed };
 }
 
-const selected = (): Query | undefined => queries.find((q) => q.name === querySelect.value);
+const selected = (): Query | undefined => view.queries.find((q) => q.name === querySelect.value);
 const shellQuote = (text: string) => (/^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`);
 
 /** The call's address on this server. */
@@ -231,7 +241,7 @@ function showCommands(): void {
   if (!query) return;
   const { given, fixed } = formValues(query);
   const url = new URL(callUrl(query, given), location.href).href;
-  const header = credential.value.trim() === '' ? 'X-API-KEY: $SAVEDQ_KEY' : `Authorization: Bearer $SAVEDQ_${scopesOf(credential.value.trim()) ? 'TOKEN' : 'KEY'}`;
+  const header = credential.value.trim() === '' ? 'X-API-KEY: $SAVEDQ_KEY' : `Authorization: Bearer $SAVEDQ_${view.token ? 'TOKEN' : 'KEY'}`;
   asCurl.textContent = `curl -H "${header}" ${shellQuote(url)}`;
   asRun.textContent = ['savedq', 'run', query.name, ...[...fixed, ...given].flatMap(([k, v]) => ['-p', shellQuote(`${k}=${v}`)])].join(' ');
   commands.hidden = false;
@@ -375,13 +385,13 @@ function cellText(value: unknown): string {
 
 /** The query list for the credential: a token's own queries only. */
 function fillQueries(wanted: string | undefined): void {
-  const scopes = scopesOf(credential.value.trim());
-  const shown = scopes ? queries.filter((q) => scopeOf(scopes, q)) : queries;
+  const shown = view.queries;
   const current = wanted ?? querySelect.value;
   querySelect.replaceChildren(...shown.map((q) => el('option', { value: q.name }, q.name)));
   if (shown.some((q) => q.name === current)) querySelect.value = current;
-  tokenNote.hidden = !scopes;
-  tokenNote.textContent = scopes ? `This token opens ${shown.length} of ${queries.length} saved queries${scopes.some((s) => s.fixed_params && Object.keys(s.fixed_params).length > 0) ? ', some parameters fixed' : ''}.` : '';
+  tokenNote.hidden = !view.token;
+  const fixes = shown.some((q) => Object.keys(fixedFor(q)).length > 0);
+  tokenNote.textContent = view.token ? `This token opens ${shown.length} of ${publicQueries.length} saved queries${fixes ? ', some parameters fixed' : ''}.` : '';
 }
 
 /** The query and parameters of the page's address (`#name?param=value`). */
@@ -394,10 +404,11 @@ function fromAddress(): { name: string | undefined; values: URLSearchParams } {
 
 async function start(): Promise<void> {
   credential.value = sessionStorage.getItem(CREDENTIAL_KEY) ?? '';
-  builtFor = JSON.stringify(scopesOf(credential.value.trim()) ?? null);
   try {
     const response = await fetch('/openapi.json');
-    queries = queriesOf(await response.json());
+    publicQueries = queriesOf(await response.json());
+    view = await viewOf(credential.value.trim());
+    builtFor = signatureOf(view);
   } catch (err) {
     showStatus(`Could not read the saved queries: ${err instanceof Error ? err.message : String(err)}`, true);
     return;
@@ -423,18 +434,24 @@ querySelect.addEventListener('change', () => {
   clearAnswer();
   showStatus('');
 });
-/** The scopes the form was last built for: a new credential rebuilds it only when they differ. */
-let builtFor = JSON.stringify(scopesOf(credential.value.trim()) ?? null);
+/** The view the form was last built for: a new credential rebuilds it only when its view differs. */
+let builtFor = '';
 credential.addEventListener('change', () => {
-  sessionStorage.setItem(CREDENTIAL_KEY, credential.value.trim());
+  const key = credential.value.trim();
+  sessionStorage.setItem(CREDENTIAL_KEY, key);
   showCommands();
-  // Rebuilt only for other scopes: rebuilding as focus leaves the field would drop what is typed next.
-  const scopes = JSON.stringify(scopesOf(credential.value.trim()) ?? null);
-  if (scopes === builtFor) return;
-  builtFor = scopes;
-  fillQueries(undefined);
-  const query = selected();
-  if (query) buildForm(query, new URLSearchParams(formValues(query).given));
+  void viewOf(key).then((next) => {
+    if (credential.value.trim() !== key) return; // another credential since: its own answer follows
+    view = next;
+    showCommands();
+    // Rebuilt only for another view: rebuilding as focus leaves the field would drop what is typed next.
+    const signature = signatureOf(next);
+    if (signature === builtFor) return;
+    builtFor = signature;
+    fillQueries(undefined);
+    const query = selected();
+    if (query) buildForm(query, new URLSearchParams(formValues(query).given));
+  });
 });
 paramsBox.addEventListener('input', showCommands);
 paramsBox.addEventListener('change', showCommands);
