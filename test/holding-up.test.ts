@@ -32,9 +32,19 @@ describe('files stay with their owner', () => {
     expect(mode(env.SAVEDQ_DATA_DIR)).toBe(0o700);
     expect(mode(join(dir, 'cache'))).toBe(0o700);
     expect(mode(env.SAVEDQ_CACHE_FILE)).toBe(0o600);
-    for (const suffix of ['-wal', '-shm']) {
-      const file = `${env.SAVEDQ_CACHE_FILE}${suffix}`;
-      if (statSync(file, { throwIfNoEntry: false })) expect(mode(file), suffix).toBe(0o600);
+  });
+
+  it("keeps the cache file's -wal and -shm 0600 while a process has them open, whatever the umask", async () => {
+    // SQLite removes them when its last connection closes: serve keeps one open while it runs.
+    const cacheFile = join(dir, 'wal-cache', 'results.sqlite');
+    const server = await startServe({ ...env, SAVEDQ_DATA_DIR: join(dir, 'wal-data'), SAVEDQ_CACHE_FILE: cacheFile, SAVEDQ_API_KEYS: 'k' }, [], [], ['sh', '-c', 'umask 022; exec "$@"', 'sh']);
+    try {
+      const res = await fetch(`${server.url}/api/endpoints/query/usage.api-counts?project=x&interval=daily`, { headers: { 'X-API-KEY': 'k' } });
+      expect(res.status).toBe(200);
+      for (const suffix of ['', '-wal', '-shm']) expect(mode(`${cacheFile}${suffix}`), suffix || 'the file').toBe(0o600);
+    } finally {
+      server.child.kill('SIGTERM');
+      await server.exited;
     }
   });
 

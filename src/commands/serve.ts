@@ -76,6 +76,8 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
       allowedHosts,
       timeoutSeconds: lib.config.queryTimeoutSeconds,
       warmEveryMs: WARM_EVERY_MS,
+      // Past retention and past --cache-max-mb, the cache is pruned every ten minutes while serve runs.
+      pruneEveryMs: PRUNE_EVERY_MS,
       version: options.version,
       log,
       logRequests: options.quiet !== true,
@@ -87,14 +89,6 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
   }
   options.onListening?.();
   // Said even with --quiet: it is where the server is (with --port 0, the only way to know).
-  // Past retention and past --cache-max-mb, the cache is pruned every ten minutes while serve runs.
-  const pruning = setInterval(() => {
-    lib.pruneCache().then(
-      ({ expired, evicted }) => (expired + evicted > 0 ? log.info(`cache: ${expired} expired and ${evicted} least recently served entries deleted`) : undefined),
-      (err: unknown) => log.error(`cache pruning failed: ${err instanceof Error ? err.message : String(err)}`),
-    );
-  }, PRUNE_EVERY_MS);
-  pruning.unref();
   log.always(`savedq serve listening on ${server.url} (${lib.config.url === undefined ? 'embedded engine' : 'ClickHouse server'}, ${queries.length} saved queries)`);
   // A new set of saved queries is new tools: MCP sessions are told.
   const onHangup = () => void reloadQueries(lib, log).then((taken) => (taken ? server.toolsChanged() : undefined));
@@ -106,7 +100,6 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
       stopping = true;
       log.info(`${signal}: finishing requests in flight, then stopping`);
       process.off('SIGHUP', onHangup);
-      clearInterval(pruning);
       void server
         .close()
         .then(() => share?.close())

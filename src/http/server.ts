@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { Access, type Caller } from '../access/index.js';
 import { BusyError, InputError, InterruptedError, MethodNotAllowedError, NotFoundError, OverloadedError, RateLimitedError, SavedqError, UnauthorizedError, UriTooLongError } from '../errors.js';
 import type { RawParams } from '../queries/params.js';
-import { warmCounts, type PreparedCall, type RunResult, type Savedq } from '../library.js';
+import type { PreparedCall, RunResult, Savedq } from '../library.js';
 import { render } from '../output/index.js';
 import { serveMetrics } from './metrics.js';
 import type { Row } from '../queries/types.js';
@@ -13,6 +13,7 @@ import { openApiDocument } from './openapi.js';
 import { PAGE_HEADERS, PAGE_PATHS, pageFile } from './page.js';
 import type { McpEndpoint } from './mcp.js';
 import type { Log } from '../report.js';
+import { startUpkeep } from './upkeep.js';
 
 /** How the HTTP mode runs. */
 export interface ServeOptions {
@@ -26,6 +27,8 @@ export interface ServeOptions {
   readonly timeoutSeconds: number;
   /** How often to warm the cache in this process; 0 = never. */
   readonly warmEveryMs: number;
+  /** How often to prune the cache in this process (retention, --cache-max-mb); 0 or absent = never. */
+  readonly pruneEveryMs?: number;
   readonly version: string;
   /** Where log lines go (one per request; never a key or a parameter value). */
   readonly log: Log;
@@ -536,22 +539,7 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
 
-  const warmTimer =
-    options.warmEveryMs > 0
-      ? setInterval(() => {
-          lib
-            .warm()
-            .then((outcomes) => {
-              const { refreshed, failed, left } = warmCounts(outcomes);
-              metrics.warmed('refreshed', refreshed);
-              metrics.warmed('failed', failed);
-              for (const o of outcomes) if (o.error) options.log.error(`warm failed for ${o.name}: ${o.error.message}`);
-              if (outcomes.length > 0) options.log.info(`warm: ${refreshed} refreshed, ${failed} failed${left > 0 ? `, ${left} left for the next turn` : ''}`);
-            })
-            .catch((err: unknown) => options.log.error(`warm failed: ${err instanceof Error ? err.message : String(err)}`));
-        }, options.warmEveryMs)
-      : undefined;
-  warmTimer?.unref();
+  const upkeep = startUpkeep(lib, options.log, metrics, { warmMs: options.warmEveryMs, pruneMs: options.pruneEveryMs ?? 0 });
 
   return {
     url: `http://${host}:${address.port}`,
@@ -560,7 +548,7 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
       void mcp?.then((endpoint) => endpoint.toolsChanged());
     },
     async close() {
-      clearInterval(warmTimer);
+      upkeep.stop();
       // An MCP session's notification stream is a request that never ends on its own.
       await (await mcp)?.close();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
