@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
-import { resolveConfig, type ConfigFlags } from './config.js';
+import { resolveConfig, settingHelp, SETTINGS, type ConfigFlags } from './config.js';
 import { InterruptedError, SavedqError } from './errors.js';
 import { Savedq } from './library.js';
 import { packageRoot } from './package.js';
@@ -62,14 +62,14 @@ function examples(...lines: string[]): string {
 const program = new Command('savedq')
   .description('Run saved, parameterised analytics queries over platform log data.')
   .version(version, '-V, --version')
-  .option('--url <url>', 'ClickHouse server URL (default: the embedded engine; env SAVEDQ_CLICKHOUSE_URL)')
-  .option('--password-file <file>', "the ClickHouse server's password: the file's first line (env SAVEDQ_CLICKHOUSE_PASSWORD_FILE; readable by you alone)")
-  .option('--data-dir <dir>', 'embedded engine data directory (env SAVEDQ_DATA_DIR)')
-  .option('--cache-file <file>', 'results cache file (env SAVEDQ_CACHE_FILE)')
-  .option('--queries <dir>', 'a folder of your saved queries, *.sql (repeatable; env SAVEDQ_QUERIES, colon-separated; default ~/.config/savedq/queries)', collect)
-  .option('--lock-wait <seconds>', 'how long to wait for another process using the data directory (default 30)')
-  .option('--timeout <seconds>', 'per-query time limit (default 30)')
-  .option('--cache-max-mb <megabytes>', 'the results cache stays within about this size; the least recently served go first (default 512; env SAVEDQ_CACHE_MAX_MB)')
+  .option(SETTINGS.url.flag, settingHelp(SETTINGS.url))
+  .option(SETTINGS.passwordFile.flag, settingHelp(SETTINGS.passwordFile))
+  .option(SETTINGS.dataDir.flag, settingHelp(SETTINGS.dataDir))
+  .option(SETTINGS.cacheFile.flag, settingHelp(SETTINGS.cacheFile))
+  .option(SETTINGS.queries.flag, settingHelp(SETTINGS.queries), collect)
+  .option(SETTINGS.lockWait.flag, settingHelp(SETTINGS.lockWait))
+  .option(SETTINGS.timeout.flag, settingHelp(SETTINGS.timeout))
+  .option(SETTINGS.cacheMaxMb.flag, settingHelp(SETTINGS.cacheMaxMb))
   .option('--no-color', 'no colour, whatever the terminal')
   .option('--expanded', 'show table rows as records: one block of field/value lines each')
   .option('--no-expanded', 'keep tables as tables even when wider than the terminal (default: records then)')
@@ -195,16 +195,16 @@ program
   .description('serve the saved queries over HTTP at /api/endpoints/query/<name|id>, behind X-API-KEY')
   .option('--host <host>', 'address to bind', '127.0.0.1')
   .option('--port <port>', 'port to listen on (0 = any free port)', '4000')
-  .option('--api-key-file <file>', 'file of accepted API keys, one a line (else env SAVEDQ_API_KEYS, comma-separated)')
-  .option('--max-connections <n>', 'HTTP connections open at once, at most; past it a new one is closed (default 1000, capped by the open-file limit; env SAVEDQ_MAX_CONNECTIONS)')
-  .option('--header-timeout <seconds>', "a request's headers must arrive within this (default 10)")
-  .option('--max-queue <n>', 'calls waiting for the engine, at most; one more is answered 503 overloaded (default 64; env SAVEDQ_MAX_QUEUE)')
-  .option('--token-secret-file <file>', 'secrets of signed tokens, one a line, 32 bytes or more: the first signs, all verify (else env SAVEDQ_TOKEN_SECRETS, comma-separated)')
-  .option('--cors-origin <origin>', 'an origin whose pages may call serve from a browser (repeatable; * for any; env SAVEDQ_CORS_ORIGINS, comma-separated)', collect)
-  .option('--rate-limit <rps>', 'calls a second for each caller without a limit of its own (env SAVEDQ_RATE_LIMIT; default none)')
+  .option(SETTINGS.apiKeyFile.flag, settingHelp(SETTINGS.apiKeyFile))
+  .option(SETTINGS.maxConnections.flag, settingHelp(SETTINGS.maxConnections))
+  .option(SETTINGS.headerTimeout.flag, settingHelp(SETTINGS.headerTimeout))
+  .option(SETTINGS.maxQueue.flag, settingHelp(SETTINGS.maxQueue))
+  .option(SETTINGS.tokenSecretFile.flag, settingHelp(SETTINGS.tokenSecretFile))
+  .option(SETTINGS.corsOrigin.flag, settingHelp(SETTINGS.corsOrigin), collect)
+  .option(SETTINGS.rateLimit.flag, settingHelp(SETTINGS.rateLimit))
   .option('--no-ui', "no page for people at / (default: a form for each saved query, its answer as a table and a chart)")
   .option('--no-mcp', 'no MCP for agents at /mcp (default: every saved query a tool, with the caller\'s key or token)')
-  .option('--allowed-host <name>', "a name /mcp answers as this server's besides its addresses (repeatable; env SAVEDQ_ALLOWED_HOSTS, comma-separated)", collect)
+  .option(SETTINGS.allowedHost.flag, settingHelp(SETTINGS.allowedHost), collect)
   .addHelpText(
     'after',
     examples(
@@ -248,7 +248,7 @@ token
   .option('--fix-unanchored', 'allow a --fix pattern not anchored at the start (it matches anywhere)')
   .option('--ttl <duration>', 'how long it is valid: 90s, 15m, 12h, 30d (default 24h)')
   .option('--rps <n>', 'calls a second it may make')
-  .option('--token-secret-file <file>', 'secrets, one a line: the first signs (else env SAVEDQ_TOKEN_SECRETS, comma-separated)')
+  .option(SETTINGS.tokenSecretFile.flag, settingHelp(SETTINGS.tokenSecretFile))
   .addHelpText(
     'after',
     examples(
@@ -265,7 +265,7 @@ token
   .command('inspect')
   .description('show a token\'s claims, whether it verifies with the configured secrets, and when it expires')
   .argument('<token>', 'the token')
-  .option('--token-secret-file <file>', 'secrets, one a line (else env SAVEDQ_TOKEN_SECRETS, comma-separated)')
+  .option(SETTINGS.tokenSecretFile.flag, settingHelp(SETTINGS.tokenSecretFile))
   .action(async (value: string, opts: { tokenSecretFile?: string }) => {
     const { tokenInspectCommand } = await import('./commands/token.js');
     await tokenInspectCommand(value, opts, io);

@@ -9,6 +9,55 @@ import { InputError } from './errors.js';
 // environment variable, but one: a path is shown as `~/…` by the HOME it is under (queries/catalog.ts's
 // displayPath), for messages only.
 
+/** A setting as the command line and the environment give it: its flag, its variable, its default, what it is. */
+export interface Setting {
+  /** commander's flag, with its argument. */
+  readonly flag: string;
+  /** The environment variable that gives it when the flag does not. */
+  readonly env?: string;
+  /** The default value, as the setting's text (resolveConfig reads it; help shows it). */
+  readonly default?: string;
+  /** How help says the default when it is not a value (a path under $XDG_…), or what qualifies it. */
+  readonly shown?: string;
+  readonly help: string;
+}
+
+/**
+ * The settings of savedq, each said once: commander's options (cli.ts) and their help are made from
+ * them, and resolveConfig and resolveServeSettings read their variables and defaults from them.
+ */
+export const SETTINGS = {
+  url: { flag: '--url <url>', env: 'SAVEDQ_CLICKHOUSE_URL', shown: 'the embedded engine', help: 'ClickHouse server URL' },
+  passwordFile: { flag: '--password-file <file>', env: 'SAVEDQ_CLICKHOUSE_PASSWORD_FILE', help: "the ClickHouse server's password: the file's first line (readable by you alone)" },
+  dataDir: { flag: '--data-dir <dir>', env: 'SAVEDQ_DATA_DIR', shown: '$XDG_DATA_HOME/savedq, else ~/.local/share/savedq', help: 'embedded engine data directory' },
+  cacheFile: { flag: '--cache-file <file>', env: 'SAVEDQ_CACHE_FILE', shown: '$XDG_CACHE_HOME/savedq/results.sqlite, else ~/.cache/savedq/results.sqlite', help: 'results cache file' },
+  queries: { flag: '--queries <dir>', env: 'SAVEDQ_QUERIES', shown: '~/.config/savedq/queries', help: 'a folder of your saved queries, *.sql (repeatable; the variable colon-separated)' },
+  lockWait: { flag: '--lock-wait <seconds>', env: 'SAVEDQ_LOCK_WAIT', default: '30', help: 'how long to wait for another process using the data directory' },
+  timeout: { flag: '--timeout <seconds>', env: 'SAVEDQ_TIMEOUT', default: '30', help: 'per-query time limit' },
+  cacheMaxMb: { flag: '--cache-max-mb <megabytes>', env: 'SAVEDQ_CACHE_MAX_MB', default: '512', help: 'the results cache stays within about this size; the least recently served go first' },
+  apiKeyFile: { flag: '--api-key-file <file>', env: 'SAVEDQ_API_KEYS', help: 'file of accepted API keys, one a line (the variable: comma-separated keys)' },
+  maxConnections: { flag: '--max-connections <n>', env: 'SAVEDQ_MAX_CONNECTIONS', default: '1000', shown: '1000, capped by the open-file limit', help: 'HTTP connections open at once, at most; past it a new one is closed' },
+  headerTimeout: { flag: '--header-timeout <seconds>', default: '10', help: "a request's headers must arrive within this" },
+  maxQueue: { flag: '--max-queue <n>', env: 'SAVEDQ_MAX_QUEUE', default: '64', help: 'calls waiting for the engine, at most; one more is answered 503 overloaded' },
+  tokenSecretFile: { flag: '--token-secret-file <file>', env: 'SAVEDQ_TOKEN_SECRETS', help: 'secrets of signed tokens, one a line, 32 bytes or more: the first signs, all verify (the variable: comma-separated)' },
+  corsOrigin: { flag: '--cors-origin <origin>', env: 'SAVEDQ_CORS_ORIGINS', help: 'an origin whose pages may call serve from a browser (repeatable; * for any; the variable comma-separated)' },
+  rateLimit: { flag: '--rate-limit <rps>', env: 'SAVEDQ_RATE_LIMIT', shown: 'none', help: 'calls a second for each caller without a limit of its own' },
+  allowedHost: { flag: '--allowed-host <name>', env: 'SAVEDQ_ALLOWED_HOSTS', help: "a name /mcp answers as this server's besides its addresses (repeatable; the variable comma-separated)" },
+} as const satisfies Record<string, Setting>;
+
+/** A setting's help, as commander shows it: what it is, then its default and its variable. */
+export function settingHelp(setting: Setting): string {
+  const notes = [setting.shown ?? setting.default, setting.env].map((note, i) => (note === undefined ? undefined : `${i === 0 ? 'default' : 'env'} ${note}`)).filter((n) => n !== undefined);
+  if (notes.length === 0) return setting.help;
+  // One parenthesis: a help that ends in one takes the notes in it.
+  return setting.help.endsWith(')') ? `${setting.help.slice(0, -1)}; ${notes.join('; ')})` : `${setting.help} (${notes.join('; ')})`;
+}
+
+/** A setting's text: its flag's, else its variable's, else its default (flags beat the environment, which beats defaults). */
+function settingOf(setting: Setting, flag: string | undefined, env: Env): string | undefined {
+  return first(flag, setting.env === undefined ? undefined : env[setting.env]) ?? setting.default;
+}
+
 /** Everything the library needs to know about where things are. */
 export interface Config {
   /** ClickHouse server URL (may carry user, password, database); undefined = the embedded engine. */
@@ -91,7 +140,7 @@ export function resolveConfig(flags: ConfigFlags = {}, env: Env = process.env): 
   const dataHome = text(env.XDG_DATA_HOME) ?? join(home, '.local', 'share');
   const cacheHome = text(env.XDG_CACHE_HOME) ?? join(home, '.cache');
   const configHome = text(env.XDG_CONFIG_HOME) ?? join(home, '.config');
-  const given = first(flags.url, env.SAVEDQ_CLICKHOUSE_URL);
+  const given = settingOf(SETTINGS.url, flags.url, env);
   if (given !== undefined && !/^https?:\/\//i.test(given)) {
     throw new InputError(`invalid ClickHouse URL: expected http:// or https://.`);
   }
@@ -99,19 +148,19 @@ export function resolveConfig(flags: ConfigFlags = {}, env: Env = process.env): 
   if (text(flags.url) !== undefined && hasPassword(flags.url as string)) {
     warnings.push('a password in --url can be read by every user of this machine (ps); give it in SAVEDQ_CLICKHOUSE_URL or with --password-file instead.');
   }
-  const passwordFile = first(flags.passwordFile, env.SAVEDQ_CLICKHOUSE_PASSWORD_FILE);
+  const passwordFile = settingOf(SETTINGS.passwordFile, flags.passwordFile, env);
   const url = given !== undefined && passwordFile !== undefined ? withPassword(given, readPasswordFile(path(passwordFile))) : given;
-  const dataDir = path(first(flags.dataDir, env.SAVEDQ_DATA_DIR) ?? join(dataHome, 'savedq'));
+  const dataDir = path(settingOf(SETTINGS.dataDir, flags.dataDir, env) ?? join(dataHome, 'savedq'));
   return {
     url,
     source: url === undefined ? `embedded:${realPath(dataDir)}` : `server:${redactUrl(url)}`,
     warnings,
     dataDir,
-    cacheFile: path(first(flags.cacheFile, env.SAVEDQ_CACHE_FILE) ?? join(cacheHome, 'savedq', 'results.sqlite')),
-    lockWaitMs: number(first(flags.lockWait, env.SAVEDQ_LOCK_WAIT) ?? '30', 'lock wait', { min: 0, max: 86_400, unit: 'seconds' }) * 1000,
-    queryTimeoutSeconds: number(first(flags.timeout, env.SAVEDQ_TIMEOUT) ?? '30', 'timeout', { min: 0.001, max: 86_400, unit: 'seconds' }),
-    cacheMaxBytes: number(first(flags.cacheMaxMb, env.SAVEDQ_CACHE_MAX_MB) ?? '512', '--cache-max-mb', { min: 1, max: 1_048_576, unit: 'megabytes' }) * 2 ** 20,
-    ...queryFolders(flags.queries, env.SAVEDQ_QUERIES, join(configHome, 'savedq', 'queries')),
+    cacheFile: path(settingOf(SETTINGS.cacheFile, flags.cacheFile, env) ?? join(cacheHome, 'savedq', 'results.sqlite')),
+    lockWaitMs: number(settingOf(SETTINGS.lockWait, flags.lockWait, env) ?? '', 'lock wait', { min: 0, max: 86_400, unit: 'seconds' }) * 1000,
+    queryTimeoutSeconds: number(settingOf(SETTINGS.timeout, flags.timeout, env) ?? '', 'timeout', { min: 0.001, max: 86_400, unit: 'seconds' }),
+    cacheMaxBytes: number(settingOf(SETTINGS.cacheMaxMb, flags.cacheMaxMb, env) ?? '', '--cache-max-mb', { min: 1, max: 1_048_576, unit: 'megabytes' }) * 2 ** 20,
+    ...queryFolders(flags.queries, env[SETTINGS.queries.env], join(configHome, 'savedq', 'queries')),
   };
 }
 
@@ -295,13 +344,13 @@ export function resolveServeSettings(flags: ServeFlags, env: Env = process.env):
     host: text(flags.host) ?? '127.0.0.1',
     port: number(text(flags.port) ?? '4000', '--port', { min: 0, max: 65535, integer: true, unit: '' }),
     apiKeys: apiKeys(text(flags.apiKeyFile), env.SAVEDQ_API_KEYS),
-    maxConnections: Math.max(1, Math.min(number(first(flags.maxConnections, env.SAVEDQ_MAX_CONNECTIONS) ?? '1000', '--max-connections', { min: 1, max: 1_000_000, integer: true, unit: '' }), (openFileLimit() ?? Infinity) - FILES_KEPT)),
-    headerTimeoutSeconds: number(text(flags.headerTimeout) ?? '10', '--header-timeout', { min: 1, max: 3600, unit: 'seconds' }),
-    maxQueue: number(first(flags.maxQueue, env.SAVEDQ_MAX_QUEUE) ?? '64', '--max-queue', { min: 1, max: 1_000_000, integer: true, unit: '' }),
+    maxConnections: Math.max(1, Math.min(number(settingOf(SETTINGS.maxConnections, flags.maxConnections, env) ?? '', '--max-connections', { min: 1, max: 1_000_000, integer: true, unit: '' }), (openFileLimit() ?? Infinity) - FILES_KEPT)),
+    headerTimeoutSeconds: number(settingOf(SETTINGS.headerTimeout, flags.headerTimeout, env) ?? '', '--header-timeout', { min: 1, max: 3600, unit: 'seconds' }),
+    maxQueue: number(settingOf(SETTINGS.maxQueue, flags.maxQueue, env) ?? '', '--max-queue', { min: 1, max: 1_000_000, integer: true, unit: '' }),
     tokenSecrets: resolveTokenSecrets(flags.tokenSecretFile, env),
     corsOrigins: corsOrigins(flags.corsOrigin && flags.corsOrigin.length > 0 ? flags.corsOrigin : (env.SAVEDQ_CORS_ORIGINS ?? '').split(',')),
     allowedHosts: allowedHosts(flags.allowedHost && flags.allowedHost.length > 0 ? flags.allowedHost : (env.SAVEDQ_ALLOWED_HOSTS ?? '').split(',')),
-    rateLimit: ((value) => (value === undefined ? undefined : number(value, '--rate-limit', { min: 0.001, max: 1_000_000, unit: 'calls a second' })))(first(flags.rateLimit, env.SAVEDQ_RATE_LIMIT)),
+    rateLimit: ((value) => (value === undefined ? undefined : number(value, '--rate-limit', { min: 0.001, max: 1_000_000, unit: 'calls a second' })))(settingOf(SETTINGS.rateLimit, flags.rateLimit, env)),
   };
 }
 

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadCommand } from '../src/commands/load.js';
-import { resolveColor as useColor } from '../src/config.js';
+import { resolveColor as useColor, SETTINGS, type Setting } from '../src/config.js';
 import { render } from '../src/output/index.js';
 import { examplesDir } from '../src/package.js';
 import { schemaDdl } from '../src/warehouse/schema.js';
@@ -28,6 +28,16 @@ describe('help that teaches', () => {
     }
     expect(helps[1]?.stdout).toContain('--no-cache');
     expect(helps[6]?.stdout).toMatch(/--port <port>\s+port to listen on [^]*\(default:\s+"4000"\)/);
+  });
+
+  it('names every setting with its default and its variable, as the one table of settings says them', async () => {
+    const help = (await Promise.all([cli(['--help']), cli(['serve', '--help'])])).map((h) => h.stdout).join('\n').replace(/\s+/g, ' ');
+    for (const [name, setting] of Object.entries(SETTINGS) as [string, Setting][]) {
+      expect(help, name).toContain(setting.flag);
+      if (setting.env) expect(help, name).toContain(`env ${setting.env}`);
+      const shown = setting.shown ?? setting.default;
+      if (shown) expect(help, name).toContain(`default ${shown}`);
+    }
   });
 
   it('prints the version and suggests the closest command for a typo', async () => {
