@@ -6,7 +6,7 @@ import { CallRunner, type CacheMode, type Clock, type RunResult } from './calls/
 import { FairTurns } from './calls/turns.js';
 import { cachedCallViews, dueForWarming, warm, type CachedCallView, type WarmingParts, type WarmOutcome } from './calls/warming.js';
 import type { Config } from './config.js';
-import { Engine } from './engine.js';
+import { WarehouseHandle } from './warehouse-handle.js';
 import { DefinitionError, InputError } from './errors.js';
 import type { LoadInput, LoadOptions, LoadReport } from './load/index.js';
 import { builtinQueriesDir, examplesDir } from './package.js';
@@ -71,7 +71,7 @@ export class Savedq {
   readonly cache: ResultsCache;
   readonly #store: SqliteStore;
   readonly #reporter: Reporter;
-  readonly #engine: Engine;
+  readonly #warehouse: WarehouseHandle;
   readonly #runner: CallRunner;
   /** Turns at the engine, fair across callers (what serve's --max-queue bounds). */
   readonly #turns = new FairTurns();
@@ -89,7 +89,7 @@ export class Savedq {
     const patterns = options.ownsEngine === true ? memoryMemo(PATTERNS_KEPT) : this.#memo;
     this.#patterns = { get: (pattern) => patterns.get(`pattern:${pattern}`), set: (pattern) => patterns.set(`pattern:${pattern}`, true) };
     this.#catalog = options.queries ?? new QueryCatalog({ builtin: builtinQueriesDir, user: config.queryFolders }, this.#memo);
-    this.#engine = new Engine(config, { owns: options.ownsEngine === true, signal: options.signal, reporter: this.#reporter });
+    this.#warehouse = new WarehouseHandle(config, { owns: options.ownsEngine === true, signal: options.signal, reporter: this.#reporter });
     this.#generationWatch = options.ownsEngine === true ? new GenerationWatch(config.dataDir) : undefined;
     this.#runner = new CallRunner(this.cache, (call, gone, caller) => this.#turns.run(caller, () => this.execute(call, gone), gone), () => this.clock());
   }
@@ -108,8 +108,8 @@ export class Savedq {
     return join(dirname(this.config.cacheFile), 'definitions');
   }
 
-  /** The saved queries this library answers. */
-  get queries(): QueryCatalog {
+  /** The catalog of the saved queries this library answers (savedQueries() reads it, with its warnings). */
+  get catalog(): QueryCatalog {
     return this.#catalog;
   }
 
@@ -193,7 +193,7 @@ export class Savedq {
 
   /** The embedded engine's queue of statements, when this process has the engine open (serve's /health). */
   engineQueue(): EngineQueue | undefined {
-    const lane = this.#engine.queue();
+    const lane = this.#warehouse.queue();
     if (!lane) return undefined;
     // Calls waiting for their turn here, and the statements queued in the engine's lane (the others' too).
     const turns = this.#turns.state();
@@ -202,7 +202,7 @@ export class Savedq {
 
   /** The warehouse, opened on first use and kept until `close()`. */
   warehouse(): Promise<Warehouse> {
-    return this.#engine.open();
+    return this.#warehouse.open();
   }
 
   /**
@@ -399,7 +399,7 @@ export class Savedq {
       throw new InputError('init needs a ClickHouse server: give --url or SAVEDQ_CLICKHOUSE_URL (the embedded engine creates its tables itself).');
     }
     const [{ openWarehouse }, statements] = await Promise.all([import('./warehouse/index.js'), this.schema(cluster)]);
-    const warehouse = await openWarehouse({ ...this.#engine.options(), createTables: false });
+    const warehouse = await openWarehouse({ ...this.#warehouse.options(), createTables: false });
     try {
       for (const statement of statements) {
         await warehouse.command(statement);
@@ -415,13 +415,13 @@ export class Savedq {
    * that lives long but calls now and then (`savedq mcp`) never holds the engine between calls.
    */
   releaseEngine(): Promise<void> {
-    return this.#engine.close();
+    return this.#warehouse.close();
   }
 
   /** Releases the warehouse (and with it the embedded data directory) and the cache file. */
   async close(): Promise<void> {
     this.#generationWatch?.close();
     await this.#store.close();
-    await this.#engine.close();
+    await this.#warehouse.close();
   }
 }

@@ -35,7 +35,9 @@ beforeAll(async () => {
 
 describe('the quick start, run twice', () => {
   it('loads the sample once: a second load --sample adds nothing and says so; --replace loads it anew', async () => {
-    const before = await rows('usage.api-counts', '-p', 'project=acme-shop', '-p', 'interval=daily', '--no-cache');
+    // As of one instant: a window that slides between the two runs would lose an event at its edge.
+    const asOf = ['--at', new Date(Date.now() + 60_000).toISOString()];
+    const before = await rows('usage.api-counts', '-p', 'project=acme-shop', '-p', 'interval=daily', '--no-cache', ...asOf);
     const again = await run('load', '--sample');
     expect(again.code, again.stderr).toBe(0);
     expect(again.stderr).toBe(
@@ -44,7 +46,7 @@ describe('the quick start, run twice', () => {
     );
     expect(await count('edge_logs')).toBe(60_000);
     expect(await count('function_edge_logs')).toBe(24_000);
-    expect(await rows('usage.api-counts', '-p', 'project=acme-shop', '-p', 'interval=daily', '--no-cache')).toEqual(before);
+    expect(await rows('usage.api-counts', '-p', 'project=acme-shop', '-p', 'interval=daily', '--no-cache', ...asOf)).toEqual(before);
 
     const replaced = await run('load', '--sample', '--replace');
     expect(replaced.code, replaced.stderr).toBe(0);
@@ -147,24 +149,26 @@ describe('the sample looks like traffic', () => {
     expect(Date.now() - (times[0] as number)).toBeLessThan(15 * 60_000);
   });
 
-  it('has every minute of the last hour busy for the busiest project, and errors in bursts', async () => {
-    const minutely = await rows('usage.api-counts', '-p', 'project=acme-shop', '-p', 'interval=minutely', '--at', now);
+  it('keeps the last hour busy, whatever the hour of the day, and has errors in bursts', async () => {
+    // Every sample project: each is busiest at its own hour, so together they are busy at any hour.
+    const minutely = await rows('usage.api-counts', '-p', 'project=\\.savedq\\.dev/', '-p', 'interval=minutely', '--at', now);
     const active = minutely.filter((r) => Number(r.total_rest_requests) + Number(r.total_auth_requests) + Number(r.total_storage_requests) > 0);
     expect(active.length).toBeGreaterThan(30);
     const hours = await rows('functions.invocation-stats', '-p', 'project=acme-shop', '-p', 'interval=1day', '--at', now);
     const rates = hours.map((r) => Number(r.error_count) / Number(r.count)).sort((a, b) => a - b);
     const median = rates[Math.floor(rates.length / 2)] as number;
-    expect(median).toBeLessThan(0.15);
-    expect(rates.at(-1)).toBeGreaterThan(0.25); // an incident's hour
+    // An incident's hour (one began 20 hours before the load) stands out, wherever its 25 minutes fall.
+    expect(median).toBeLessThan(0.1);
+    expect(rates.at(-1)).toBeGreaterThan(Math.max(0.15, 3 * median));
   });
 
-  it('has a few slow functions: the slowest function is ten times the quickest', async () => {
+  it('has a few slow functions: resize-image takes many times what webhook does', async () => {
     const stats = await Promise.all(
       ['8e2d3b0f-1c5a-4d4b-8f66-3a7b2e9c4d01', '8e2d3b0f-1c5a-4d4b-8f66-3a7b2e9c4d02'].map((id) =>
         rows('functions.invocation-stats', '-p', 'project=globex-api', '-p', `function_id=${id}`, '-p', 'interval=7day', '--at', now),
       ),
     );
     const [quick, slow] = stats.map((r) => r.reduce((sum, row) => sum + Number(row.avg_execution_time) * Number(row.count), 0) / r.reduce((sum, row) => sum + Number(row.count), 0));
-    expect((slow as number) / (quick as number)).toBeGreaterThan(10);
+    expect((slow as number) / (quick as number)).toBeGreaterThan(8);
   });
 });

@@ -287,7 +287,7 @@ describe('a user query over HTTP', () => {
     const byName = await get('/api/endpoints/query/errors.by-path?project=shop&days=7');
     expect(byName.status).toBe(200);
     expect(byName.headers.get('x-cache')).toBe('MISS');
-    const id = (await lib.queries.find('errors.by-path')).id;
+    const id = (await lib.catalog.find('errors.by-path')).id;
     const byId = await get(`/api/endpoints/query/${id}?project=shop&days=7`);
     expect(byId).toMatchObject({ status: 200, body: byName.body });
     expect(byId.headers.get('x-cache')).toBe('HIT');
@@ -315,7 +315,7 @@ describe('a user query over HTTP', () => {
     const doc = (await (await fetch(`${server.url}/openapi.json`)).json()) as {
       paths: Record<string, { get: { parameters: { name: string; required: boolean; schema: object; style?: string; explode?: boolean }[]; responses: Record<string, unknown> } }>;
     };
-    const id = (await lib.queries.find('types')).id;
+    const id = (await lib.catalog.find('types')).id;
     expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/api/endpoints/query/types', `/api/endpoints/query/${id}`, '/api/endpoints/query/errors.by-path']));
     const params = Object.fromEntries(doc.paths['/api/endpoints/query/types']?.get.parameters.map((p) => [p.name, p]) ?? []);
     expect(params.i?.schema).toEqual({ type: 'integer', format: 'int64' });

@@ -35,7 +35,7 @@ export async function checkCommand(lib: Savedq, options: CheckOptions, io: Io): 
   }
   const json = options.format === 'json';
   // The broken definitions are this command's report, not warnings beside it: the catalog's own scan.
-  const { queries, broken } = await lib.queries.scan();
+  const { queries, broken } = await lib.catalog.scan();
   const checked: CheckedDefinition[] = [];
   for (const query of queries) {
     options.signal?.throwIfAborted();

@@ -7,6 +7,6 @@ import { colorOf, type CommonOptions, type Io } from './io.js';
 export async function describeCommand(lib: Savedq, nameOrId: string, options: CommonOptions, io: Io): Promise<void> {
   // Every definition is read, so a broken one is reported (describe is not on anyone's hot path).
   await lib.savedQueries();
-  const q = await lib.queries.find(nameOrId);
+  const q = await lib.catalog.find(nameOrId);
   io.stdout.write(describeText(q, { color: colorOf(io, options), from: displayPath(q.file) }));
 }

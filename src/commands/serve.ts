@@ -44,7 +44,7 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
   const { host, port, apiKeys, maxConnections, headerTimeoutSeconds, maxQueue, tokenSecrets, rateLimit, corsOrigins, allowedHosts } = resolveServeSettings(options, io.env);
   lib.limitQueue(maxQueue);
   // Every definition is read now: a server answers one whole, valid set of saved queries.
-  const { queries, broken } = await lib.queries.scan();
+  const { queries, broken } = await lib.catalog.scan();
   const refused = broken.length > 0 ? [] : await lib.refusals(queries);
   if (broken.length + refused.length > 0) {
     const lines = [...broken.flatMap((b) => b.problems.map((p) => `  ${problemText(p)}`)), ...refused.map((e) => `  ${e.message.replace(/\n/g, '\n  ')}`)];
@@ -123,7 +123,7 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
  * definition they started with.
  */
 export async function reloadQueries(lib: Savedq, log: Log): Promise<boolean> {
-  const next = lib.queries.reread();
+  const next = lib.catalog.reread();
   const { queries, broken } = await next.scan();
   const refused = broken.length > 0 ? [] : await lib.refusals(queries);
   if (broken.length + refused.length > 0) {

@@ -212,11 +212,11 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
   const idPrefix = `${randomUUID().slice(0, 13)}-`;
   let requestCount = 0;
   // Made again only when the server answers another set of saved queries (after SIGHUP).
-  let openapi = { for: lib.queries, text: '' };
+  let openapi = { for: lib.catalog, text: '' };
   // A caller's own document (its queries, its fixed parameters), kept with the caller while it is known.
-  const callersOpenapi = new WeakMap<Caller, { for: typeof lib.queries; text: string }>();
+  const callersOpenapi = new WeakMap<Caller, { for: typeof lib.catalog; text: string }>();
   const openapiText = async (caller: Caller | undefined): Promise<string> => {
-    const queries = lib.queries;
+    const queries = lib.catalog;
     const kept = caller ? callersOpenapi.get(caller) : openapi;
     if (kept && kept.for === queries && kept.text !== '') return kept.text;
     const made = { for: queries, text: JSON.stringify(openApiDocument(options.version, (await queries.scan()).queries, caller)) };
@@ -249,8 +249,8 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
   // What is computed once and kept: the call a request's path and query string make (for the saved
   // queries in use: a new set after SIGHUP starts afresh), and the body of each result's rows.
   // A call's cache key names the data's generation: after a load, every call is prepared again.
-  let preparedFor = { queries: lib.queries, generation: lib.generation() };
-  const current = () => preparedFor.queries === lib.queries && preparedFor.generation === lib.generation();
+  let preparedFor = { queries: lib.catalog, generation: lib.generation() };
+  const current = () => preparedFor.queries === lib.catalog && preparedFor.generation === lib.generation();
   /** Each caller's prepared calls (a token's carry its scope and fixed parameters), by path and query string. */
   let calls = new WeakMap<Caller, Map<string, PreparedCall>>();
   const callsOf = (caller: Caller): Map<string, PreparedCall> | undefined => (current() ? calls.get(caller) : undefined);
@@ -258,7 +258,7 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
   const prepared = async (caller: Caller, path: string, search: string): Promise<PreparedCall> => {
     if (!current()) {
       calls = new WeakMap();
-      preparedFor = { queries: lib.queries, generation: lib.generation() };
+      preparedFor = { queries: lib.catalog, generation: lib.generation() };
     }
     let mine = calls.get(caller);
     if (!mine) {

@@ -49,6 +49,11 @@ const SPAN_MS = 90 * DAY_MS;
 const RECENT_MEAN_AGE_MS = 10 * DAY_MS;
 const RECENT_SHARE = 0.75;
 const EVENTS: Readonly<Record<TableName, number>> = { edge_logs: 60_000, function_edge_logs: 24_000 };
+/**
+ * Each project's first function also runs on a schedule, once a minute over the last hours (a queue
+ * worker): so even a quiet project's last five minutes have calls, at any hour of the day.
+ */
+const SCHEDULED_MINUTES = 180;
 /** Extra requests a minute of an incident (clients retrying), of all the project's events: per table. */
 const INCIDENT_EVENTS_PER_MINUTE: Readonly<Record<TableName, number>> = { edge_logs: 6, function_edge_logs: 3 };
 
@@ -106,6 +111,8 @@ const PATHS: ReadonlyArray<readonly [() => string, number]> = [
 const STATUS: ReadonlyArray<readonly [number, number]> = [
   [200, 74], [201, 8], [204, 5], [304, 4], [400, 3], [401, 3], [404, 2.5], [500, 0.3], [503, 0.2],
 ];
+/** Status codes of a function's calls on a normal day: a few refusals and failures. */
+const FUNCTION_STATUS: ReadonlyArray<readonly [number, number]> = [[200, 94], [400, 2], [404, 1.5], [500, 1.5], [503, 1]];
 /** Status codes during an incident: server errors in a burst. */
 const INCIDENT_STATUS: ReadonlyArray<readonly [number, number]> = [[200, 45], [500, 30], [502, 10], [503, 12], [504, 3]];
 const METHODS: ReadonlyArray<readonly [string, number]> = [['GET', 60], ['POST', 25], ['PATCH', 8], ['DELETE', 5], ['OPTIONS', 2]];
@@ -128,11 +135,12 @@ function edgeEvent(project: SampleProject, atMs: number, incident: boolean): obj
   };
 }
 
-function functionEvent(project: SampleProject, atMs: number, incident: boolean): object {
+function functionEvent(project: SampleProject, atMs: number, incident: boolean, scheduled = false): object {
   const functions = Object.entries(project.functions);
-  // An incident hits the project's first function: errors, and calls that take several times as long.
-  const [name, { id, ms }] = incident ? (functions[0] as (typeof functions)[number]) : pick(functions);
-  const status = weighted(incident ? INCIDENT_STATUS : STATUS.filter(([s]) => s !== 304));
+  // An incident hits the project's first function (errors, and calls that take several times as long);
+  // the scheduled runs are the first function's too.
+  const [name, { id, ms }] = incident || scheduled ? (functions[0] as (typeof functions)[number]) : pick(functions);
+  const status = weighted(incident ? INCIDENT_STATUS : FUNCTION_STATUS);
   // Log-normal execution times around the function's own: most calls quick, a tail of slow ones.
   const executionTime = Math.round(ms * (incident ? 4 : 1) * Math.exp(0.55 * gaussian()) * 100) / 100;
   const url = `https://${project.ref}${SAMPLE_DOMAIN}/functions/v1/${name}`;
@@ -177,7 +185,9 @@ export function* sampleLines(table: TableName, nowMs: number): Generator<string>
   const event = table === 'edge_logs' ? edgeEvent : functionEvent;
   for (const [index, project] of SAMPLE_PROJECTS.entries()) {
     const { events, incidentEvents } = projectCounts(table, project, index);
-    for (let i = 0; i < events - incidentEvents; i++) yield JSON.stringify(event(project, trafficInstant(nowMs, project), false));
+    const scheduled = table === 'function_edge_logs' ? SCHEDULED_MINUTES : 0;
+    for (let i = 0; i < events - incidentEvents - scheduled; i++) yield JSON.stringify(event(project, trafficInstant(nowMs, project), false));
+    for (let minute = 0; minute < scheduled; minute++) yield JSON.stringify(event(project, nowMs - (minute + Math.random()) * MINUTE_MS, false, true));
     for (const incident of project.incidents) {
       const start = nowMs - incident.ago * MINUTE_MS;
       for (let i = 0; i < incident.minutes * INCIDENT_EVENTS_PER_MINUTE[table]; i++) {

@@ -4,12 +4,12 @@ import type { Warehouse, WarehouseOptions } from './warehouse/index.js';
 import type { EngineQueue } from './warehouse/types.js';
 
 /**
- * The warehouse as this process reaches it, opened on first use (the engine and the client are imported
+ * The warehouse as this process reaches it (a handle: not the engine, whatever the warehouse is), opened on first use (the engine and the client are imported
  * only then, so a cache hit never loads them) and kept until `close()`: a ClickHouse server by URL, the
  * engine a `savedq serve` shares on the embedded data directory when one does, else the engine itself.
  * `serve` owns the engine of its data directory: it never sends its statements to another's share.
  */
-export class Engine {
+export class WarehouseHandle {
   readonly #config: Config;
   readonly #owns: boolean;
   readonly #signal: AbortSignal | undefined;
