@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
-import { resolveConfig, settingHelp, SETTINGS, type ConfigFlags } from './config.js';
+import { resolveConfig, settingHelp, SETTINGS, type ConfigFlags, type Setting } from './config.js';
 import { InterruptedError, SavedqError } from './errors.js';
 import { Savedq } from './library.js';
 import { packageRoot } from './package.js';
@@ -49,6 +49,16 @@ function collect(value: string, previous: string[] | undefined): string[] {
   return [...(previous ?? []), value];
 }
 
+/** Adds settings' options to a command, in this order, as the one table of settings says them. */
+function withSettings(command: Command, ...names: (keyof typeof SETTINGS)[]): Command {
+  for (const name of names) {
+    const setting: Setting = SETTINGS[name];
+    if (setting.repeatable) command.option(setting.flag, settingHelp(setting), collect);
+    else command.option(setting.flag, settingHelp(setting));
+  }
+  return command;
+}
+
 /** -f/--format, as list and cache list take it (and run, with a chart besides). */
 function formatOption(choices: readonly string[] = FORMATS): Option {
   return new Option('-f, --format <format>', 'output format (default: table on a terminal, else json)').choices(choices);
@@ -59,17 +69,17 @@ function examples(...lines: string[]): string {
   return `\nExamples:\n${lines.map((l) => `  $ ${l}`).join('\n')}\n`;
 }
 
-const program = new Command('savedq')
-  .description('Run saved, parameterised analytics queries over platform log data.')
-  .version(version, '-V, --version')
-  .option(SETTINGS.url.flag, settingHelp(SETTINGS.url))
-  .option(SETTINGS.passwordFile.flag, settingHelp(SETTINGS.passwordFile))
-  .option(SETTINGS.dataDir.flag, settingHelp(SETTINGS.dataDir))
-  .option(SETTINGS.cacheFile.flag, settingHelp(SETTINGS.cacheFile))
-  .option(SETTINGS.queries.flag, settingHelp(SETTINGS.queries), collect)
-  .option(SETTINGS.lockWait.flag, settingHelp(SETTINGS.lockWait))
-  .option(SETTINGS.timeout.flag, settingHelp(SETTINGS.timeout))
-  .option(SETTINGS.cacheMaxMb.flag, settingHelp(SETTINGS.cacheMaxMb))
+const program = withSettings(
+  new Command('savedq').description('Run saved, parameterised analytics queries over platform log data.').version(version, '-V, --version'),
+  'url',
+  'passwordFile',
+  'dataDir',
+  'cacheFile',
+  'queries',
+  'lockWait',
+  'timeout',
+  'cacheMaxMb',
+)
   .option('--no-color', 'no colour, whatever the terminal')
   .option('--expanded', 'show table rows as records: one block of field/value lines each')
   .option('--no-expanded', 'keep tables as tables even when wider than the terminal (default: records then)')
@@ -190,21 +200,23 @@ cache
     await cacheClearCommand(lib(flags), flags, io);
   });
 
-program
-  .command('serve')
-  .description('serve the saved queries over HTTP at /api/endpoints/query/<name|id>, behind X-API-KEY')
-  .option('--host <host>', 'address to bind', '127.0.0.1')
-  .option('--port <port>', 'port to listen on (0 = any free port)', '4000')
-  .option(SETTINGS.apiKeyFile.flag, settingHelp(SETTINGS.apiKeyFile))
-  .option(SETTINGS.maxConnections.flag, settingHelp(SETTINGS.maxConnections))
-  .option(SETTINGS.headerTimeout.flag, settingHelp(SETTINGS.headerTimeout))
-  .option(SETTINGS.maxQueue.flag, settingHelp(SETTINGS.maxQueue))
-  .option(SETTINGS.tokenSecretFile.flag, settingHelp(SETTINGS.tokenSecretFile))
-  .option(SETTINGS.corsOrigin.flag, settingHelp(SETTINGS.corsOrigin), collect)
-  .option(SETTINGS.rateLimit.flag, settingHelp(SETTINGS.rateLimit))
+withSettings(
+  program
+    .command('serve')
+    .description('serve the saved queries over HTTP at /api/endpoints/query/<name|id>, behind X-API-KEY')
+    .option('--host <host>', 'address to bind', '127.0.0.1')
+    .option('--port <port>', 'port to listen on (0 = any free port)', '4000'),
+  'apiKeyFile',
+  'maxConnections',
+  'headerTimeout',
+  'maxQueue',
+  'tokenSecretFile',
+  'corsOrigin',
+  'rateLimit',
+  'allowedHost',
+)
   .option('--no-ui', "no page for people at / (default: a form for each saved query, its answer as a table and a chart)")
   .option('--no-mcp', 'no MCP for agents at /mcp (default: every saved query a tool, with the caller\'s key or token)')
-  .option(SETTINGS.allowedHost.flag, settingHelp(SETTINGS.allowedHost), collect)
   .addHelpText(
     'after',
     examples(

@@ -20,6 +20,8 @@ export interface Setting {
   /** How help says the default when it is not a value (a path under $XDG_…), or what qualifies it. */
   readonly shown?: string;
   readonly help: string;
+  /** Given again adds a value (a list), rather than replacing it. */
+  readonly repeatable?: boolean;
 }
 
 /**
@@ -31,7 +33,7 @@ export const SETTINGS = {
   passwordFile: { flag: '--password-file <file>', env: 'SAVEDQ_CLICKHOUSE_PASSWORD_FILE', help: "the ClickHouse server's password: the file's first line (readable by you alone)" },
   dataDir: { flag: '--data-dir <dir>', env: 'SAVEDQ_DATA_DIR', shown: '$XDG_DATA_HOME/savedq, else ~/.local/share/savedq', help: 'embedded engine data directory' },
   cacheFile: { flag: '--cache-file <file>', env: 'SAVEDQ_CACHE_FILE', shown: '$XDG_CACHE_HOME/savedq/results.sqlite, else ~/.cache/savedq/results.sqlite', help: 'results cache file' },
-  queries: { flag: '--queries <dir>', env: 'SAVEDQ_QUERIES', shown: '~/.config/savedq/queries', help: 'a folder of your saved queries, *.sql (repeatable; the variable colon-separated)' },
+  queries: { flag: '--queries <dir>', env: 'SAVEDQ_QUERIES', shown: '~/.config/savedq/queries', help: 'a folder of your saved queries, *.sql (repeatable; the variable colon-separated)', repeatable: true },
   lockWait: { flag: '--lock-wait <seconds>', env: 'SAVEDQ_LOCK_WAIT', default: '30', help: 'how long to wait for another process using the data directory' },
   timeout: { flag: '--timeout <seconds>', env: 'SAVEDQ_TIMEOUT', default: '30', help: 'per-query time limit' },
   cacheMaxMb: { flag: '--cache-max-mb <megabytes>', env: 'SAVEDQ_CACHE_MAX_MB', default: '512', help: 'the results cache stays within about this size; the least recently served go first' },
@@ -40,9 +42,9 @@ export const SETTINGS = {
   headerTimeout: { flag: '--header-timeout <seconds>', default: '10', help: "a request's headers must arrive within this" },
   maxQueue: { flag: '--max-queue <n>', env: 'SAVEDQ_MAX_QUEUE', default: '64', help: 'calls waiting for the engine, at most; one more is answered 503 overloaded' },
   tokenSecretFile: { flag: '--token-secret-file <file>', env: 'SAVEDQ_TOKEN_SECRETS', help: 'secrets of signed tokens, one a line, 32 bytes or more: the first signs, all verify (the variable: comma-separated)' },
-  corsOrigin: { flag: '--cors-origin <origin>', env: 'SAVEDQ_CORS_ORIGINS', help: 'an origin whose pages may call serve from a browser (repeatable; * for any; the variable comma-separated)' },
+  corsOrigin: { flag: '--cors-origin <origin>', env: 'SAVEDQ_CORS_ORIGINS', help: 'an origin whose pages may call serve from a browser (repeatable; * for any; the variable comma-separated)', repeatable: true },
   rateLimit: { flag: '--rate-limit <rps>', env: 'SAVEDQ_RATE_LIMIT', shown: 'none', help: 'calls a second for each caller without a limit of its own' },
-  allowedHost: { flag: '--allowed-host <name>', env: 'SAVEDQ_ALLOWED_HOSTS', help: "a name /mcp answers as this server's besides its addresses (repeatable; the variable comma-separated)" },
+  allowedHost: { flag: '--allowed-host <name>', env: 'SAVEDQ_ALLOWED_HOSTS', help: "a name /mcp answers as this server's besides its addresses (repeatable; the variable comma-separated)", repeatable: true },
 } as const satisfies Record<string, Setting>;
 
 /** A setting's help, as commander shows it: what it is, then its default and its variable. */
