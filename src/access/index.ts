@@ -5,7 +5,7 @@ import { scopeOf } from './scopes.js';
 import { looksLikeToken, verifyToken, type Scope, type TokenClaims } from './tokens.js';
 
 export { readClaims, secretKeys, signToken, verifyToken, type Scope, type TokenClaims } from './tokens.js';
-export { scopeOf, withFixed } from './scopes.js';
+export { withFixed } from './scopes.js';
 
 /** Who is asking: an API key (every query, /metrics) or a signed token (its scopes, its limits). */
 export interface Caller {

@@ -89,7 +89,8 @@ interface Route {
   readonly before?: (req: IncomingMessage) => Promise<void>;
   /** Request headers a page on another origin may send besides the credential's, and answer headers it may read. */
   readonly cors?: { readonly allowHeaders: string; readonly exposeHeaders: string };
-  readonly answer: (request: RouteRequest) => Promise<Answered>;
+  /** Sends the answer; a route of the server's own says nothing back (its log word is its label, no cache). */
+  readonly answer: (request: RouteRequest) => Promise<Answered | void>;
 }
 
 const READ_METHODS = ['GET', 'HEAD'] as const;
@@ -317,7 +318,6 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
             cors: { allowHeaders: MCP_ALLOWED_HEADERS, exposeHeaders: 'Mcp-Session-Id' },
             answer: async ({ req, res, ctx, credential }: RouteRequest) => {
               await (await mcpEndpoint()).handle(req, res, ctx.caller as Caller, credential ?? '');
-              return { what: '/mcp', cache: '-' };
             },
           } satisfies Route,
         ]
@@ -333,7 +333,6 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
               const { body, type } = await pageFile(path);
               res.writeHead(200, { ...PAGE_HEADERS, 'Content-Type': type, 'Content-Length': body.length });
               res.end(body);
-              return { what: path, cache: '-' };
             },
           }),
         )
@@ -347,7 +346,6 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
         // The engine's queue, when this server has it open: what an operator (and a test) waits on.
         const queue = lib.engineQueue();
         send(res, 200, queue ? { status: 'ok', queue } : { status: 'ok' });
-        return { what: '/health', cache: '-' };
       },
     },
     {
@@ -357,7 +355,6 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
       credential: 'optional',
       answer: async ({ res, ctx }) => {
         send(res, 200, await openapiText(ctx.caller));
-        return { what: '/openapi.json', cache: '-' };
       },
     },
     {
@@ -369,7 +366,6 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
         const { body, contentType } = await metrics.text();
         res.writeHead(200, { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(body) });
         res.end(body);
-        return { what: '/metrics', cache: '-' };
       },
     },
     {
@@ -414,7 +410,7 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
       ctx.caller = await access.authenticate(credential);
       if (route.credential === 'key') access.authorizeMetrics(ctx.caller);
     }
-    return route.answer({ req, res, ctx, path, search, gone, credential });
+    return (await route.answer({ req, res, ctx, path, search, gone, credential })) ?? { what: route.label ?? path, cache: '-' };
   }
 
   /** A query answered from what was served a moment ago: no await, no promise (the hot path of a busy server). */
