@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InputError, NotFoundError } from '../src/errors.js';
 import { normaliseParams, parsePairs } from '../src/queries/params.js';
 import { querySettings } from '../src/queries/run.js';
-import { parseQueryString, startServer, type RunningServer } from '../src/http/server.js';
+import { startServer, type RunningServer } from '../src/http/server.js';
+import { parseQueryString } from '../src/http/query-route.js';
 import { parseIsoTimestamp, toIsoMicros } from '../src/time.js';
 import { builtins, endpoints, findEndpoint, load, testLibrary, logInto } from './helpers.js';
 

@@ -1,0 +1,173 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Access, Caller } from '../access/index.js';
+import { InputError } from '../errors.js';
+import type { PreparedCall, RunResult, Savedq } from '../library.js';
+import { render } from '../output/index.js';
+import type { RawParams } from '../queries/params.js';
+import type { Row } from '../queries/types.js';
+import { JSON_TYPE } from './answers.js';
+import type { Metrics } from './metrics.js';
+import { READ_METHODS, credentialOf, type Answered, type RequestContext, type Route, type RouteRequest } from './route.js';
+
+export const QUERY_PREFIX = '/api/endpoints/query/';
+/** Calls kept prepared, by path and query string: for each API key, and for each token (of which there may be thousands). */
+const PREPARED_CALLS = 1_000;
+const PREPARED_CALLS_A_TOKEN = 64;
+/** The JSON renderer takes no width or colour. */
+const BODY_OPTIONS = { fields: [], color: false, width: undefined };
+
+/** An answer's body, and its length in bytes as Content-Length says it. */
+interface Body {
+  readonly text: string;
+  readonly length: string;
+}
+
+/**
+ * Parses a query string strictly: `+` is a space, bad percent-encoding is an error (URLSearchParams
+ * would silently keep it), and repeated names are kept so the library can refuse them.
+ */
+export function parseQueryString(search: string): RawParams {
+  if (search === '') return [];
+  return search.split('&').filter((part) => part !== '').map((part) => {
+    const eq = part.indexOf('=');
+    const [rawName, rawValue] = eq < 0 ? [part, ''] : [part.slice(0, eq), part.slice(eq + 1)];
+    return [decode(rawName), decode(rawValue)] as const;
+  });
+}
+
+function decode(text: string): string {
+  try {
+    return decodeURIComponent(text.replace(/\+/g, ' '));
+  } catch {
+    throw new InputError('the query string has bad percent-encoding.');
+  }
+}
+
+/** Takes a call from a limited caller's bucket, said in the RateLimit headers; past the limit, its refusal (counted). */
+export type TakeCall = (res: ServerResponse, caller: Caller) => void;
+
+export function callTaker(access: Access, metrics: Metrics): TakeCall {
+  return (res, caller) => {
+    const limit = access.limit(caller);
+    if (!limit) return;
+    res.setHeader('RateLimit-Limit', String(limit.limit));
+    res.setHeader('RateLimit-Remaining', String(limit.remaining));
+    res.setHeader('RateLimit-Reset', String(limit.resetSeconds));
+    if (!limit.allowed) {
+      metrics.rateLimited();
+      throw access.refusal(caller, limit);
+    }
+  };
+}
+
+/**
+ * `/api/endpoints/query/<name|id>`: a saved query's answer. What is computed once is kept: the call a
+ * request's path and query string make, for each caller (a token's carry its scope and fixed
+ * parameters; a new set of saved queries after SIGHUP, or a load's new generation, starts afresh), and
+ * the body of each result's rows. A request answered a moment ago is answered again without a promise
+ * (`answerAtOnce`, the hot path of a busy server).
+ */
+export class QueryRoute implements Route {
+  readonly methods = READ_METHODS;
+  readonly credential = 'caller';
+  #preparedFor;
+  #calls = new WeakMap<Caller, Map<string, PreparedCall>>();
+  readonly #bodies = new WeakMap<readonly Row[], Body>();
+
+  constructor(
+    private readonly lib: Savedq,
+    private readonly access: Access,
+    private readonly takeCall: TakeCall,
+  ) {
+    this.#preparedFor = { queries: lib.catalog, generation: lib.generation() };
+  }
+
+  matches(path: string): boolean {
+    return path.startsWith(QUERY_PREFIX) && path.length > QUERY_PREFIX.length && !path.slice(QUERY_PREFIX.length).includes('/');
+  }
+
+  async answer({ req, res, ctx, path, search, gone }: RouteRequest): Promise<Answered> {
+    const caller = ctx.caller as Caller;
+    // A limited caller's call past its limit costs nothing else: no cache read, no query.
+    this.takeCall(res, caller);
+    const cacheControl = req.headers['cache-control'];
+    const refresh = cacheControl !== undefined && /(^|,)\s*no-cache\s*(,|$)/i.test(cacheControl);
+    // The query's time limit is the library's, counted from when the query starts (not while the data
+    // directory is awaited: a busy one answers 503 with Retry-After). A client that goes away first
+    // stops waiting; its query, when no one else waits for it and it has not begun, is not run.
+    // Calls wait for the engine in turns fair across callers: each API key, each token's name.
+    const call = await this.#prepared(caller, path, search);
+    ctx.label = call.query.name;
+    const result = await this.lib.runPrepared(call, refresh ? 'refresh' : 'use', gone, caller.name);
+    return this.#reply(res, ctx, result, await this.#bodyOf(result.rows));
+  }
+
+  /** A query answered from what was served a moment ago: no await, no promise; undefined when the full path must answer. */
+  answerAtOnce(req: IncomingMessage, res: ServerResponse, ctx: RequestContext): Answered | undefined {
+    const rawUrl = req.url ?? '/';
+    if (req.method !== 'GET' || !rawUrl.startsWith(QUERY_PREFIX) || req.headers['cache-control'] !== undefined) return undefined;
+    // Known callers without a limit only: the full path answers the others (401, 429, its headers).
+    const caller = this.access.known(credentialOf(req));
+    if (!caller || caller.rps !== undefined || !this.#current()) return undefined;
+    const q = rawUrl.indexOf('?');
+    const call = this.#calls.get(caller)?.get(q < 0 ? `${rawUrl}?` : rawUrl);
+    if (!call) return undefined;
+    ctx.caller = caller;
+    const result = this.lib.answerRecent(call);
+    const body = result && this.#bodies.get(result.rows);
+    if (!result || !body) return undefined;
+    return this.#reply(res, ctx, result, body);
+  }
+
+  #current(): boolean {
+    return this.#preparedFor.queries === this.lib.catalog && this.#preparedFor.generation === this.lib.generation();
+  }
+
+  /** A call as this caller may make it: a token's scopes checked and its fixed parameters applied. */
+  async #prepared(caller: Caller, path: string, search: string): Promise<PreparedCall> {
+    if (!this.#current()) {
+      this.#calls = new WeakMap();
+      this.#preparedFor = { queries: this.lib.catalog, generation: this.lib.generation() };
+    }
+    let mine = this.#calls.get(caller);
+    if (!mine) {
+      mine = new Map();
+      this.#calls.set(caller, mine);
+    }
+    const key = `${path}?${search}`;
+    let call = mine.get(key);
+    if (!call) {
+      call = await this.lib.prepare({ nameOrId: decode(path.slice(QUERY_PREFIX.length)), params: parseQueryString(search), caller });
+      if (mine.size >= (caller.kind === 'key' ? PREPARED_CALLS : PREPARED_CALLS_A_TOKEN)) mine.delete(mine.keys().next().value as string);
+      mine.set(key, call);
+    }
+    return call;
+  }
+
+  /** Sends a query's answer: its rows' body, and for a cached query X-Cache and Age, in one write with the request id. */
+  #reply(res: ServerResponse, ctx: RequestContext, result: RunResult, body: Body): Answered {
+    ctx.label = result.query.name;
+    const id = res.hasHeader('X-Request-Id') ? [] : ['X-Request-Id', ctx.id];
+    if (result.query.cacheSeconds === 0) {
+      res.writeHead(200, ['Content-Type', JSON_TYPE, 'Content-Length', body.length, ...id]);
+      res.end(body.text);
+      return { what: result.query.name, cache: '-' };
+    }
+    const cache = result.cache === 'hit' ? 'HIT' : 'MISS';
+    const age = String(Math.max(0, Math.floor((this.lib.clock() - result.computedAt) / 1000)));
+    res.writeHead(200, ['Content-Type', JSON_TYPE, 'Content-Length', body.length, 'X-Cache', cache, 'Age', age, ...id]);
+    res.end(body.text);
+    return { what: result.query.name, cache };
+  }
+
+  /** The body of rows: the JSON renderer's array, as `run -f json` prints it, in the envelope (made once a result). */
+  async #bodyOf(rows: Row[]): Promise<Body> {
+    let body = this.#bodies.get(rows);
+    if (!body) {
+      const text = `{"result":${[...(await render('json', rows, BODY_OPTIONS))].join('')}}`;
+      body = { text, length: String(Buffer.byteLength(text)) };
+      this.#bodies.set(rows, body);
+    }
+    return body;
+  }
+}

@@ -1,0 +1,62 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Caller } from '../access/index.js';
+
+/** What one request's handling learns on the way, for its answer and its log line. */
+export interface RequestContext {
+  readonly id: string;
+  /** Who asked, once known. */
+  caller: Caller | undefined;
+  /** The saved query it was for, once found, else its route's label: a metric's label (never a name a client made up). */
+  label: string | undefined;
+}
+
+/** What a route answered: the word of its log line, and the cache's part in it. */
+export interface Answered {
+  readonly what: string;
+  readonly cache: string;
+}
+
+/** A request as a route gets it: its path and query string split, its caller once the route's credential is checked. */
+export interface RouteRequest {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly ctx: RequestContext;
+  readonly path: string;
+  readonly search: string;
+  readonly gone: AbortSignal;
+  readonly credential: string | undefined;
+}
+
+/**
+ * One of serve's routes, each said once: which paths are its, the methods it takes (its 405 answers'
+ * Allow and its CORS preflight say them), its metric label, what it needs of a credential, and its
+ * answer. A path no route takes is 404.
+ */
+export interface Route {
+  readonly matches: (path: string) => boolean;
+  readonly methods: readonly string[];
+  /** Its metric label and log word; none for the query route, labelled by the query it finds ('other' when none). */
+  readonly label?: string;
+  /** None; none or any caller (the answer is the caller's when one is given); any caller; or an API key alone. */
+  readonly credential: 'none' | 'optional' | 'caller' | 'key';
+  /** Checked before anything else (/mcp: the Host and Origin a page could forge through DNS rebinding). */
+  readonly before?: (req: IncomingMessage) => Promise<void>;
+  /** Request headers a page on another origin may send besides the credential's, and answer headers it may read. */
+  readonly cors?: { readonly allowHeaders: string; readonly exposeHeaders: string };
+  /** Sends the answer; a route of the server's own says nothing back (its log word is its label, no cache). */
+  readonly answer: (request: RouteRequest) => Promise<Answered | void>;
+}
+
+export const READ_METHODS = ['GET', 'HEAD'] as const;
+
+/** The credential of a request: `Authorization: Bearer <key or token>`, else `X-API-KEY`. */
+export function credentialOf(req: IncomingMessage): string | undefined {
+  const authorization = req.headers.authorization;
+  if (authorization !== undefined) {
+    // "Bearer <credential>", the scheme's name in any case (RFC 7235).
+    const credential = authorization.slice(7).trim();
+    return authorization.length > 7 && authorization.slice(0, 7).toLowerCase() === 'bearer ' && !/\s/.test(credential) ? credential : '';
+  }
+  const key = req.headers['x-api-key'];
+  return Array.isArray(key) ? undefined : key;
+}
