@@ -23,7 +23,7 @@ import type { EngineQueue } from './warehouse/types.js';
 import type { TableName } from './warehouse/schema.js';
 
 export type { CallRequest, PreparedCall } from './calls/prepare.js';
-export type { CacheMode, Clock, RunResult } from './calls/runner.js';
+export type { CacheMode, CacheOutcome, Clock, RunResult } from './calls/runner.js';
 export type { CachedCallView, WarmOutcome } from './calls/warming.js';
 export { warmCounts } from './calls/warming.js';
 

@@ -4,6 +4,24 @@
  */
 export type Micros = bigint;
 
+/**
+ * The instant a call runs "as of", one name for it in every room: ISO 8601 text as a caller gave it
+ * (`--at`, a test case's `at:`), or undefined for "now", the moment the query runs. A prepared call
+ * holds it parsed (`Micros | undefined`); the cache's record of a call keeps it canonical, with '' for
+ * now (`storedAsOf`, `asOfStored`), and `cache list -f json` shows now as null.
+ */
+export type AsOf = string | undefined;
+
+/** The cache record's spelling of an instant (canonical ISO text, '' for now). */
+export function storedAsOf(at: Micros | undefined): string {
+  return at === undefined ? '' : toIsoMicros(at);
+}
+
+/** An instant the cache recorded, as a call asks for it again. */
+export function asOfStored(stored: string): AsOf {
+  return stored === '' ? undefined : stored;
+}
+
 /** The range a ClickHouse DateTime64 can hold. */
 const MIN_YEAR = 1900;
 const MAX_YEAR = 2299;

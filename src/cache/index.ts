@@ -20,7 +20,7 @@ export interface CachedCall {
   /** The digest of the definition the result was computed by. */
   readonly digest: string;
   readonly params: NormalisedParams;
-  /** Canonical --at instant, or '' for "now". */
+  /** The call's instant as the cache records it (time.ts's storedAsOf: canonical ISO text, '' for now). */
   readonly at: string;
   /** The generation of the source's data it was computed on (warehouse/generation.ts); '' for none. */
   readonly generation?: string;

@@ -4,15 +4,15 @@ import { ForbiddenError, InputError } from '../errors.js';
 import type { QueryCatalog } from '../queries/catalog.js';
 import { checkPatterns, normaliseParams, quoteValue, type PatternMemo, type RawParams } from '../queries/params.js';
 import type { NormalisedParams, SavedQuery } from '../queries/types.js';
-import { parseIsoTimestamp, toIsoMicros, type Micros } from '../time.js';
+import { parseIsoTimestamp, storedAsOf, type AsOf, type Micros } from '../time.js';
 
 /** A request to run a saved query, as a surface received it. */
 export interface CallRequest {
   /** The saved query's name or id. */
   readonly nameOrId: string;
   readonly params: RawParams;
-  /** ISO 8601 instant to run the query as of; default: now. */
-  readonly at?: string | undefined;
+  /** The instant to run the query as of; absent: now. */
+  readonly at?: AsOf;
   /**
    * Who asks, when a surface authenticated someone (serve's keys and tokens): a token calls only the
    * queries its scopes open, with their fixed parameters. Absent: this machine's own user, every query.
@@ -64,7 +64,7 @@ export async function prepareCall(catalog: QueryCatalog, source: DataSource, req
     query: query.id,
     digest: query.digest,
     params,
-    at: at === undefined ? '' : toIsoMicros(at),
+    at: storedAsOf(at),
     ...(source.generation === '' ? {} : { generation: source.generation }),
   };
   return { query, params, at, cached, key: cacheKey(cached) };

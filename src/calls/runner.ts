@@ -7,8 +7,16 @@ import { SharedWork, type Joined } from './sharing.js';
 /** Where "now" comes from (epoch ms); tests give a fixed or moving clock. */
 export type Clock = () => number;
 
-/** What a run does with the results cache. */
+/**
+ * "Cache" names three things, each its own type: what a request asks of the cache (CacheMode), what
+ * the cache did for a result (CacheOutcome), and what it holds of a call (cache/index.ts's CacheEntry,
+ * a ServedRecord by its key, beside the CachedResult's rows).
+ */
+/** What a run asks of the results cache. */
 export type CacheMode = 'use' | 'bypass' | 'refresh';
+
+/** What the cache did for a result: `hit`, served from it; `miss`, computed and stored; `off`, not cacheable or bypassed. */
+export type CacheOutcome = 'hit' | 'miss' | 'off';
 
 /** The answer to a run. */
 export interface RunResult {
@@ -17,8 +25,7 @@ export interface RunResult {
   readonly rows: Row[];
   /** The query had more rows than its row limit: `rows` stop at it. */
   readonly truncated: boolean;
-  /** `hit`: served from the cache; `miss`: computed (and stored); `off`: not cacheable or bypassed. */
-  readonly cache: 'hit' | 'miss' | 'off';
+  readonly cache: CacheOutcome;
   /** When the rows were computed (epoch ms). */
   readonly computedAt: number;
 }

@@ -1,3 +1,4 @@
+import { asOfStored } from '../time.js';
 import { cacheKey, type CacheEntry, type CachedCall, type ResultsCache } from '../cache/index.js';
 import type { QueryCatalog } from '../queries/catalog.js';
 import type { NormalisedParams } from '../queries/types.js';
@@ -22,7 +23,7 @@ export interface CachedCallView {
   /** Whose result it is: the data directory, or the server's URL without its password. */
   readonly source: string;
   readonly params: NormalisedParams;
-  /** The --at instant, or null for "now". */
+  /** The --at instant, or null for "now" (AsOf as JSON shows it). */
   readonly at: string | null;
   readonly ageSeconds: number | null;
   readonly servedSecondsAgo: number;
@@ -112,7 +113,7 @@ export async function warm(
       continue;
     }
     try {
-      const prepared = await prepareCall(parts.catalog, { name: parts.source, generation: parts.generation() }, { nameOrId: call.query, params: Object.entries(call.params), at: call.at === '' ? undefined : call.at });
+      const prepared = await prepareCall(parts.catalog, { name: parts.source, generation: parts.generation() }, { nameOrId: call.query, params: Object.entries(call.params), at: asOfStored(call.at) });
       const result = await parts.runner.refresh(prepared, 'warm');
       // Warming is no one asking: the call keeps the time it was last served, with its new result.
       const servedAt = due[index]?.servedAt;
@@ -145,7 +146,7 @@ export async function cachedCallViews({ catalog, source, generation, cache, cloc
       query: query?.name ?? entry.call.query,
       source: entry.call.source.replace(/^(embedded|server):/, ''),
       params: entry.call.params,
-      at: entry.call.at || null,
+      at: asOfStored(entry.call.at) ?? null,
       ageSeconds: age,
       servedSecondsAgo: Math.round((now - entry.servedAt) / 1000),
       expiresInSeconds: age === null || !current ? null : Math.max(0, current.cacheSeconds - age),

@@ -1,3 +1,4 @@
+import type { AsOf } from '../time.js';
 import type { CacheMode, Savedq } from '../library.js';
 import { RUN_FORMATS } from '../output/index.js';
 import { parsePairs } from '../queries/params.js';
@@ -11,7 +12,7 @@ export interface RunOptions extends CommonOptions {
   readonly params: readonly string[];
   readonly format?: string | undefined;
   readonly cache?: CacheMode;
-  readonly at?: string | undefined;
+  readonly at?: AsOf;
 }
 
 /** `savedq run`: runs a saved query and writes its rows to standard output. */

@@ -1,3 +1,4 @@
+import type { AsOf } from '../time.js';
 import { parsePairs } from '../queries/params.js';
 import { resolveSeconds } from '../config.js';
 import { WarmFailedError } from '../errors.js';
@@ -9,7 +10,7 @@ export interface WarmOptions extends CommonOptions {
   /** Warm one given call (a saved query's name or id, with params and at) instead of the warm set. */
   readonly nameOrId?: string | undefined;
   readonly params?: readonly string[];
-  readonly at?: string | undefined;
+  readonly at?: AsOf;
   /** Seconds warming may take (default 240). */
   readonly maxTime?: string | undefined;
 }
