@@ -5,6 +5,7 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     // Names each program some tests need and the machine lacks (SAVEDQ_TEST_ALL=1 makes that a failure).
     globalSetup: ['test/global-setup.ts'],
+    // A test's bound, as test/helpers.ts's EVENT_DEADLINE_MS (a test waiting for more says LONG_TEST_MS).
     testTimeout: 60_000,
     hookTimeout: 120_000,
     // Each test file opens its own embedded engine; the engine binds one data directory per process,

@@ -79,6 +79,7 @@ export class Savedq {
   /** The catalog whose broken definitions were reported, so each is reported once. */
   #reported: QueryCatalog | undefined;
 
+  #closed: Promise<void> | undefined;
   constructor(config: Config, options: LibraryOptions = {}) {
     this.config = config;
     this.clock = options.clock ?? Date.now;
@@ -419,9 +420,13 @@ export class Savedq {
   }
 
   /** Releases the warehouse (and with it the embedded data directory) and the cache file. */
-  async close(): Promise<void> {
-    this.#generationWatch?.close();
-    await this.#store.close();
-    await this.#warehouse.close();
+  /** Closes the cache and the warehouse; closing again waits for the first close. */
+  close(): Promise<void> {
+    this.#closed ??= (async () => {
+      this.#generationWatch?.close();
+      await this.#store.close();
+      await this.#warehouse.close();
+    })();
+    return this.#closed;
   }
 }

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cli, startServe, tempDir, type ServeProcess } from './helpers.js';
+import { cli, startServe, tempDir, type ServeProcess, EVENT_DEADLINE_MS } from './helpers.js';
 import { has } from './system.js';
 
 // serve handed to a browser and to operators: CORS for the origins --cors-origin names (and a real page
@@ -73,12 +73,12 @@ describe('browsers on another origin', () => {
     try {
       const tab = await browser.newPage();
       await tab.goto(`${pageOrigin}/`);
-      await tab.waitForFunction("document.getElementById('out').textContent !== 'loading'", undefined, { timeout: 60_000 });
+      await tab.waitForFunction("document.getElementById('out').textContent !== 'loading'", undefined, { timeout: EVENT_DEADLINE_MS });
       expect(await tab.textContent('#out')).toMatch(/^200 acme 0,acme 1 id=[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-z]+$/);
       // The same page from another origin (localhost is not 127.0.0.1 to a browser): CORS blocks it.
       const other = await browser.newPage();
       await other.goto(pageOrigin.replace('127.0.0.1', 'localhost'));
-      await other.waitForFunction("document.getElementById('out').textContent !== 'loading'", undefined, { timeout: 60_000 });
+      await other.waitForFunction("document.getElementById('out').textContent !== 'loading'", undefined, { timeout: EVENT_DEADLINE_MS });
       expect(await other.textContent('#out')).toMatch(/^blocked: /);
     } finally {
       await browser.close();

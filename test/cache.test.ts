@@ -2,10 +2,9 @@ import { existsSync, mkdirSync, readdirSync, realpathSync, writeFileSync } from 
 import sqlite3 from 'sqlite3';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
-import { resolveConfig } from '../src/config.js';
 import { WarehouseError } from '../src/errors.js';
 import { Savedq } from '../src/library.js';
-import { AT, load, tempDir, testLibrary } from './helpers.js';
+import { AT, load, tempDir, testLibrary, libraryOf } from './helpers.js';
 
 let now = Date.parse(AT);
 const lib = testLibrary({ clock: () => now });
@@ -21,7 +20,7 @@ const counts = (project: string, cache: 'use' | 'bypass' | 'refresh' = 'use', ex
 
 /** Another library on the same data directory and cache file whose warehouse must not be asked: it can only answer from the cache. */
 function cacheOnlyLibrary(): Savedq {
-  const other = new Savedq(lib.config, { clock: () => now });
+  const other = libraryOf(lib.config, { clock: () => now });
   vi.spyOn(other, 'execute').mockRejectedValue(new WarehouseError('the warehouse was asked.'));
   return other;
 }
@@ -144,7 +143,7 @@ describe('results cache', () => {
 describe('a result belongs to its source', () => {
   it('a data directory of its own does not answer with another directory’s rows: it runs the query on its own data', async () => {
     await counts('source-a');
-    const b = new Savedq(resolveConfig({ dataDir: join(tempDir(), 'empty'), cacheFile }, {}), { clock: () => now });
+    const b = libraryOf({ dataDir: join(tempDir(), 'empty'), cacheFile }, { clock: () => now });
     const execute = vi.spyOn(b, 'execute').mockImplementation(async (call) => ({ query: call.query, params: call.params, rows: [], truncated: false, cache: 'off', computedAt: now }));
     const answer = await b.run({ nameOrId: 'usage.api-counts', params: [['project', 'source-a'], ['interval', 'hourly']] });
     await b.close();
@@ -154,7 +153,7 @@ describe('a result belongs to its source', () => {
 
   it('a server that cannot be reached is not answered from the embedded engine’s result', async () => {
     await counts('source-b');
-    const server = new Savedq(resolveConfig({ url: 'http://user:secret@127.0.0.1:9', cacheFile }, {}), { clock: () => now });
+    const server = libraryOf({ url: 'http://user:secret@127.0.0.1:9', cacheFile }, { clock: () => now });
     await expect(server.run({ nameOrId: 'usage.api-counts', params: [['project', 'source-b'], ['interval', 'hourly']] })).rejects.toThrow(/cannot reach ClickHouse at http:\/\/user@127\.0\.0\.1:9/);
     await server.close();
   });
@@ -163,7 +162,7 @@ describe('a result belongs to its source', () => {
     await counts('listed-source');
     const views = await lib.cachedCalls();
     expect(views.find((v) => v.params.project === 'listed-source')?.source).toBe(realpathSync(lib.config.dataDir));
-    const other = new Savedq(resolveConfig({ dataDir: join(tempDir(), 'other'), cacheFile }, {}), { clock: () => now + 400 * SECOND });
+    const other = libraryOf({ dataDir: join(tempDir(), 'other'), cacheFile }, { clock: () => now + 400 * SECOND });
     expect(await other.dueForWarming()).toEqual([]);
     await other.close();
   });
@@ -177,7 +176,7 @@ describe('a broken cache never breaks a query', () => {
     const warnings: string[] = [];
     // Same data directory as the main library: this process has the engine open already.
     const reporter = { warn: (message: string) => warnings.push(message), note: () => undefined };
-    return { other: new Savedq(resolveConfig({ dataDir: lib.config.dataDir, cacheFile: file }, {}), { clock: () => now, reporter }), warnings };
+    return { other: libraryOf({ dataDir: lib.config.dataDir, cacheFile: file }, { clock: () => now, reporter }), warnings };
   }
 
   it('moves a damaged cache file aside, warns once, answers, and caches again', async () => {
@@ -213,7 +212,7 @@ describe('the cache stays bounded', () => {
   writeFileSync(join(folder, 'big.sql'), "/*\nparams:\n  p: { type: string, required: true }\ncache: 900\n*/\nSELECT @p AS p, repeat('x', 300000) AS big\n");
 
   it('past --cache-max-mb, the least recently served results go first, and the file stays within about that size', async () => {
-    const small = new Savedq(resolveConfig({ dataDir: lib.config.dataDir, cacheFile: join(dir, 'small.sqlite'), cacheMaxMb: '1', queries: [folder] }, {}), { clock: () => now });
+    const small = libraryOf({ dataDir: lib.config.dataDir, cacheFile: join(dir, 'small.sqlite'), cacheMaxMb: '1', queries: [folder] }, { clock: () => now });
     const big = (p: string) => small.run({ nameOrId: 'big', params: [['p', p]] });
     for (const p of ['1', '2', '3', '4', '5', '6']) {
       expect((await big(p)).cache).toBe('miss');
@@ -229,7 +228,7 @@ describe('the cache stays bounded', () => {
 
   it('deletes entries past their retention, and damaged ones', async () => {
     const file = join(dir, 'retention.sqlite');
-    const other = new Savedq(resolveConfig({ dataDir: lib.config.dataDir, cacheFile: file }, {}), { clock: () => now });
+    const other = libraryOf({ dataDir: lib.config.dataDir, cacheFile: file }, { clock: () => now });
     await other.run({ nameOrId: 'usage.api-counts', params: [['project', 'old'], ['interval', 'hourly']] });
     await other.run({ nameOrId: 'usage.api-counts', params: [['project', 'kept'], ['interval', 'hourly']] });
     const db = new sqlite3.Database(file);
@@ -243,7 +242,7 @@ describe('the cache stays bounded', () => {
   });
 
   it('warm stops when --max-time is up, the most recently served refreshed first, and says how many it left', async () => {
-    const other = new Savedq(resolveConfig({ dataDir: lib.config.dataDir, cacheFile: join(dir, 'warm.sqlite') }, {}), { clock: () => now });
+    const other = libraryOf({ dataDir: lib.config.dataDir, cacheFile: join(dir, 'warm.sqlite') }, { clock: () => now });
     for (const project of ['w1', 'w2', 'w3']) {
       await other.run({ nameOrId: 'usage.api-counts', params: [['project', project], ['interval', 'hourly']] });
       now += SECOND;

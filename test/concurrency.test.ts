@@ -3,9 +3,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import sqlite3 from 'sqlite3';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { resolveConfig } from '../src/config.js';
-import { Savedq } from '../src/library.js';
-import { cli, eventually, startCli, tempDir } from './helpers.js';
+import { cli, eventually, startCli, tempDir, libraryOf, LONG_TEST_MS } from './helpers.js';
 
 const dir = tempDir();
 const env = { SAVEDQ_DATA_DIR: join(dir, 'data'), SAVEDQ_CACHE_FILE: join(dir, 'cache.sqlite'), SAVEDQ_LOCK_WAIT: '120' };
@@ -40,7 +38,7 @@ beforeAll(async () => {
   expect(r.code, r.stderr).toBe(0);
   const warmed = await cli(['run', ...(calls[0] as string[]), '--at', AT], { env });
   expect(warmed.code, warmed.stderr).toBe(0);
-}, 120_000);
+}, LONG_TEST_MS);
 
 describe('many processes on one cache file and one data directory', () => {
   it('8 runs, a warm and a load at once all succeed with the right rows, and the cache stays sound', async () => {
@@ -60,10 +58,10 @@ describe('many processes on one cache file and one data directory', () => {
     expect(await integrityCheck(env.SAVEDQ_CACHE_FILE)).toBe('ok');
     const list = await cli(['cache', 'list', '-f', 'json'], { env });
     expect((JSON.parse(list.stdout) as unknown[]).length).toBe(7); // the seven calls of cached endpoints
-  }, 300_000);
+  }, LONG_TEST_MS);
 
   it('a second process waits for the data directory, then fails naming the holder', async () => {
-    const holder = new Savedq(resolveConfig({ dataDir: env.SAVEDQ_DATA_DIR, cacheFile: join(dir, 'other.sqlite') }, {}));
+    const holder = libraryOf({ dataDir: env.SAVEDQ_DATA_DIR, cacheFile: join(dir, 'other.sqlite') });
     await holder.warehouse();
     const started = Date.now();
     const blocked = await cli(['run', 'logs.all', '-p', 'project=x', '--lock-wait', '1'], { env });
@@ -103,7 +101,7 @@ describe('many processes on one cache file and one data directory', () => {
     expect(existsSync(status)).toBe(true);
     const after = await cli(['run', 'logs.all', '-p', 'project=x', '--lock-wait', '1'], { env });
     expect(after.code, after.stderr).toBe(0);
-  }, 60_000);
+  });
 
   it('a status file a killed engine left, whose PID another process has now, does not hold the directory', async () => {
     // As after a restart: the PID in the file is some other live process's, which has nothing open there.

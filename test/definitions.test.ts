@@ -102,41 +102,40 @@ GROUP BY path ORDER BY errors DESC;`,
     expect(read('-- just SQL\nSELECT 1 AS one\n', 'plain')).toMatchObject({ name: 'plain', description: '', sql: '-- just SQL\nSELECT 1 AS one' });
   });
 
-  it('names the line of every problem', () => {
-    const cases: [string, string][] = [
-      [definition('description: a\ndescription: b', 'SELECT 1'), '3: the header is not valid YAML: Map keys must be unique'],
-      [definition('params:\n  v: {type: integer', 'SELECT 1'), '3: the header is not valid YAML'],
-      [definition('params:\n  v: { type: string[] }', 'SELECT @v'), "3: the header is not valid YAML: Unexpected flow-seq-start at node end. (inside { } write 'string[]' in quotes)"],
-      [definition('description: x\nparms:\n  v: {}', 'SELECT 1'), "3: unknown key 'parms' in the header. Did you mean params?"],
-      [definition('params:\n  v:\n    type: int', 'SELECT @v'), "4: unknown type 'int' in parameter 'v'. Did you mean integer?"],
-      [definition('params:\n  v:\n    type: integer\n    default: seven', 'SELECT @v'), `5: default of parameter 'v' "seven" is not a base-10 integer`],
-      [definition('params:\n  v:\n    type: integer\n    default: 100\n    max: 90', 'SELECT @v'), `5: default of parameter 'v' "100" is not a base-10 integer at most 90`],
-      [definition('params:\n  v:\n    allowed: [a, b]\n    default: c', 'SELECT @v'), `5: default of parameter 'v' "c" is not one of a, b`],
-      [definition('params:\n  v:\n    allowed: [a, b]\n    other: default', 'SELECT @v'), "5: other: default of parameter 'v' needs a default value"],
-      [definition('params:\n  v:\n    other: default', 'SELECT @v'), "4: other of parameter 'v' needs allowed"],
-      [definition('params:\n  v:\n    type: string\n    min: 1', 'SELECT @v'), "5: min applies only to integer and number parameters"],
-      [definition('params:\n  v:\n    required: true\n    default: x', 'SELECT @v'), "5: parameter 'v' is required, so a default would never be used"],
-      [definition('params:\n  v:\n    required: yes', 'SELECT @v'), "4: required of parameter 'v' must be true or false, not text"],
-      [definition('params:\n  v:\n    type: regex\n    default: "(unclosed"', 'SELECT @v'), `5: default of parameter 'v' "(unclosed" is not an RE2 regular expression (missing closing )`],
-      [definition('name: Errors By Path', 'SELECT 1'), "2: invalid name 'Errors By Path'"],
-      [definition('id: 42', 'SELECT 1'), '2: id must be text, not a number'],
-      [definition('id: not-a-uuid', 'SELECT 1'), "2: invalid id 'not-a-uuid': expected a UUID"],
-      [definition('params:\n  now: {}', 'SELECT @now'), "3: 'now' is reserved"],
-      [definition('params:\n  v: {}', 'SELECT 1\nFROM t\nWHERE x = @w'), '7: @w is used but not declared under params. Did you mean @v?'],
-      [definition('params:\n  v: {}', 'SELECT 1'), "3: parameter 'v' is declared but the SQL never uses @v"],
-      [definition('cache: 60\nwarm: 60', 'SELECT 1'), '3: warm (60 s) must be less than cache (60 s)'],
-      [definition('warm: 60', 'SELECT 1'), '2: warm needs cache'],
-      [definition('max_rows: 0', 'SELECT 1'), '2: max_rows must be a whole number from 1 to 1000000, not 0'],
-      [definition('fields:\n  a: { type: text }', 'SELECT 1'), "3: unknown type 'text' in field 'a'"],
-      [definition('description: x', 'SELECT 1;\nDROP TABLE edge_logs'), '4: a saved query is one statement'],
-      [definition('description: x', '  '), '3: no SQL after the header'],
-      ['\n\n/* description: x\nSELECT 1\n', '3: the header comment never ends'],
-      [definition('- a list', 'SELECT 1'), '2: the header must be YAML keys'],
-    ];
-    for (const [text, expected] of cases) {
-      const found = problems(text);
-      expect(found.some((p) => p.startsWith(expected)), `${expected}\n  got: ${found.join('\n        ')}`).toBe(true);
-    }
+  const lineCases: [string, string][] = [
+    [definition('description: a\ndescription: b', 'SELECT 1'), '3: the header is not valid YAML: Map keys must be unique'],
+    [definition('params:\n  v: {type: integer', 'SELECT 1'), '3: the header is not valid YAML'],
+    [definition('params:\n  v: { type: string[] }', 'SELECT @v'), "3: the header is not valid YAML: Unexpected flow-seq-start at node end. (inside { } write 'string[]' in quotes)"],
+    [definition('description: x\nparms:\n  v: {}', 'SELECT 1'), "3: unknown key 'parms' in the header. Did you mean params?"],
+    [definition('params:\n  v:\n    type: int', 'SELECT @v'), "4: unknown type 'int' in parameter 'v'. Did you mean integer?"],
+    [definition('params:\n  v:\n    type: integer\n    default: seven', 'SELECT @v'), `5: default of parameter 'v' "seven" is not a base-10 integer`],
+    [definition('params:\n  v:\n    type: integer\n    default: 100\n    max: 90', 'SELECT @v'), `5: default of parameter 'v' "100" is not a base-10 integer at most 90`],
+    [definition('params:\n  v:\n    allowed: [a, b]\n    default: c', 'SELECT @v'), `5: default of parameter 'v' "c" is not one of a, b`],
+    [definition('params:\n  v:\n    allowed: [a, b]\n    other: default', 'SELECT @v'), "5: other: default of parameter 'v' needs a default value"],
+    [definition('params:\n  v:\n    other: default', 'SELECT @v'), "4: other of parameter 'v' needs allowed"],
+    [definition('params:\n  v:\n    type: string\n    min: 1', 'SELECT @v'), "5: min applies only to integer and number parameters"],
+    [definition('params:\n  v:\n    required: true\n    default: x', 'SELECT @v'), "5: parameter 'v' is required, so a default would never be used"],
+    [definition('params:\n  v:\n    required: yes', 'SELECT @v'), "4: required of parameter 'v' must be true or false, not text"],
+    [definition('params:\n  v:\n    type: regex\n    default: "(unclosed"', 'SELECT @v'), `5: default of parameter 'v' "(unclosed" is not an RE2 regular expression (missing closing )`],
+    [definition('name: Errors By Path', 'SELECT 1'), "2: invalid name 'Errors By Path'"],
+    [definition('id: 42', 'SELECT 1'), '2: id must be text, not a number'],
+    [definition('id: not-a-uuid', 'SELECT 1'), "2: invalid id 'not-a-uuid': expected a UUID"],
+    [definition('params:\n  now: {}', 'SELECT @now'), "3: 'now' is reserved"],
+    [definition('params:\n  v: {}', 'SELECT 1\nFROM t\nWHERE x = @w'), '7: @w is used but not declared under params. Did you mean @v?'],
+    [definition('params:\n  v: {}', 'SELECT 1'), "3: parameter 'v' is declared but the SQL never uses @v"],
+    [definition('cache: 60\nwarm: 60', 'SELECT 1'), '3: warm (60 s) must be less than cache (60 s)'],
+    [definition('warm: 60', 'SELECT 1'), '2: warm needs cache'],
+    [definition('max_rows: 0', 'SELECT 1'), '2: max_rows must be a whole number from 1 to 1000000, not 0'],
+    [definition('fields:\n  a: { type: text }', 'SELECT 1'), "3: unknown type 'text' in field 'a'"],
+    [definition('description: x', 'SELECT 1;\nDROP TABLE edge_logs'), '4: a saved query is one statement'],
+    [definition('description: x', '  '), '3: no SQL after the header'],
+    ['\n\n/* description: x\nSELECT 1\n', '3: the header comment never ends'],
+    [definition('- a list', 'SELECT 1'), '2: the header must be YAML keys'],
+  ];
+  // Named by the problem each case expects.
+  it.each(lineCases.map(([text, expected]) => [expected, text]))('names the line of every problem: %s', (expected, text) => {
+    const found = problems(text);
+    expect(found.some((p) => p.startsWith(expected)), `${expected}\n  got: ${found.join('\n        ')}`).toBe(true);
   });
 
   it('lists a file’s problems in the order of its lines', () => {
@@ -197,13 +196,10 @@ describe('parameter types', () => {
     ['type: integer\nallowed: [1, 5, 15]', '05', '5'],
   ];
 
-  it('accepts values of each type in canonical form, and refuses the others naming the parameter and what it takes', () => {
-    for (const [param, value, expected] of cases) {
-      const q = withParam(param);
-      const run = () => normaliseParams(q, [['v', value]]).v;
-      if (typeof expected === 'string') expect(run(), `${param} ${value}`).toBe(expected);
-      else expect(run, `${param} ${value}`).toThrow(expected);
-    }
+  it.each(cases)('takes a value of each type in canonical form, or refuses it naming the parameter and what it takes: %j %j', (param, value, expected) => {
+    const run = () => normaliseParams(withParam(param), [['v', value]]).v;
+    if (typeof expected === 'string') expect(run()).toBe(expected);
+    else expect(run).toThrow(expected);
   });
 
   it('checks a regular expression with RE2 before anything runs, and remembers a pattern that compiles', async () => {

@@ -4,7 +4,7 @@ import { chmodSync, chownSync, createWriteStream, mkdirSync, mkdtempSync, readdi
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { binPath, cli, eventually, tempDir } from './helpers.js';
+import { binPath, cli, eventually, tempDir, libraryOf, LONG_TEST_MS } from './helpers.js';
 import { has } from './system.js';
 
 const dir = tempDir();
@@ -32,9 +32,7 @@ function committedParts(root: string): number {
 async function count(dataDir = env.SAVEDQ_DATA_DIR): Promise<{ n: number; ids: number }> {
   const r = await cli(['run', 'logs.all', '-p', 'project=nobody'], { env: { ...env, SAVEDQ_DATA_DIR: dataDir } }); // opens the engine, proving it is usable
   expect(r.code, r.stderr).toBe(0);
-  const { Savedq } = await import('../src/library.js');
-  const { resolveConfig } = await import('../src/config.js');
-  const lib = new Savedq(resolveConfig({ dataDir, cacheFile: env.SAVEDQ_CACHE_FILE }, {}));
+  const lib = libraryOf({ dataDir, cacheFile: env.SAVEDQ_CACHE_FILE });
   const [row] = await (await lib.warehouse()).query("SELECT count() AS n, uniqExact(id) AS ids FROM edge_logs WHERE project = 'killed'", {});
   await lib.close();
   return row as { n: number; ids: number };
@@ -72,7 +70,7 @@ describe('interrupted work loses nothing and duplicates nothing', () => {
     expect(again.code, again.stderr).toBe(0);
     expect(again.stderr).toContain(`loaded ${LINES} rows into edge_logs`);
     expect(await count()).toEqual({ n: LINES, ids: LINES });
-  }, 240_000);
+  }, LONG_TEST_MS);
 
   it('a load killed with SIGKILL while it commits, at any moment, and run again stores every row exactly once', async () => {
     // Killed while the engine writes parts, perhaps between recording a part's token and committing the
@@ -94,7 +92,7 @@ describe('interrupted work loses nothing and duplicates nothing', () => {
       expect(again.code, again.stderr).toBe(0);
       expect(await count(dataDir)).toEqual({ n: LINES, ids: LINES });
     }
-  }, 240_000);
+  }, LONG_TEST_MS);
 
   it('SIGINT during a load exits 130 within a few seconds and leaves everything usable', async () => {
     // The load reads from a pipe the test feeds, so it cannot finish before the interrupt: half the
@@ -123,7 +121,7 @@ describe('interrupted work loses nothing and duplicates nothing', () => {
     const again = await cli(['load', 'edge_logs', file, '--batch-mb', '4'], { env: { ...env, SAVEDQ_DATA_DIR: dataDir } });
     expect(again.code, again.stderr).toBe(0);
     expect(await count(dataDir)).toEqual({ n: LINES, ids: LINES });
-  }, 240_000);
+  }, LONG_TEST_MS);
 });
 
 describe('a full disk', () => {
@@ -144,7 +142,7 @@ describe('a full disk', () => {
     } finally {
       spawnSync('umount', [mountPoint]);
     }
-  }, 120_000);
+  }, LONG_TEST_MS);
 });
 
 describe('interrupting run and warm', () => {
@@ -154,9 +152,7 @@ describe('interrupting run and warm', () => {
   ]) {
     it(`SIGINT during ${args[0]}, even while it waits for the data directory, exits 130 at once`, async () => {
       // Hold the data directory here, so the command is surely in the middle of its work when interrupted.
-      const { Savedq } = await import('../src/library.js');
-      const { resolveConfig } = await import('../src/config.js');
-      const holder = new Savedq(resolveConfig({ dataDir: env.SAVEDQ_DATA_DIR, cacheFile: join(dir, 'holder.sqlite') }, {}));
+      const holder = libraryOf({ dataDir: env.SAVEDQ_DATA_DIR, cacheFile: join(dir, 'holder.sqlite') });
       await holder.warehouse();
       try {
         const child = spawn(process.execPath, [binPath, '--lock-wait', '60', '--verbose', ...args], { env, stdio: ['ignore', 'ignore', 'pipe'] });

@@ -7,8 +7,8 @@ import { Readable, Writable } from 'node:stream';
 import { afterAll } from 'vitest';
 import type { Io } from '../src/commands/io.js';
 import type { Log } from '../src/report.js';
-import { resolveConfig } from '../src/config.js';
-import { Savedq, type Clock } from '../src/library.js';
+import { resolveConfig, type Config, type ConfigFlags } from '../src/config.js';
+import { Savedq, type Clock, type LibraryOptions } from '../src/library.js';
 import { builtinQueriesDir } from '../src/package.js';
 import { QueryCatalog } from '../src/queries/catalog.js';
 import type { SavedQuery } from '../src/queries/types.js';
@@ -47,10 +47,16 @@ export function tempDir(prefix = 'savedq-test-'): string {
  */
 export function testLibrary(options: { clock?: Clock; queries?: readonly string[] } = {}): Savedq {
   const dir = tempDir();
-  const lib = new Savedq(
-    resolveConfig({ dataDir: join(dir, 'data'), cacheFile: join(dir, 'cache.sqlite'), queries: options.queries }, { XDG_CONFIG_HOME: NO_CONFIG }),
-    options.clock ? { clock: options.clock } : {},
-  );
+  return libraryOf({ dataDir: join(dir, 'data'), cacheFile: join(dir, 'cache.sqlite'), queries: options.queries }, options.clock ? { clock: options.clock } : {});
+}
+
+/**
+ * A library as the command line would make it of these flags (no configuration file, no environment),
+ * closed when the test file ends: a second library beside a file's own (another cache file, another
+ * clock, a server URL, a time limit), or of a configuration already resolved.
+ */
+export function libraryOf(flags: ConfigFlags | Config, options: LibraryOptions = {}): Savedq {
+  const lib = new Savedq('source' in flags ? flags : resolveConfig(flags, { XDG_CONFIG_HOME: NO_CONFIG }), options);
   afterAll(() => lib.close());
   return lib;
 }
@@ -161,6 +167,8 @@ export async function startServe(env: Record<string, string>, args: readonly str
 
 /** How long a test waits for an event before it calls it a hang: generous, so only a real hang reaches it. */
 export const EVENT_DEADLINE_MS = 60_000;
+/** How long a test that waits for several events in turn (a load, a server's start and answers) may take: vitest's bound past the default one. */
+export const LONG_TEST_MS = 4 * EVENT_DEADLINE_MS;
 
 /**
  * Waits for an event: asks `probe` every few milliseconds until it gives something other than

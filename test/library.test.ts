@@ -4,8 +4,7 @@ import sqlite3 from 'sqlite3';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { cacheKey } from '../src/cache/index.js';
 import { InterruptedError } from '../src/errors.js';
-import { Savedq } from '../src/library.js';
-import { AT, eventually, tempDir, testLibrary } from './helpers.js';
+import { AT, eventually, tempDir, testLibrary, libraryOf } from './helpers.js';
 
 // The library's shared work, its cache records and its warming, as every surface meets them.
 const folder = join(tempDir(), 'queries');
@@ -94,7 +93,7 @@ describe('the cache records', () => {
 
 describe('the one way in', () => {
   it('a library on another catalog and config is a value, not a module constant', async () => {
-    const other = new Savedq({ ...lib.config, queryFolders: [] });
+    const other = libraryOf({ ...lib.config, queryFolders: [] });
     await expect(other.run({ nameOrId: 'cached', params: [['p', 'x']] })).rejects.toThrow(/unknown query 'cached'/);
     await other.close();
   });

@@ -10,7 +10,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { examplesDir } from '../src/package.js';
-import { binPath, cli, DAY, eventually, HOUR, MINUTE, NO_CONFIG, startServe, tempDir, type ServeProcess } from './helpers.js';
+import { binPath, cli, DAY, eventually, HOUR, MINUTE, NO_CONFIG, startServe, tempDir, type ServeProcess, LONG_TEST_MS } from './helpers.js';
 
 // Saved queries as tools for agents, through the built CLI with the SDK's own client: `savedq mcp` over
 // standard input and output, and serve's /mcp over Streamable HTTP.
@@ -86,7 +86,7 @@ beforeAll(async () => {
     expect(r.code, r.stderr).toBe(0);
   }
   stdio = await stdioClient();
-}, 120_000);
+}, LONG_TEST_MS);
 afterAll(async () => {
   await stdio?.close();
 });
@@ -285,7 +285,7 @@ describe('/mcp on serve', () => {
   beforeAll(async () => {
     await stdio.close(); // serve owns the engine: the stdio session above is done
     server = await startServe(env, queriesArgs, ['--rate-limit', '1000']);
-  }, 60_000);
+  });
 
   it("gives an API key every tool, with the same rows as over standard input", async () => {
     const client = await httpClient(server.url, KEY);

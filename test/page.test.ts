@@ -4,7 +4,7 @@ import { mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cli, startServe, tempDir, type ServeProcess } from './helpers.js';
+import { cli, startServe, tempDir, type ServeProcess, LONG_TEST_MS, EVENT_DEADLINE_MS } from './helpers.js';
 import { has } from './system.js';
 
 // serve's page for people, in real headless Chromium (Debian's): the form built from each query's
@@ -56,13 +56,13 @@ async function openTab(path = '/'): Promise<{ tab: Page; requests: string[]; err
   });
   tab.on('pageerror', (e) => errors.push(e.message));
   await tab.goto(`${server.url}${path}`);
-  await tab.getByLabel('Saved query').locator('option').first().waitFor({ state: 'attached', timeout: 60_000 });
+  await tab.getByLabel('Saved query').locator('option').first().waitFor({ state: 'attached', timeout: EVENT_DEADLINE_MS });
   return { tab, requests, errors };
 }
 
 /** Waits for the answer of a run: rows in the table, or a message of failure. */
 async function answered(tab: Page): Promise<string> {
-  await tab.waitForFunction(() => document.querySelector('#status')?.classList.contains('failed') || !(document.querySelector('#rows') as HTMLElement).hidden, undefined, { timeout: 60_000 });
+  await tab.waitForFunction(() => document.querySelector('#status')?.classList.contains('failed') || !(document.querySelector('#rows') as HTMLElement).hidden, undefined, { timeout: EVENT_DEADLINE_MS });
   return (await tab.locator('#status').textContent()) ?? '';
 }
 
@@ -90,7 +90,7 @@ beforeAll(async () => {
       args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
     });
   }
-}, 120_000);
+}, LONG_TEST_MS);
 afterAll(async () => {
   await browser?.close();
 });
@@ -265,7 +265,7 @@ describe('the page at /', () => {
     await pinned.tab.getByLabel('API key or token').fill(token);
     await pinned.tab.getByLabel('API key or token').press('Tab');
     // What the token sees is the server's answer (its own OpenAPI document), not read off the token.
-    await pinned.tab.locator('#token-note').waitFor({ state: 'visible', timeout: 60_000 });
+    await pinned.tab.locator('#token-note').waitFor({ state: 'visible', timeout: EVENT_DEADLINE_MS });
     expect(await pinned.tab.locator('#token-note').textContent()).toMatch(/^This token opens 1 of \d+ saved queries, some parameters fixed\.$/);
     expect(await pinned.tab.getByLabel('Saved query').locator('option').allTextContents()).toEqual(['usage.api-counts']);
     expect(await pinned.tab.getByLabel('project', { exact: true }).inputValue()).toBe('^https://acme-shop\\.');

@@ -2,7 +2,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { binPath, cli, eventually, NO_CONFIG, tempDir } from './helpers.js';
+import { binPath, cli, eventually, NO_CONFIG, tempDir, EVENT_DEADLINE_MS } from './helpers.js';
 
 // savedq in shell pipelines and on paths that are not what they seem: a reader that stops early, a
 // cache file or data directory under /proc, a key file that is a pipe, an interrupt while it waits.
@@ -23,7 +23,7 @@ function piped(args: readonly string[], reader: string, extraEnv: Record<string,
   const r = spawnSync('bash', ['-c', `${command} 2>'${errFile}' | ${reader} >/dev/null; echo "\${PIPESTATUS[0]}"; cat '${errFile}'`], {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', XDG_CONFIG_HOME: NO_CONFIG, ...extraEnv },
     encoding: 'utf8',
-    timeout: 60_000,
+    timeout: EVENT_DEADLINE_MS,
   });
   const [code, ...stderr] = r.stdout.split('\n');
   return { code: Number(code), stderr: stderr.join('\n') };

@@ -3,7 +3,7 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileS
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { binPath, tempDir } from './helpers.js';
+import { binPath, tempDir, LONG_TEST_MS } from './helpers.js';
 
 // The README and docs/ as a newcomer reads them: every link goes somewhere, and the tutorial's
 // commands do what it says, run as written with `savedq` on the PATH.
@@ -90,7 +90,7 @@ describe("the README's tutorial", () => {
     writeFileSync(join(bin, 'savedq'), `#!/bin/sh\nexec '${process.execPath}' '${binPath}' "$@"\n`);
     chmodSync(join(bin, 'savedq'), 0o755);
     const env = { PATH: `${bin}:${process.env.PATH ?? ''}`, HOME: home, LANG: 'C.UTF-8' };
-    const sh = (command: string) => spawnSync('sh', ['-c', command], { cwd: work, env, encoding: 'utf8', timeout: 120_000 });
+    const sh = (command: string) => spawnSync('sh', ['-c', command], { cwd: work, env, encoding: 'utf8', timeout: LONG_TEST_MS });
 
     const loaded = sh('savedq load --sample');
     expect(loaded.status, loaded.stderr).toBe(0);
@@ -111,5 +111,5 @@ describe("the README's tutorial", () => {
         expect(said.replace(new RegExp(home, 'g'), '~'), `${step.command}: ${line}`).toContain(line.replace(/ \d+ ms$/, '').replace(/ \(1 file, [\d.]+ s\)$/, ''));
       }
     }
-  }, 240_000);
+  }, LONG_TEST_MS);
 });

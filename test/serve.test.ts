@@ -4,18 +4,16 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { resolveConfig } from '../src/config.js';
 import { startServer, type RunningServer } from '../src/http/server.js';
 import { keyChecker } from '../src/http/keys.js';
-import { Savedq } from '../src/library.js';
 import { shareWarehouse } from '../src/warehouse/share-server.js';
-import { binPath, cli, endpoints, engineQueue, eventually, findEndpoint, load, startServe, tempDir, logInto } from './helpers.js';
+import { binPath, cli, endpoints, engineQueue, eventually, findEndpoint, load, startServe, tempDir, logInto, libraryOf } from './helpers.js';
 import { has } from './system.js';
 
 const dir = tempDir();
 const dataDir = join(dir, 'data');
 const KEYS = ['first-key-0123456789', 'second-key-abcdefghij'];
-const lib = new Savedq(resolveConfig({ dataDir, cacheFile: join(dir, 'cache.sqlite') }, {}), { ownsEngine: true });
+const lib = libraryOf({ dataDir, cacheFile: join(dir, 'cache.sqlite') }, { ownsEngine: true });
 const logLines: string[] = [];
 let server: RunningServer;
 
@@ -206,7 +204,7 @@ describe('savedq serve', () => {
 
 describe('savedq serve faults', () => {
   it('answers 502 when the warehouse is unreachable, never showing the password', async () => {
-    const broken = new Savedq(resolveConfig({ url: 'http://u:hunter2@127.0.0.1:9', cacheFile: join(dir, 'b.sqlite') }, {}));
+    const broken = libraryOf({ url: 'http://u:hunter2@127.0.0.1:9', cacheFile: join(dir, 'b.sqlite') });
     const logged: string[] = [];
     const s = await startServer(broken, { host: '127.0.0.1', port: 0, apiKeys: KEYS, timeoutSeconds: 30, warmEveryMs: 0, version: 't', log: logInto(logged) });
     const res = await fetch(`${s.url}/api/endpoints/query/logs.all?project=x`, { headers: { 'X-API-KEY': KEYS[0] as string } });
@@ -225,7 +223,7 @@ describe('savedq serve faults', () => {
     const queries = join(dir, 'slow-queries');
     mkdirSync(queries, { recursive: true });
     writeFileSync(join(queries, 'slow.sql'), 'SELECT count() AS n FROM numbers(10000000000)\n');
-    const slow = new Savedq(resolveConfig({ dataDir, cacheFile: join(dir, 'slow.sqlite'), timeout: '0.3', queries: [queries] }, {}));
+    const slow = libraryOf({ dataDir, cacheFile: join(dir, 'slow.sqlite'), timeout: '0.3', queries: [queries] });
     const s = await startServer(slow, { host: '127.0.0.1', port: 0, apiKeys: KEYS, timeoutSeconds: 0.3, warmEveryMs: 0, version: 't', log: logInto() });
     const res = await fetch(`${s.url}/api/endpoints/query/slow`, { headers: { 'X-API-KEY': KEYS[0] as string } });
     const body = (await res.json()) as unknown;
@@ -242,7 +240,7 @@ describe('savedq serve faults', () => {
     holder.stdin.on('error', () => undefined);
     holder.stdin.write('{"timestamp":"2026-01-01T00:00:00Z","project":"p"}\n');
     await eventually('the other process to hold the directory', () => existsSync(join(held, '.savedq.owner')));
-    const waiting = new Savedq(resolveConfig({ dataDir: held, cacheFile: join(dir, 'held.sqlite'), lockWait: '1.5', timeout: '0.5' }, {}));
+    const waiting = libraryOf({ dataDir: held, cacheFile: join(dir, 'held.sqlite'), lockWait: '1.5', timeout: '0.5' });
     const s = await startServer(waiting, { host: '127.0.0.1', port: 0, apiKeys: KEYS, timeoutSeconds: 0.5, warmEveryMs: 0, version: 't', log: logInto() });
     try {
       const res = await fetch(`${s.url}/api/endpoints/query/logs.all?project=p`, { headers: { 'X-API-KEY': KEYS[0] as string } });

@@ -3,10 +3,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resolveConfig } from '../src/config.js';
 import { startServer } from '../src/http/server.js';
-import { Savedq } from '../src/library.js';
-import { cli, eventually, tempDir, logInto } from './helpers.js';
+import { cli, eventually, tempDir, logInto, libraryOf, LONG_TEST_MS } from './helpers.js';
 import { has } from './system.js';
 
 // A real ClickHouse server, Debian's clickhouse-server (18.16, installed by .ci/run): too old to run
@@ -54,7 +52,7 @@ const env = { SAVEDQ_DATA_DIR: join(dir, 'unused'), SAVEDQ_CACHE_FILE: join(dir,
 describe.runIf(has.clickhouseServer)("Debian's clickhouse-server", () => {
   beforeAll(async () => {
     await startClickHouse();
-  }, 90_000);
+  }, LONG_TEST_MS);
   afterAll(() => {
     server?.kill('SIGCONT');
     server?.kill('SIGKILL');
@@ -80,7 +78,7 @@ describe.runIf(has.clickhouseServer)("Debian's clickhouse-server", () => {
     });
 
     it('over HTTP: 502 saying the credentials were refused, with no address, user or password; the log has the whole message', async () => {
-      const lib = new Savedq(resolveConfig({ url: url('tester', 'nope-nope'), cacheFile: env.SAVEDQ_CACHE_FILE }, {}));
+      const lib = libraryOf({ url: url('tester', 'nope-nope'), cacheFile: env.SAVEDQ_CACHE_FILE });
       const logged: string[] = [];
       const s = await startServer(lib, { host: '127.0.0.1', port: 0, apiKeys: ['k'], timeoutSeconds: 30, warmEveryMs: 0, version: 't', log: logInto(logged) });
       const res = await fetch(`${s.url}/api/endpoints/query/logs.all?project=x`, { headers: { 'X-API-KEY': 'k' } });
@@ -120,6 +118,6 @@ describe.runIf(has.clickhouseServer)("Debian's clickhouse-server", () => {
       // And once it is gone entirely: refused.
       const gone = await cli(['run', 'logs.all', '-p', 'project=x'], { env: { ...env, SAVEDQ_CLICKHOUSE_URL: url() } });
       expect(gone.stderr).toMatch(/connection refused\.\n$/);
-    }, 60_000);
+    });
   });
 });

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { binPath, cli, engineQueue, eventually, NO_CONFIG, startServe, tempDir, type ServeProcess } from './helpers.js';
+import { binPath, cli, engineQueue, eventually, NO_CONFIG, startServe, tempDir, type ServeProcess, LONG_TEST_MS, EVENT_DEADLINE_MS } from './helpers.js';
 import { has } from './system.js';
 
 // One engine per data directory: while `savedq serve` runs it owns the embedded engine and every other
@@ -123,7 +123,7 @@ describe('a running serve shares its engine', () => {
 
     server.child.kill('SIGTERM');
     expect(await server.exited).toBe(0);
-  }, 120_000);
+  }, LONG_TEST_MS);
 
   it('a load through serve interrupted with Ctrl-C, then run again, stores every row once', async () => {
     const server = await serve();
@@ -144,7 +144,7 @@ describe('a running serve shares its engine', () => {
     expect(await rowsOf('interrupted-load')).toEqual({ n: 300_000, ids: 300_000 });
     server.child.kill('SIGTERM');
     expect(await server.exited).toBe(0);
-  }, 120_000);
+  }, LONG_TEST_MS);
 
   it('a serve killed under a request leaves the client a clear error (exit 1) at once; the next command opens the engine itself', async () => {
     const server = await serve();
@@ -161,7 +161,7 @@ describe('a running serve shares its engine', () => {
     const next = Date.now();
     expect(await rowsOf('shared-load')).toEqual({ n: 60_000, ids: 60_000 });
     expect(Date.now() - next).toBeLessThan(5_000);
-  }, 60_000);
+  });
 
   it('a serve killed under a load sent to it: the load exits 1 at once; run again without serve, every row is stored once', async () => {
     const server = await serve();
@@ -178,7 +178,7 @@ describe('a running serve shares its engine', () => {
     const again = await cli(['load', 'edge_logs', file, '--batch-mb', '1'], { env });
     expect(again.code, again.stderr).toBe(0);
     expect(await rowsOf('orphaned-load')).toEqual({ n: 300_000, ids: 300_000 });
-  }, 120_000);
+  }, LONG_TEST_MS);
 
   it('a command waiting for the directory beside a socket no one answers waits without spinning, then names the holder', async () => {
     // A load holds the directory, reading a pipe that stays quiet; beside it, a socket a killed serve left.
@@ -192,7 +192,7 @@ describe('a running serve shares its engine', () => {
     const waited = spawnSync('bash', ['--norc', '--noprofile', '-c', `TIMEFORMAT='cpu %U %S'; time ${process.execPath} ${binPath} run logs.all -p project=acme-shop --no-cache --lock-wait 6`], {
       env: { PATH: process.env.PATH ?? '', XDG_CONFIG_HOME: NO_CONFIG, ...env },
       encoding: 'utf8',
-      timeout: 30_000, // it used to spin for good, past its lock wait
+      timeout: EVENT_DEADLINE_MS, // it used to spin for good, past its lock wait
     });
     expect(waited.stderr).toMatch(new RegExp(`^savedq: data directory .* is in use by process ${holder.pid} .*; gave up after 6 s \\(see --lock-wait\\)\\.\n`));
     // Spinning, it burnt a core for the whole 6 s (connecting to the dead socket over and over); waiting,
@@ -201,7 +201,7 @@ describe('a running serve shares its engine', () => {
     expect((user ?? 99) + (sys ?? 99)).toBeLessThan(3);
     holder.kill('SIGINT');
     expect(await exited).toBe(130);
-  }, 60_000);
+  });
 
   it('a query whose HTTP client went away while it waited its turn is not run; the log says 499', async () => {
     const server = await serve();
@@ -224,7 +224,7 @@ describe('a running serve shares its engine', () => {
     const again = await get('nap.again');
     expect(again.status).toBe(200);
     expect(await again.json()).toEqual({ result: [{ again: 0 }, { again: 0 }, { again: 0 }, { again: 0 }] });
-  }, 60_000);
+  });
 
   it('a query whose process was killed while it waited its turn in serve is not run', async () => {
     const server = await serve();
@@ -238,7 +238,7 @@ describe('a running serve shares its engine', () => {
     const quick = await cli(['run', 'rows.of', '-p', 'p=acme-shop', '--no-cache'], { env });
     expect(quick.code, quick.stderr).toBe(0);
     expect((await engineQueue(server.url)).dropped).toBe(1);
-  }, 60_000);
+  });
 
   it('a second serve on the directory says at once that one already serves it (exit 1), and the first keeps serving', async () => {
     const server = await serve();
@@ -253,7 +253,7 @@ describe('a running serve shares its engine', () => {
     expect(await rowsOf('shared-load')).toEqual({ n: 60_000, ids: 60_000 });
     server.child.kill('SIGTERM');
     expect(await server.exited).toBe(0);
-  }, 60_000);
+  });
 
   it('shares a data directory whose socket path is too long for a socket address, from inside it', async () => {
     const parent = join(dir, 'a'.repeat(60), 'b'.repeat(40));
@@ -270,7 +270,7 @@ describe('a running serve shares its engine', () => {
     // Nothing was made beside the data directory (Node would have bound a cut-short path there).
     expect(readdirSync(parent)).toEqual(['data']);
     expect(existsSync(join(deep.SAVEDQ_DATA_DIR, 'savedq.sock'))).toBe(false);
-  }, 60_000);
+  });
 
   it.runIf(has.root)('refuses the socket to another user', () => {
     const open = join(dir, 'open');
@@ -278,9 +278,9 @@ describe('a running serve shares its engine', () => {
     // Directories anyone may pass through, so that only the socket's own permission stands in the way.
     for (const d of [dir, open]) chmodSync(d, 0o755);
     const data = join(open, 'data');
-    const server = spawnSync('sh', ['-c', `SAVEDQ_API_KEYS=k SAVEDQ_DATA_DIR=${data} XDG_CONFIG_HOME=${NO_CONFIG} timeout 30 ${process.execPath} ${binPath} serve --port 0 & for i in $(seq 100); do [ -S ${data}/savedq.sock ] && break; sleep 0.2; done; ls -l ${data}/savedq.sock; setpriv --reuid=nobody --regid=nogroup --clear-groups ${process.execPath} -e "require('net').connect('${data}/savedq.sock').on('connect', () => { console.log('CONNECTED'); process.exit(0); }).on('error', (e) => { console.log(e.code); process.exit(0); })"; kill %1`], { encoding: 'utf8', timeout: 30_000 });
+    const server = spawnSync('sh', ['-c', `SAVEDQ_API_KEYS=k SAVEDQ_DATA_DIR=${data} XDG_CONFIG_HOME=${NO_CONFIG} timeout 30 ${process.execPath} ${binPath} serve --port 0 & for i in $(seq 100); do [ -S ${data}/savedq.sock ] && break; sleep 0.2; done; ls -l ${data}/savedq.sock; setpriv --reuid=nobody --regid=nogroup --clear-groups ${process.execPath} -e "require('net').connect('${data}/savedq.sock').on('connect', () => { console.log('CONNECTED'); process.exit(0); }).on('error', (e) => { console.log(e.code); process.exit(0); })"; kill %1`], { encoding: 'utf8', timeout: EVENT_DEADLINE_MS });
     expect(server.stdout).toMatch(/^srw------- /m);
     expect(server.stdout).toMatch(/^EACCES$/m);
     expect(server.stdout).not.toContain('CONNECTED');
-  }, 40_000);
+  }, LONG_TEST_MS);
 });

@@ -7,7 +7,7 @@ import { resolveColor as useColor, SETTINGS, type Setting } from '../src/config.
 import { render } from '../src/output/index.js';
 import { examplesDir } from '../src/package.js';
 import { schemaDdl } from '../src/warehouse/schema.js';
-import { binPath, captureIo, cli, endpoints, findEndpoint, NO_CONFIG, tempDir, testLibrary } from './helpers.js';
+import { binPath, captureIo, cli, endpoints, findEndpoint, NO_CONFIG, tempDir, testLibrary, EVENT_DEADLINE_MS } from './helpers.js';
 import { has } from './system.js';
 
 const lib = testLibrary();
@@ -207,7 +207,7 @@ describe.runIf(has.script)('tables and charts in a real terminal', () => {
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', XDG_CONFIG_HOME: NO_CONFIG, ...termEnv },
       stdio: ['ignore', 'pipe', 'pipe'],
       encoding: 'utf8',
-      timeout: 30_000,
+      timeout: EVENT_DEADLINE_MS,
     });
     expect(shown.status, shown.stderr).toBe(0);
     const text = shown.stdout.replace(/\r/g, '');
@@ -267,7 +267,7 @@ describe.runIf(has.script)('tables and charts in a real terminal', () => {
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', XDG_CONFIG_HOME: NO_CONFIG, ...termEnv },
       stdio: ['ignore', 'pipe', 'pipe'],
       encoding: 'utf8',
-      timeout: 30_000,
+      timeout: EVENT_DEADLINE_MS,
     });
     expect(piped.status, piped.stderr).toBe(0);
     expect(piped.stdout).not.toContain('from cache');

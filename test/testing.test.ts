@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { XMLParser } from 'fast-xml-parser';
 import { describe, expect, it } from 'vitest';
 import { examplesDir } from '../src/package.js';
-import { cli, tempDir } from './helpers.js';
+import { cli, tempDir, LONG_TEST_MS } from './helpers.js';
 
 // `savedq test` through the built CLI, on real fixtures: each test file on a warehouse of its own in an
 // embedded engine on a temporary data directory, never the user's.
@@ -219,7 +219,7 @@ cases:
     expect(out).toMatch(/^error +.*broken\/f\.test\.yaml:5: the load refuses this event of the edge_logs fixture: missing project\.$/m);
     expect(out).toMatch(/^ok +g {2}runs/m);
     expect(r.stderr).toMatch(/savedq: test: 1 passed, 6 broken files/);
-  }, 120_000);
+  }, LONG_TEST_MS);
 
   it('rewrites only the failing expectations with --update, keeping comments, order and the other cases', async () => {
     const before = `# The errors of p1.

@@ -6,10 +6,9 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { checkCommand } from '../src/commands/check.js';
 import { DefinitionError, InputError } from '../src/errors.js';
 import { startServer, type RunningServer } from '../src/http/server.js';
-import { Savedq } from '../src/library.js';
 import { builtinQueriesDir } from '../src/package.js';
 import { QueryCatalog } from '../src/queries/catalog.js';
-import { AT, atOffset, captureIo, DAY, HOUR, load, MINUTE, tempDir, testLibrary, logInto } from './helpers.js';
+import { AT, atOffset, captureIo, DAY, HOUR, load, MINUTE, tempDir, testLibrary, logInto, libraryOf, EVENT_DEADLINE_MS } from './helpers.js';
 
 /** The example queries savedq ships (sql/examples), run here like a user's own. */
 const examples = fileURLToPath(new URL('../sql/examples/', import.meta.url));
@@ -211,7 +210,7 @@ describe('the cache and an edited query', () => {
     const after = await lib.run(call);
     expect(after).toMatchObject({ cache: 'miss', rows: [{ version: 2 }] });
     // Seen 400 s later, both results are old enough to warm, but only the one of today's text is.
-    const later = new Savedq(lib.config, { clock: () => Date.now() + 400_000 });
+    const later = libraryOf(lib.config, { clock: () => Date.now() + 400_000 });
     const stored = (await later.cache.entries()).filter((e) => e.call.query === after.query.id);
     expect(stored).toHaveLength(2);
     const due = (await later.dueForWarming()).filter((e) => e.call.query === after.query.id);
@@ -228,7 +227,7 @@ describe('savedq check', () => {
     writeFileSync(join(dir, 'typo.sql'), '/*\ndescription: a column that is not there\n*/\nSELECT project,\n  stauts_code\nFROM edge_logs\n');
     writeFileSync(join(dir, 'syntax.sql'), '/*\nparams:\n  p: { type: string }\n*/\nSELECT 1\nFROM edge_logs\nWHERE project = @p AND AND 1\n');
     writeFileSync(join(dir, 'header.sql'), '/*\nparams:\n  p: { type: strnig }\n*/\nSELECT @p\n');
-    const team = new Savedq(lib.config, { queries: new QueryCatalog({ builtin: builtinQueriesDir, user: [dir] }) });
+    const team = libraryOf(lib.config, { queries: new QueryCatalog({ builtin: builtinQueriesDir, user: [dir] }) });
     const io = captureIo();
     await expect(checkCommand(team, {}, io)).rejects.toThrow(new DefinitionError('check: 4 ok, 3 broken.'));
     const out = io.out();
@@ -254,7 +253,7 @@ describe('a user query over HTTP', () => {
       // No telemetry, no update check: tests talk to 127.0.0.1 only.
       env: { PATH: process.env.PATH ?? '', HOME: tempDir(), REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
       encoding: 'utf8',
-      timeout: 60_000,
+      timeout: EVENT_DEADLINE_MS,
     });
     const report = JSON.parse(lint.stdout) as { totals: object; problems: { ruleId: string; message: string }[] };
     expect(report.problems.map((p) => `${p.ruleId}: ${p.message}`)).toEqual([]);
@@ -271,7 +270,7 @@ describe('a user query over HTTP', () => {
     const lint = spawnSync(spectral, ['lint', file, '--ruleset', join(dir, '.spectral.yaml'), '--format', 'json', '--fail-severity', 'hint', '--quiet'], {
       env: { PATH: process.env.PATH ?? '', HOME: dir },
       encoding: 'utf8',
-      timeout: 60_000,
+      timeout: EVENT_DEADLINE_MS,
     });
     const results = JSON.parse(lint.stdout || '[]') as { code: string; message: string; path: string[] }[];
     expect(results.map((r) => `${r.code}: ${r.message} (${r.path.join('.')})`)).toEqual([]);
