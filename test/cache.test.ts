@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { WarehouseError } from '../src/errors.js';
 import { Savedq } from '../src/library.js';
+import { RecentResults } from '../src/cache/recent.js';
 import { AT, load, tempDir, testLibrary, libraryOf } from './helpers.js';
 
 let now = Date.parse(AT);
@@ -253,5 +254,20 @@ describe('the cache stays bounded', () => {
     const all = await other.warm();
     expect(all.map((o) => o.call.params.project)).toEqual(['w3', 'w2', 'w1']);
     await other.close();
+  });
+});
+
+describe("what a process served a moment ago", () => {
+  it('is trusted for a moment from when it was read, however often it is served meanwhile, so a result another process stored is read again', () => {
+    const recent = new RecentResults();
+    const stored = { rows: [], computedAt: 0 };
+    recent.served('k', stored, 1_000);
+    // Served from memory every 100 ms: its served record is written when due, never its trust renewed.
+    for (let now = 1_000; now < 3_000; now += 100) {
+      const entry = recent.get('k', now);
+      expect(entry?.result, `at ${now}`).toBe(stored);
+      if (entry) recent.due(entry, now);
+    }
+    expect(recent.get('k', 3_000)).toBeUndefined();
   });
 });

@@ -14,18 +14,33 @@ const SERVED_EVERY_MS = 30_000;
  * RECENT_MS, and when the call was last recorded as served, which a busy server does at most every
  * SERVED_EVERY_MS per call.
  */
-export class RecentResults {
-  readonly #recent = new Map<string, { result: CachedResult; seenAt: number; markedAt: number }>();
+/** A result this process served lately, and when its served record was last written. */
+export interface RecentResult {
+  readonly result: CachedResult;
+  /** When the result was read from the cache file or computed: it is trusted RECENT_MS from then. */
+  readonly seenAt: number;
+  markedAt: number;
+}
 
-  /** The result served for a key in the last moments, if any. */
-  get(key: string, now: number): CachedResult | undefined {
+export class RecentResults {
+  readonly #recent = new Map<string, RecentResult>();
+
+  /** The result served for a key in the last moments (read or computed less than RECENT_MS ago), if any. */
+  get(key: string, now: number): RecentResult | undefined {
     const recent = this.#recent.get(key);
-    return recent && now - recent.seenAt < RECENT_MS ? recent.result : undefined;
+    return recent && now - recent.seenAt < RECENT_MS ? recent : undefined;
+  }
+
+  /** Whether a recent result's served record is due to be written now; if so, it counts as written. */
+  due(recent: RecentResult, now: number): boolean {
+    if (now >= recent.markedAt && now - recent.markedAt < SERVED_EVERY_MS) return false;
+    recent.markedAt = now;
+    return true;
   }
 
   /**
-   * Remembers a result just served; whether the served record is due to be written (always when
-   * `force`: the caller that computed the result records it).
+   * Remembers a result just read from the cache file or computed; whether the served record is due to
+   * be written (always when `force`: the caller that computed the result records it).
    */
   served(key: string, result: CachedResult, now: number, force = false): boolean {
     const previous = this.#recent.get(key);

@@ -114,6 +114,43 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     return (await route.answer({ req, res, ctx, path, search, gone, credential })) ?? { what: route.label ?? path, cache: '-' };
   }
 
+  /** A request's metric and log line, once it is answered. */
+  function finish(req: IncomingMessage, ctx: RequestContext, started: number, what: string, cache: string, status: number): void {
+    const seconds = (performance.now() - started) / 1000;
+    // A query's name once it was found, else its route's: the label never takes what a client made up.
+    metrics.request(ctx.label ?? 'other', status, seconds, cache);
+    if (options.logRequests === false) return;
+    const caller = ctx.caller;
+    options.log.info(`${req.method} ${what} ${status} ${Math.round(seconds * 1000)}ms cache=${cache} caller=${caller ? caller.quoted : '-'} id=${ctx.id}`);
+  }
+
+  /** Browsers on other origins, when --cors-origin names some: their headers set, and a preflight answered (true). */
+  function answerCors(req: IncomingMessage, res: ServerResponse, ctx: RequestContext, started: number, cors: ReadonlySet<string>): boolean {
+    const origin = req.headers.origin;
+    const allowed = origin !== undefined && (cors.has('*') || cors.has(origin));
+    // What a page on another origin may send and read is its route's (a path no route takes: a query's).
+    const route = routeOf(pathOf(req.url ?? '/'));
+    if (allowed) {
+      const extra = route?.cors?.exposeHeaders;
+      res.setHeader('Access-Control-Allow-Origin', origin);
+      res.setHeader('Vary', 'Origin');
+      res.setHeader('Access-Control-Expose-Headers', extra ? `${EXPOSED_HEADERS}, ${extra}` : EXPOSED_HEADERS);
+    }
+    if (req.method !== 'OPTIONS') return false;
+    res.setHeader('X-Request-Id', ctx.id);
+    ctx.label = 'preflight';
+    if (allowed) {
+      res.writeHead(204, {
+        'Access-Control-Allow-Methods': (route?.methods ?? READ_METHODS).join(', '),
+        'Access-Control-Allow-Headers': `Authorization, X-API-KEY, Cache-Control${route?.cors ? `, ${route.cors.allowHeaders}` : ''}`,
+        'Access-Control-Max-Age': '600',
+      });
+      res.end();
+    } else send(res, 403, errorBody('forbidden', 'this origin may not call this server (see --cors-origin).'));
+    finish(req, ctx, started, 'preflight', '-', res.statusCode);
+    return true;
+  }
+
   /** One request: its id, CORS, the fast path, else its route; its metric and log line whatever the answer. */
   function onRequest(req: IncomingMessage, res: ServerResponse): void {
     const started = performance.now();
@@ -121,44 +158,10 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     const given = req.headers['x-request-id'];
     const requestId = typeof given === 'string' && REQUEST_ID.test(given) ? given : `${idPrefix}${(requestCount += 1).toString(36)}`;
     const ctx: RequestContext = { id: requestId, caller: undefined, label: undefined };
-    const done = (what: string, cache: string, status = res.statusCode) => {
-      // A query's name once it was found, else its route's: the label never takes what a client made up.
-      const label = ctx.label ?? 'other';
-      metrics.request(label, status, (performance.now() - started) / 1000, cache);
-      if (options.logRequests === false) return;
-      const ms = Math.round(performance.now() - started);
-      const caller = ctx.caller;
-      options.log.info(`${req.method} ${what} ${status} ${ms}ms cache=${cache} caller=${caller ? caller.quoted : '-'} id=${requestId}`);
-    };
-    // Browsers on other origins: CORS only for the origins --cors-origin names.
-    const origin = req.headers.origin;
-    const allowed = origin !== undefined && cors !== undefined && (cors.has('*') || cors.has(origin));
-    // What a page on another origin may send and read is its route's (a path no route takes: a query's).
-    const corsOf = () => (cors === undefined ? undefined : routeOf(pathOf(req.url ?? '/')));
-    if (allowed) {
-      const extra = corsOf()?.cors?.exposeHeaders;
-      res.setHeader('Access-Control-Allow-Origin', origin);
-      res.setHeader('Vary', 'Origin');
-      res.setHeader('Access-Control-Expose-Headers', extra ? `${EXPOSED_HEADERS}, ${extra}` : EXPOSED_HEADERS);
-    }
-    if (req.method === 'OPTIONS' && cors !== undefined) {
-      res.setHeader('X-Request-Id', requestId);
-      ctx.label = 'preflight';
-      if (allowed) {
-        const route = corsOf();
-        res.writeHead(204, {
-          'Access-Control-Allow-Methods': (route?.methods ?? READ_METHODS).join(', '),
-          'Access-Control-Allow-Headers': `Authorization, X-API-KEY, Cache-Control${route?.cors ? `, ${route.cors.allowHeaders}` : ''}`,
-          'Access-Control-Max-Age': '600',
-        });
-        res.end();
-      } else send(res, 403, errorBody('forbidden', 'this origin may not call this server (see --cors-origin).'));
-      done('preflight', '-');
-      return;
-    }
+    if (cors !== undefined && answerCors(req, res, ctx, started, cors)) return;
     const quick = routes.query.answerAtOnce(req, res, ctx);
     if (quick) {
-      done(quick.what, quick.cache);
+      finish(req, ctx, started, quick.what, quick.cache, 200);
       return;
     }
     // Answers other than a query's rows (reply's) are sent with the headers set so far: the id too.
@@ -179,7 +182,7 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
           what = path.startsWith(QUERY_PREFIX) ? path.slice(QUERY_PREFIX.length, QUERY_PREFIX.length + 64) : path.slice(0, 64);
         }
         // 499, as nginx logs it: the client closed the connection before the answer.
-        done(what, cache, gone.signal.aborted ? 499 : res.statusCode);
+        finish(req, ctx, started, what, cache, gone.signal.aborted ? 499 : res.statusCode);
         inFlight -= 1;
         if (inFlight === 0) drained?.();
       });
