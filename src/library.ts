@@ -3,6 +3,7 @@ import { ResultsCache, type CachedCall, type CacheEntry } from './cache/index.js
 import { SqliteStore } from './cache/store.js';
 import { prepareCall, type CallRequest, type PreparedCall } from './calls/prepare.js';
 import { CallRunner, type CacheMode, type Clock, type RunResult } from './calls/runner.js';
+import { CallExecutor } from './calls/execute.js';
 import { FairTurns } from './calls/turns.js';
 import { cachedCallViews, dueForWarming, warm, type CachedCallView, type WarmingParts, type WarmOutcome } from './calls/warming.js';
 import type { Config } from './config.js';
@@ -15,7 +16,6 @@ import { fileMemo, memoryMemo, pruneMemo } from './queries/memo.js';
 import type { PatternMemo } from './queries/params.js';
 import type { SavedQuery } from './queries/types.js';
 import { SILENT, type Reporter } from './report.js';
-import { microsFromDate } from './time.js';
 import type { CheckedTestFile, FileResult, TestOptions } from './testing/index.js';
 import type { Warehouse } from './warehouse/index.js';
 import { GenerationWatch, newGeneration, readGeneration } from './warehouse/generation.js';
@@ -80,6 +80,8 @@ export class Savedq {
   #reported: QueryCatalog | undefined;
 
   #closed: Promise<void> | undefined;
+  /** What runs calls on the warehouse below the cache (calls/execute.ts). */
+  readonly executor: CallExecutor;
   constructor(config: Config, options: LibraryOptions = {}) {
     this.config = config;
     this.clock = options.clock ?? Date.now;
@@ -92,7 +94,15 @@ export class Savedq {
     this.#catalog = options.queries ?? new QueryCatalog({ builtin: builtinQueriesDir, user: config.queryFolders }, this.#memo);
     this.#warehouse = new WarehouseHandle(config, { owns: options.ownsEngine === true, signal: options.signal, reporter: this.#reporter });
     this.#generationWatch = options.ownsEngine === true ? new GenerationWatch(config.dataDir) : undefined;
-    this.#runner = new CallRunner(this.cache, (call, gone, caller) => this.#turns.run(caller, () => this.execute(call, gone), gone), () => this.clock());
+    this.executor = new CallExecutor({
+      warehouse: () => this.#warehouse.open(),
+      source: config.source,
+      timeoutSeconds: config.queryTimeoutSeconds,
+      clock: () => this.clock(),
+      memo: this.#memo,
+      turns: this.#turns,
+    });
+    this.#runner = new CallRunner(this.cache, this.executor, () => this.clock());
   }
 
   /** What the catalog remembers, and the patterns that compiled: files beside the cache file (queries/memo.ts). */
@@ -206,62 +216,14 @@ export class Savedq {
     return this.#warehouse.open();
   }
 
-  /**
-   * Runs a prepared call on the warehouse, bypassing the cache. Its time limit is the engine's: it
-   * counts from when the query starts, never while the data directory is awaited, which is bounded on
-   * its own (a busy directory is a BusyError).
-   */
-  async execute(call: PreparedCall, signal?: AbortSignal): Promise<RunResult> {
-    // The runner (and the warehouse client's types) is only needed when a query really runs: not on a hit.
-    const { executeQuery } = await import('./queries/run.js');
-    const warehouse = await this.warehouse();
-    const refused = await this.#refusal(call.query, warehouse);
-    if (refused) throw refused;
-    const startedAt = this.clock();
-    const { rows, truncated } = await executeQuery(warehouse, call.query, call.params, {
-      now: call.at ?? microsFromDate(startedAt),
-      timeoutSeconds: this.config.queryTimeoutSeconds,
-      signal,
-    });
-    return { query: call.query, params: call.params, rows, truncated, cache: 'off', computedAt: startedAt };
-  }
-
-  /**
-   * Has the engine parse and plan a saved query with its parameters bound, without running it: its
-   * objection, at a line of the query's file, or undefined.
-   */
-  async explain(query: SavedQuery): Promise<{ line: number; message: string } | undefined> {
-    const { explainQuery } = await import('./queries/run.js');
-    return explainQuery(await this.warehouse(), query, microsFromDate(this.clock()));
-  }
-
-  /**
-   * The embedded engine's objection to a saved query's SQL, asked before the query is first trusted to
-   * run (parsed and planned with its parameters bound, not run): a definition error naming the file and
-   * the line, or undefined. The engine is as new as savedq, so what it refuses is the definition's
-   * mistake (a server may be older: there a refusal is the run's). A text the engine took is
-   * remembered by its digest, so this costs one statement a definition, once.
-   */
-  async #refusal(query: SavedQuery, warehouse: Warehouse): Promise<DefinitionError | undefined> {
-    if (!warehouse.embedded) return undefined;
-    const taken = `engine-took:${this.config.source}:${query.digest}`;
-    if (await this.#memo.get(taken)) return undefined;
-    const { explainQuery, refusedDefinition } = await import('./queries/run.js');
-    const objection = await explainQuery(warehouse, query, microsFromDate(this.clock()));
-    if (objection) return refusedDefinition(query, objection);
-    await this.#memo.set(taken, true);
-    return undefined;
+  /** The engine's objection to a saved query (parsed and planned, not run), at a line of its file, or undefined. */
+  explain(query: SavedQuery): Promise<{ line: number; message: string } | undefined> {
+    return this.executor.explain(query);
   }
 
   /** The engine's objections to a set of saved queries (serve, at start and on SIGHUP): one error a refused query. */
-  async refusals(queries: readonly SavedQuery[]): Promise<DefinitionError[]> {
-    const warehouse = await this.warehouse();
-    const refused: DefinitionError[] = [];
-    for (const query of queries) {
-      const error = await this.#refusal(query, warehouse);
-      if (error) refused.push(error);
-    }
-    return refused;
+  refusals(queries: readonly SavedQuery[]): Promise<DefinitionError[]> {
+    return this.executor.refusals(queries);
   }
 
   #warming(): WarmingParts {

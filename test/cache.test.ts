@@ -22,7 +22,7 @@ const counts = (project: string, cache: 'use' | 'bypass' | 'refresh' = 'use', ex
 /** Another library on the same data directory and cache file whose warehouse must not be asked: it can only answer from the cache. */
 function cacheOnlyLibrary(): Savedq {
   const other = libraryOf(lib.config, { clock: () => now });
-  vi.spyOn(other, 'execute').mockRejectedValue(new WarehouseError('the warehouse was asked.'));
+  vi.spyOn(other.executor, 'execute').mockRejectedValue(new WarehouseError('the warehouse was asked.'));
   return other;
 }
 
@@ -79,7 +79,7 @@ describe('results cache', () => {
   });
 
   it('runs a call once when an identical call read the cache just before the first stored its result', async () => {
-    const execute = vi.spyOn(lib, 'execute');
+    const execute = vi.spyOn(lib.executor, 'execute');
     const get = lib.cache.get.bind(lib.cache);
     let first: Promise<unknown> | undefined;
     // The second lookup reads the cache at once but answers only when the first call is done.
@@ -128,8 +128,8 @@ describe('results cache', () => {
     await counts('fails-to-warm');
     await counts('warms-fine');
     now += 300 * SECOND;
-    const original = lib.execute.bind(lib);
-    const execute = vi.spyOn(lib, 'execute').mockImplementation(async (call, signal) => {
+    const original = lib.executor.execute.bind(lib.executor);
+    const execute = vi.spyOn(lib.executor, 'execute').mockImplementation(async (call, signal) => {
       if (call.params.project === 'fails-to-warm') throw new WarehouseError('the warehouse failed.');
       return original(call, signal);
     });
@@ -145,7 +145,7 @@ describe('a result belongs to its source', () => {
   it('a data directory of its own does not answer with another directory’s rows: it runs the query on its own data', async () => {
     await counts('source-a');
     const b = libraryOf({ dataDir: join(tempDir(), 'empty'), cacheFile }, { clock: () => now });
-    const execute = vi.spyOn(b, 'execute').mockImplementation(async (call) => ({ query: call.query, params: call.params, rows: [], truncated: false, cache: 'off', computedAt: now }));
+    const execute = vi.spyOn(b.executor, 'execute').mockImplementation(async (call) => ({ query: call.query, params: call.params, rows: [], truncated: false, cache: 'off', computedAt: now }));
     const answer = await b.run({ nameOrId: 'usage.api-counts', params: [['project', 'source-a'], ['interval', 'hourly']] });
     await b.close();
     expect(answer.cache).toBe('miss');

@@ -38,7 +38,7 @@ describe('identical calls that share one query', () => {
   it('records a miss that 40 identical requests shared as served once, not 40 times', async () => {
     // Prepared first, the 40 reach the cache at once (as serve's requests for one prepared call do).
     const call = await lib.prepare({ nameOrId: 'cached', params: [['p', 'forty']] });
-    const execute = vi.spyOn(lib, 'execute');
+    const execute = vi.spyOn(lib.executor, 'execute');
     const markServed = vi.spyOn(lib.cache, 'markServed');
     const answers = await Promise.all(Array.from({ length: 40 }, () => lib.runPrepared(call)));
     expect(new Set(answers.map((a) => a.cache))).toEqual(new Set(['miss']));
@@ -49,7 +49,7 @@ describe('identical calls that share one query', () => {
   });
 
   it('40 identical runs, each reading its definition in its own time, run the query once and record it once', async () => {
-    const execute = vi.spyOn(lib, 'execute');
+    const execute = vi.spyOn(lib.executor, 'execute');
     const markServed = vi.spyOn(lib.cache, 'markServed');
     const answers = await Promise.all(Array.from({ length: 40 }, () => lib.run({ nameOrId: 'cached', params: [['p', 'forty-late']] })));
     // One that finished reading its definition after the result was stored is a hit of that same result.

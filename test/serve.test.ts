@@ -156,7 +156,7 @@ describe('savedq serve', () => {
   });
 
   it('runs 40 identical concurrent requests as one query with one body', async () => {
-    const execute = vi.spyOn(lib, 'execute');
+    const execute = vi.spyOn(lib.executor, 'execute');
     const path = `/api/endpoints/query/usage.api-counts?project=${randomUUID()}&interval=daily`;
     const answers = await Promise.all(Array.from({ length: 40 }, () => get(path)));
     expect(execute).toHaveBeenCalledTimes(1);

@@ -30,11 +30,10 @@ export interface RunResult {
   readonly computedAt: number;
 }
 
-/**
- * Runs a prepared call on the warehouse, bypassing the cache, in the turn of the caller who started
- * it; told when every caller has gone.
- */
-export type Execute = (call: PreparedCall, gone: AbortSignal, caller: string) => Promise<RunResult>;
+/** What runs a call below the cache (calls/execute.ts's CallExecutor): in the caller's turn; told when every caller has gone. */
+export interface Executor {
+  inTurn(call: PreparedCall, gone: AbortSignal, caller: string): Promise<RunResult>;
+}
 
 const result = (call: PreparedCall, stored: CachedResult, cache: RunResult['cache']): RunResult => ({
   query: call.query,
@@ -52,7 +51,7 @@ const result = (call: PreparedCall, stored: CachedResult, cache: RunResult['cach
  */
 export class CallRunner {
   readonly #cache: ResultsCache;
-  readonly #execute: Execute;
+  readonly #executor: Executor;
   readonly #clock: Clock;
   readonly #recent = new RecentResults();
   /** Shared work, by cache key: runs that bypass the cache, cache lookups, and runs whose result is stored. */
@@ -60,9 +59,9 @@ export class CallRunner {
   readonly #lookups = new SharedWork<RunResult>();
   readonly #refreshes = new SharedWork<RunResult>();
 
-  constructor(cache: ResultsCache, execute: Execute, clock: Clock) {
+  constructor(cache: ResultsCache, executor: Executor, clock: Clock) {
     this.#cache = cache;
-    this.#execute = execute;
+    this.#executor = executor;
     this.#clock = clock;
   }
 
@@ -74,7 +73,7 @@ export class CallRunner {
   /** @param caller who asks (an API key, a token's name), for turns at the engine fair across callers. */
   async run(call: PreparedCall, mode: CacheMode, signal?: AbortSignal, caller = ''): Promise<RunResult> {
     if (call.query.cacheSeconds === 0 || mode === 'bypass') {
-      return this.#uncached.join(call.key, (gone) => this.#execute(call, gone, caller), signal).work;
+      return this.#uncached.join(call.key, (gone) => this.#executor.inTurn(call, gone, caller), signal).work;
     }
     if (mode === 'use') {
       const recent = this.answerRecent(call);
@@ -119,7 +118,7 @@ export class CallRunner {
     return this.#refreshes.join(
       call.key,
       async (gone) => {
-        const computed = await this.#execute(call, gone, caller);
+        const computed = await this.#executor.inTurn(call, gone, caller);
         await this.#cache.set(call.key, { rows: computed.rows, truncated: computed.truncated, computedAt: computed.computedAt });
         return { ...computed, cache: 'miss' as const };
       },

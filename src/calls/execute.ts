@@ -1,0 +1,92 @@
+import type { DefinitionError } from '../errors.js';
+import type { DefinitionMemo } from '../queries/catalog.js';
+import type { SavedQuery } from '../queries/types.js';
+import { microsFromDate } from '../time.js';
+import type { Warehouse } from '../warehouse/index.js';
+import type { PreparedCall } from './prepare.js';
+import type { Clock, RunResult } from './runner.js';
+import type { FairTurns } from './turns.js';
+
+/** What running calls on the warehouse takes: the warehouse (opened when first needed), and what the library decided of it. */
+export interface ExecutorParts {
+  readonly warehouse: () => Promise<Warehouse>;
+  /** The data source's name (Config.source): what the engine took is remembered for it. */
+  readonly source: string;
+  readonly timeoutSeconds: number;
+  readonly clock: Clock;
+  /** Remembers the definitions the engine took, by digest. */
+  readonly memo: DefinitionMemo;
+  /** Turns at the engine, fair across callers. */
+  readonly turns: FairTurns;
+}
+
+/**
+ * Runs prepared calls on the warehouse, below the cache: each in its caller's turn, a definition
+ * first checked by the embedded engine (once a digest), the query's time limit the engine's.
+ */
+export class CallExecutor {
+  constructor(private readonly parts: ExecutorParts) {}
+
+  /** Runs a call in its caller's turn at the engine; a call whose callers have all gone before its turn is not run. */
+  inTurn(call: PreparedCall, gone: AbortSignal, caller: string): Promise<RunResult> {
+    return this.parts.turns.run(caller, () => this.execute(call, gone), gone);
+  }
+
+  /**
+   * Runs a prepared call on the warehouse, bypassing the cache. Its time limit is the engine's: it
+   * counts from when the query starts, never while the data directory is awaited, which is bounded on
+   * its own (a busy directory is a BusyError).
+   */
+  async execute(call: PreparedCall, signal?: AbortSignal): Promise<RunResult> {
+    // The runner (and the warehouse client's types) is only needed when a query really runs: not on a hit.
+    const { executeQuery } = await import('../queries/run.js');
+    const warehouse = await this.parts.warehouse();
+    const refused = await this.refusal(call.query, warehouse);
+    if (refused) throw refused;
+    const startedAt = this.parts.clock();
+    const { rows, truncated } = await executeQuery(warehouse, call.query, call.params, {
+      now: call.at ?? microsFromDate(startedAt),
+      timeoutSeconds: this.parts.timeoutSeconds,
+      signal,
+    });
+    return { query: call.query, params: call.params, rows, truncated, cache: 'off', computedAt: startedAt };
+  }
+
+  /**
+   * Has the engine parse and plan a saved query with its parameters bound, without running it: its
+   * objection, at a line of the query's file, or undefined.
+   */
+  async explain(query: SavedQuery): Promise<{ line: number; message: string } | undefined> {
+    const { explainQuery } = await import('../queries/run.js');
+    return explainQuery(await this.parts.warehouse(), query, microsFromDate(this.parts.clock()));
+  }
+
+  /**
+   * The embedded engine's objection to a saved query's SQL, asked before the query is first trusted to
+   * run (parsed and planned with its parameters bound, not run): a definition error naming the file and
+   * the line, or undefined. The engine is as new as savedq, so what it refuses is the definition's
+   * mistake (a server may be older: there a refusal is the run's). A text the engine took is
+   * remembered by its digest, so this costs one statement a definition, once.
+   */
+  async refusal(query: SavedQuery, warehouse: Warehouse): Promise<DefinitionError | undefined> {
+    if (!warehouse.embedded) return undefined;
+    const taken = `engine-took:${this.parts.source}:${query.digest}`;
+    if (await this.parts.memo.get(taken)) return undefined;
+    const { explainQuery, refusedDefinition } = await import('../queries/run.js');
+    const objection = await explainQuery(warehouse, query, microsFromDate(this.parts.clock()));
+    if (objection) return refusedDefinition(query, objection);
+    await this.parts.memo.set(taken, true);
+    return undefined;
+  }
+
+  /** The engine's objections to a set of saved queries (serve, at start and on SIGHUP): one error a refused query. */
+  async refusals(queries: readonly SavedQuery[]): Promise<DefinitionError[]> {
+    const warehouse = await this.parts.warehouse();
+    const refused: DefinitionError[] = [];
+    for (const query of queries) {
+      const error = await this.refusal(query, warehouse);
+      if (error) refused.push(error);
+    }
+    return refused;
+  }
+}
