@@ -79,6 +79,7 @@ const program = withSettings(
   'lockWait',
   'timeout',
   'cacheMaxMb',
+  'sandboxMaxMemoryMb',
 )
   .option('--no-color', 'no colour, whatever the terminal')
   .option('--expanded', 'show table rows as records: one block of field/value lines each')
@@ -110,6 +111,7 @@ program
   .option('--no-cache', 'neither read nor write the results cache')
   .option('--refresh', 'run the query and replace the cached result')
   .option('--at <iso>', 'run the query as of this instant instead of now')
+  .option('--sql <select>', "your own SELECT over the query's answer, which it reads as the table result (queries with sandbox: true)")
   .addHelpText(
     'after',
     examples(
@@ -120,7 +122,7 @@ program
       'savedq run 0f4c6b2e-7f3a-4a51-9a8e-3d2b1c5e6f01 -p project=acme-shop --at 2026-11-21T12:00:00Z -f csv',
     ),
   )
-  .action(async (nameOrId: string, opts: { param?: string[]; format?: string; cache: boolean; refresh?: boolean; at?: string }, cmd: Command) => {
+  .action(async (nameOrId: string, opts: { param?: string[]; format?: string; cache: boolean; refresh?: boolean; at?: string; sql?: string }, cmd: Command) => {
     const flags = cmd.optsWithGlobals<GlobalFlags>();
     const { runCommand } = await import('./commands/run.js');
     await runCommand(
@@ -131,6 +133,7 @@ program
         params: opts.param ?? [],
         format: opts.format,
         at: opts.at,
+        sql: opts.sql,
         cache: !opts.cache ? 'bypass' : opts.refresh ? 'refresh' : 'use',
         signal: interrupt.signal,
       },
@@ -260,6 +263,7 @@ token
   .option('--fix-unanchored', 'allow a --fix pattern not anchored at the start (it matches anywhere)')
   .option('--ttl <duration>', 'how long it is valid: 90s, 15m, 12h, 30d (default 24h)')
   .option('--rps <n>', 'calls a second it may make')
+  .option('--sql', "it may send its own SQL over the answers of sandboxed queries (sandbox: true)")
   .option(SETTINGS.tokenSecretFile.flag, settingHelp(SETTINGS.tokenSecretFile))
   .addHelpText(
     'after',
@@ -268,7 +272,7 @@ token
       "curl -H \"Authorization: Bearer $TOKEN\" 'http://127.0.0.1:4000/api/endpoints/query/usage.api-counts?interval=daily'",
     ),
   )
-  .action(async (opts: { name: string; query?: string[]; fix?: string[]; fixUnanchored?: boolean; ttl?: string; rps?: string; tokenSecretFile?: string }, cmd: Command) => {
+  .action(async (opts: { name: string; query?: string[]; fix?: string[]; fixUnanchored?: boolean; ttl?: string; rps?: string; sql?: boolean; tokenSecretFile?: string }, cmd: Command) => {
     const flags = cmd.optsWithGlobals<GlobalFlags>();
     const { tokenCreateCommand } = await import('./commands/token.js');
     await tokenCreateCommand(lib(flags), { ...flags, ...opts, query: opts.query ?? [], fix: opts.fix ?? [] }, io);

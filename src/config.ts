@@ -37,6 +37,7 @@ export const SETTINGS = {
   lockWait: { flag: '--lock-wait <seconds>', env: 'SAVEDQ_LOCK_WAIT', default: '30', help: 'how long to wait for another process using the data directory' },
   timeout: { flag: '--timeout <seconds>', env: 'SAVEDQ_TIMEOUT', default: '30', help: 'per-query time limit' },
   cacheMaxMb: { flag: '--cache-max-mb <megabytes>', env: 'SAVEDQ_CACHE_MAX_MB', default: '512', help: 'the results cache stays within about this size; the least recently served go first' },
+  sandboxMaxMemoryMb: { flag: '--sandbox-max-memory-mb <megabytes>', env: 'SAVEDQ_SANDBOX_MAX_MEMORY_MB', default: '1024', help: "the memory a caller's own SQL over a sandboxed query's answer may take in the engine" },
   apiKeyFile: { flag: '--api-key-file <file>', env: 'SAVEDQ_API_KEYS', help: 'file of accepted API keys, one a line (the variable: comma-separated keys)' },
   maxConnections: { flag: '--max-connections <n>', env: 'SAVEDQ_MAX_CONNECTIONS', default: '1000', shown: '1000, capped by the open-file limit', help: 'HTTP connections open at once, at most; past it a new one is closed' },
   headerTimeout: { flag: '--header-timeout <seconds>', default: '10', help: "a request's headers must arrive within this" },
@@ -74,6 +75,8 @@ export interface Config {
   readonly queryTimeoutSeconds: number;
   /** The results cache stays within about this size: past it, the least recently served go first. */
   readonly cacheMaxBytes: number;
+  /** The memory a caller's SQL over a sandboxed query's answer may take (--sandbox-max-memory-mb), in bytes. */
+  readonly sandboxMaxMemoryBytes: number;
   /** The user's saved-query folders, in order (the built-ins ship with savedq). */
   readonly queryFolders: readonly string[];
   /** Where `savedq new` writes a definition: the first user folder, else the default one (made then). */
@@ -95,6 +98,7 @@ export interface ConfigFlags {
   lockWait?: string | undefined;
   timeout?: string | undefined;
   cacheMaxMb?: string | undefined;
+  sandboxMaxMemoryMb?: string | undefined;
   /** --queries, repeatable. */
   queries?: readonly string[] | undefined;
   passwordFile?: string | undefined;
@@ -162,6 +166,7 @@ export function resolveConfig(flags: ConfigFlags = {}, env: Env = process.env): 
     lockWaitMs: number(settingOf(SETTINGS.lockWait, flags.lockWait, env) ?? '', 'lock wait', { min: 0, max: 86_400, unit: 'seconds' }) * 1000,
     queryTimeoutSeconds: number(settingOf(SETTINGS.timeout, flags.timeout, env) ?? '', 'timeout', { min: 0.001, max: 86_400, unit: 'seconds' }),
     cacheMaxBytes: number(settingOf(SETTINGS.cacheMaxMb, flags.cacheMaxMb, env) ?? '', '--cache-max-mb', { min: 1, max: 1_048_576, unit: 'megabytes' }) * 2 ** 20,
+    sandboxMaxMemoryBytes: number(settingOf(SETTINGS.sandboxMaxMemoryMb, flags.sandboxMaxMemoryMb, env) ?? '', '--sandbox-max-memory-mb', { min: 16, max: 1_048_576, unit: 'megabytes' }) * 2 ** 20,
     ...queryFolders(flags.queries, env[SETTINGS.queries.env], join(configHome, 'savedq', 'queries')),
   };
 }

@@ -27,7 +27,24 @@ export class SavedqError extends Error {
 export class InputError extends SavedqError {
   override readonly exitCode = 2;
   override readonly httpStatus = 400;
-  override readonly code = 'bad_request';
+  override readonly code: string = 'bad_request';
+}
+
+/** SQL sent to a saved query that does not take it (no `sandbox: true` in its header). */
+export class SandboxDisabledError extends InputError {
+  override readonly code = 'sandbox_disabled';
+}
+
+/** A caller's SQL that reaches for something beyond the query's answer, or takes a form the sandbox refuses (CONTRACT §14). */
+export class SandboxRefusedError extends InputError {
+  override readonly code = 'sandbox_refused';
+  /** The saved query the SQL was sent to, once known (a metric's label). */
+  query: string | undefined;
+}
+
+/** A caller's SQL the engine could not parse or run over the query's answer (an unknown column, a type error). */
+export class BadSqlError extends InputError {
+  override readonly code = 'bad_sql';
 }
 
 /** A saved query, a table or an HTTP path that does not exist. */
@@ -175,4 +192,11 @@ export class PayloadTooLargeError extends SavedqError {
   override readonly exitCode = 2;
   override readonly httpStatus = 413;
   override readonly code = 'payload_too_large';
+}
+
+/** HTTP: a request body in a format the route does not read. */
+export class UnsupportedMediaTypeError extends SavedqError {
+  override readonly exitCode = 2;
+  override readonly httpStatus = 415;
+  override readonly code = 'unsupported_media_type';
 }

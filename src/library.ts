@@ -98,6 +98,7 @@ export class Savedq {
       warehouse: () => this.#warehouse.open(),
       source: config.source,
       timeoutSeconds: config.queryTimeoutSeconds,
+      sandboxMaxMemoryBytes: config.sandboxMaxMemoryBytes,
       clock: () => this.clock(),
       memo: this.#memo,
       turns: this.#turns,
@@ -152,7 +153,7 @@ export class Savedq {
   /** Checks a request against the saved queries, without running anything. */
   async prepare(request: CallRequest): Promise<PreparedCall> {
     try {
-      const call = await prepareCall(this.#catalog, { name: this.config.source, generation: this.generation() }, request, this.#patterns);
+      const call = await prepareCall(this.#catalog, { name: this.config.source, generation: this.generation() }, request, this.#patterns, (sql) => this.executor.checkSql(sql));
       this.#reportBroken();
       return call;
     } catch (err) {

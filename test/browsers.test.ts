@@ -49,8 +49,8 @@ describe('browsers on another origin', () => {
     expect(ok.status).toBe(204);
     expect(Object.fromEntries([...ok.headers].filter(([k]) => k.startsWith('access-control') || k === 'vary'))).toEqual({
       'access-control-allow-origin': pageOrigin,
-      'access-control-allow-methods': 'GET, HEAD',
-      'access-control-allow-headers': 'Authorization, X-API-KEY, Cache-Control',
+      'access-control-allow-methods': 'GET, HEAD, POST',
+      'access-control-allow-headers': 'Authorization, X-API-KEY, Cache-Control, Content-Type',
       'access-control-max-age': '600',
       'access-control-expose-headers': 'X-Cache, Age, X-Request-Id, Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset',
       vary: 'Origin',

@@ -134,8 +134,8 @@ describe('savedq serve', () => {
     expect((await get('/api/endpoints/query/logs.everything?project=x')).status).toBe(404);
     expect((await get('/api/endpoints/query/logs.everything')).body).toMatchObject({ error: { code: 'not_found' } });
     expect((await get('/nothing/here')).status).toBe(404);
-    const post = await get('/api/endpoints/query/logs.all?project=x', { 'X-API-KEY': KEYS[0] as string }, { method: 'POST' });
-    expect([post.status, post.headers.get('allow')]).toEqual([405, 'GET, HEAD']);
+    const put = await get('/api/endpoints/query/logs.all?project=x', { 'X-API-KEY': KEYS[0] as string }, { method: 'PUT' });
+    expect([put.status, put.headers.get('allow')]).toEqual([405, 'GET, HEAD, POST']);
     expect((await get(`/api/endpoints/query/logs.all?project=${'x'.repeat(9000)}`)).status).toBe(414);
     expect((await get('/health', { 'X-Big': 'y'.repeat(20_000) })).status).toBe(431);
   });

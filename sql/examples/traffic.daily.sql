@@ -22,6 +22,8 @@ fields:
   projects: { type: integer, description: Distinct projects among them. }
 cache: 900
 warm: 300
+# Callers may ask the answer their own question: --sql / ?sql= over the table result.
+sandbox: true
 */
 SELECT
     toDate(timestamp) AS day,

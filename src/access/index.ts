@@ -19,6 +19,8 @@ export interface Caller {
   readonly rps?: number;
   /** When a token stops being valid (seconds since the epoch). */
   readonly exp?: number;
+  /** A token made with --sql: it may send SQL to sandboxed queries (a key always may). */
+  readonly sql?: boolean;
 }
 
 /** How `serve` decides who may call what (README, "Handing serve to others"): decided here, for HTTP (and MCP). */
@@ -40,21 +42,23 @@ const REFUSED_FOR_MS = 10_000;
 /** What a caller may do with a query it may call: the parameters fixed for it. */
 export interface Grant {
   readonly fixed: Readonly<Record<string, string>>;
+  /** Whether the caller may send its own SQL over the query's answer, when the query is sandboxed. */
+  readonly sql: boolean;
 }
 
 /**
  * The one rule of who sees what: whether a caller may call a query, and with which parameters fixed.
  * An API key, and a local agent (no caller: `savedq mcp`), every query with none; a token, the queries
- * its scopes open, with the first matching scope's fixed parameters. HTTP's calls and MCP's tool list
- * both ask here.
+ * its scopes open, with the first matching scope's fixed parameters, and SQL of its own only when made
+ * with --sql. HTTP's calls and MCP's tool list both ask here.
  */
 export function grantOf(caller: Caller | undefined, query: Pick<SavedQuery, 'name' | 'id'>): Grant | undefined {
   if (caller === undefined || caller.kind === 'key') return NOTHING_FIXED;
   const scope = scopeOf(caller.scopes ?? [], query);
-  return scope ? { fixed: scope.fixed_params ?? {} } : undefined;
+  return scope ? { fixed: scope.fixed_params ?? {}, sql: caller.sql === true } : undefined;
 }
 
-const NOTHING_FIXED: Grant = { fixed: {} };
+const NOTHING_FIXED: Grant = { fixed: {}, sql: true };
 
 /** Decides who a request's credential is, what it may call, with which fixed parameters, and how often. */
 export class Access {
@@ -140,5 +144,5 @@ export class Access {
 
 function tokenCaller(claims: TokenClaims, rateLimit: number | undefined): Caller {
   const rps = claims.limits?.rps ?? rateLimit;
-  return { kind: 'token', name: claims.name, quoted: JSON.stringify(claims.name), scopes: claims.scopes, exp: claims.exp, ...(rps !== undefined ? { rps } : {}) };
+  return { kind: 'token', name: claims.name, quoted: JSON.stringify(claims.name), scopes: claims.scopes, exp: claims.exp, ...(rps !== undefined ? { rps } : {}), ...(claims.sql === true ? { sql: true } : {}) };
 }

@@ -23,6 +23,8 @@ export interface TokenClaims {
   readonly iat?: number;
   readonly scopes: readonly Scope[];
   readonly limits?: { readonly rps?: number };
+  /** The token may send its own SQL over a sandboxed query's answer (`token create --sql`). */
+  readonly sql?: boolean;
 }
 
 /** The secrets of the configuration as keys: the first signs, every one verifies (rotation without a gap). */
@@ -32,7 +34,8 @@ export function secretKeys(secrets: readonly string[]): Uint8Array[] {
 
 /** The claims of a payload, checked: an UnauthorizedError saying what is wrong. */
 function checkClaims(payload: Record<string, unknown>): TokenClaims {
-  const { name, exp, scopes, limits } = payload;
+  const { name, exp, scopes, limits, sql } = payload;
+  if (sql !== undefined && typeof sql !== 'boolean') throw new UnauthorizedError('the token has an sql claim that is not true or false.');
   if (typeof name !== 'string' || name.length < 1 || name.length > 128) throw new UnauthorizedError('the token has no name of 1 to 128 characters.');
   if (typeof exp !== 'number') throw new UnauthorizedError('the token has no expiry (exp).');
   if (!Array.isArray(scopes) || scopes.length === 0) throw new UnauthorizedError('the token has no scopes.');

@@ -24,6 +24,8 @@ export interface CachedCall {
   readonly at: string;
   /** The generation of the source's data it was computed on (warehouse/generation.ts); '' for none. */
   readonly generation?: string;
+  /** A caller's SQL over the answer, as the engine formats it (so spacing, case and comments make no new entry). */
+  readonly sql?: string;
 }
 
 /** A call that someone asked for: the warm set is made of these. */
@@ -48,10 +50,11 @@ const RETENTION_MS = 3_600_000;
 
 /**
  * The cache key of a call: the query's id and the digest of its definition, then its data source,
- * normalised parameters, --at and the data's generation as JSON. Kept as text rather than hashed: it is short and exact.
+ * normalised parameters, --at, the data's generation and a caller's SQL (when it sent some) as JSON. Kept as text rather than hashed: it is short and exact.
  */
 export function cacheKey(call: CachedCall): string {
-  return `${call.query}:${call.digest}:${JSON.stringify([call.source, Object.entries(call.params), call.at, call.generation ?? ''])}`;
+  const parts = [call.source, Object.entries(call.params), call.at, call.generation ?? ''];
+  return `${call.query}:${call.digest}:${JSON.stringify(call.sql === undefined ? parts : [...parts, call.sql])}`;
 }
 
 /** The results cache: results and served records (`result:` and `served:` keys) in the SQLite store. */

@@ -1,11 +1,14 @@
-import type { DefinitionError } from '../errors.js';
+import { InputError, type DefinitionError } from '../errors.js';
 import type { DefinitionMemo } from '../queries/catalog.js';
 import type { SavedQuery } from '../queries/types.js';
 import { microsFromDate } from '../time.js';
 import type { Warehouse } from '../warehouse/index.js';
 import type { PreparedCall } from './prepare.js';
-import type { Clock, RunResult } from './runner.js';
+import { fieldsOf, type Clock, type RunResult } from './runner.js';
 import type { FairTurns } from './turns.js';
+
+/** Texts of callers' SQL whose check is remembered. */
+const SQL_CHECKS_KEPT = 1_000;
 
 /** What running calls on the warehouse takes: the warehouse (opened when first needed), and what the library decided of it. */
 export interface ExecutorParts {
@@ -13,6 +16,8 @@ export interface ExecutorParts {
   /** The data source's name (Config.source): what the engine took is remembered for it. */
   readonly source: string;
   readonly timeoutSeconds: number;
+  /** The memory a caller's SQL over a sandboxed query's answer may take, in bytes. */
+  readonly sandboxMaxMemoryBytes: number;
   readonly clock: Clock;
   /** Remembers the definitions the engine took, by digest. */
   readonly memo: DefinitionMemo;
@@ -26,6 +31,30 @@ export interface ExecutorParts {
  */
 export class CallExecutor {
   constructor(private readonly parts: ExecutorParts) {}
+
+  /** Checked SQL by its text (refusals too): a text seen before costs no statement (at most SQL_CHECKS_KEPT). */
+  readonly #checked = new Map<string, Promise<string>>();
+
+  /**
+   * A caller's SQL over a sandboxed query's answer, checked on the engine's parse (sandbox/check.ts):
+   * the engine's spelling of it, or its refusal (SandboxRefusedError, BadSqlError).
+   */
+  checkSql(sql: string): Promise<string> {
+    let checked = this.#checked.get(sql);
+    if (!checked) {
+      checked = (async () => {
+        const { checkSandboxSql } = await import('../sandbox/check.js');
+        return (await checkSandboxSql(await this.parts.warehouse(), sql)).formatted;
+      })();
+      // What the engine could not be asked (busy, unreachable) is asked again next time.
+      checked.catch((err: unknown) => {
+        if (!(err instanceof InputError)) this.#checked.delete(sql);
+      });
+      if (this.#checked.size >= SQL_CHECKS_KEPT) this.#checked.delete(this.#checked.keys().next().value as string);
+      this.#checked.set(sql, checked);
+    }
+    return checked;
+  }
 
   /** Runs a call in its caller's turn at the engine; a call whose callers have all gone before its turn is not run. */
   inTurn(call: PreparedCall, gone: AbortSignal, caller: string): Promise<RunResult> {
@@ -48,8 +77,10 @@ export class CallExecutor {
       now: call.at ?? microsFromDate(startedAt),
       timeoutSeconds: this.parts.timeoutSeconds,
       signal,
+      sql: call.sql,
+      sandboxMaxMemoryBytes: this.parts.sandboxMaxMemoryBytes,
     });
-    return { query: call.query, params: call.params, rows, truncated, cache: 'off', computedAt: startedAt };
+    return { query: call.query, params: call.params, rows, fields: fieldsOf(call), truncated, cache: 'off', computedAt: startedAt };
   }
 
   /**

@@ -1,6 +1,7 @@
 import { cacheKey, type CachedCall } from '../cache/index.js';
 import { grantOf, withFixed, type Caller } from '../access/index.js';
-import { ForbiddenError, InputError } from '../errors.js';
+import { ForbiddenError, InputError, SandboxDisabledError, SandboxRefusedError } from '../errors.js';
+import { argumentsAsParams } from '../queries/arguments.js';
 import type { QueryCatalog } from '../queries/catalog.js';
 import { checkPatterns, normaliseParams, quoteValue, type PatternMemo, type RawParams } from '../queries/params.js';
 import type { NormalisedParams, SavedQuery } from '../queries/types.js';
@@ -11,6 +12,8 @@ export interface CallRequest {
   /** The saved query's name or id. */
   readonly nameOrId: string;
   readonly params: RawParams;
+  /** Parameters as JSON (an MCP tool call's arguments, a POST body's params), read once the query is found. */
+  readonly arguments?: Readonly<Record<string, unknown>> | undefined;
   /** The instant to run the query as of; absent: now. */
   readonly at?: AsOf;
   /**
@@ -18,6 +21,8 @@ export interface CallRequest {
    * queries its scopes open, with their fixed parameters. Absent: this machine's own user, every query.
    */
   readonly caller?: Caller | undefined;
+  /** The caller's own SELECT over the query's answer (a sandboxed query's: CONTRACT §14). */
+  readonly sql?: string | undefined;
 }
 
 /**
@@ -29,10 +34,15 @@ export interface PreparedCall {
   readonly params: NormalisedParams;
   /** The instant given with --at, or undefined for "the time the query runs". */
   readonly at: Micros | undefined;
+  /** The caller's SQL over the answer as the engine spells it, checked; absent: the query's own rows. */
+  readonly sql?: string | undefined;
   /** The call as the cache records it, and its key there. */
   readonly cached: CachedCall;
   readonly key: string;
 }
+
+/** Checks a caller's SQL on the engine's parse (sandbox/check.ts): the engine's spelling of it, or the refusal thrown. */
+export type SqlCheck = (sql: string) => Promise<string>;
 
 /** The data a call reads: its source (Config.source) and the generation of its data now. */
 export interface DataSource {
@@ -44,19 +54,36 @@ export interface DataSource {
  * Checks a request against the saved queries, for a data source (whose results, as of its data's
  * generation, the call's cache key names), without running anything: an unknown query is a
  * NotFoundError, one the caller may not call a ForbiddenError (as is a fixed parameter given another
- * value), a bad value an InputError, a broken definition a DefinitionError.
+ * value), a bad value an InputError, a broken definition a DefinitionError. A caller's SQL is checked
+ * (`checkSql`) after everything else: SQL for a query that is not sandboxed is a SandboxDisabledError,
+ * from a token made without --sql a ForbiddenError.
  */
-export async function prepareCall(catalog: QueryCatalog, source: DataSource, request: CallRequest, patterns?: PatternMemo): Promise<PreparedCall> {
+export async function prepareCall(catalog: QueryCatalog, source: DataSource, request: CallRequest, patterns?: PatternMemo, checkSql?: SqlCheck): Promise<PreparedCall> {
   const query = await catalog.find(request.nameOrId);
   const grant = grantOf(request.caller, query);
   if (!grant) throw new ForbiddenError(`the token does not open ${query.name}.`);
-  const params = normaliseParams(query, withFixed(request.params, grant.fixed));
+  if (request.sql !== undefined) {
+    if (!query.sandbox) throw new SandboxDisabledError(`${query.name} takes no SQL of yours: it is not sandboxed (its author may add sandbox: true to its header).`);
+    if (!grant.sql) throw new ForbiddenError('this token may not send SQL (it was made without --sql).');
+  }
+  const given = request.arguments === undefined ? request.params : [...request.params, ...argumentsAsParams(query, request.arguments)];
+  const params = normaliseParams(query, withFixed(given, grant.fixed));
   await checkPatterns(query, params, patterns);
   let at: Micros | undefined;
   if (request.at !== undefined) {
     at = parseIsoTimestamp(request.at);
     if (at === undefined) {
       throw new InputError(`invalid --at ${quoteValue(request.at)}: expected an ISO 8601 timestamp such as 2026-01-31T12:00:00Z.`);
+    }
+  }
+  let sql: string | undefined;
+  if (request.sql !== undefined) {
+    if (!checkSql) throw new SandboxDisabledError('this surface takes no SQL.');
+    try {
+      sql = await checkSql(request.sql);
+    } catch (err) {
+      // The check is remembered by text, its refusal too: each call's refusal names its own query.
+      throw err instanceof SandboxRefusedError ? Object.assign(new SandboxRefusedError(err.message), { query: query.name }) : err;
     }
   }
   const cached: CachedCall = {
@@ -66,6 +93,7 @@ export async function prepareCall(catalog: QueryCatalog, source: DataSource, req
     params,
     at: storedAsOf(at),
     ...(source.generation === '' ? {} : { generation: source.generation }),
+    ...(sql === undefined ? {} : { sql }),
   };
-  return { query, params, at, cached, key: cacheKey(cached) };
+  return { query, params, at, ...(sql === undefined ? {} : { sql }), cached, key: cacheKey(cached) };
 }

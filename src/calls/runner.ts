@@ -23,6 +23,8 @@ export interface RunResult {
   readonly query: SavedQuery;
   readonly params: NormalisedParams;
   readonly rows: Row[];
+  /** The rows' fields as the query documents them; none for a caller's own SQL, which chose them. */
+  readonly fields: SavedQuery['fields'];
   /** The query had more rows than its row limit: `rows` stop at it. */
   readonly truncated: boolean;
   readonly cache: CacheOutcome;
@@ -35,10 +37,14 @@ export interface Executor {
   inTurn(call: PreparedCall, gone: AbortSignal, caller: string): Promise<RunResult>;
 }
 
+/** The fields of a call's rows: its query's, unless a caller's SQL chose them. */
+export const fieldsOf = (call: PreparedCall): SavedQuery['fields'] => (call.sql === undefined ? call.query.fields : []);
+
 const result = (call: PreparedCall, stored: CachedResult, cache: RunResult['cache']): RunResult => ({
   query: call.query,
   params: call.params,
   rows: stored.rows,
+  fields: fieldsOf(call),
   truncated: stored.truncated ?? false,
   cache,
   computedAt: stored.computedAt,

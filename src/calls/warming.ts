@@ -25,6 +25,8 @@ export interface CachedCallView {
   readonly params: NormalisedParams;
   /** The --at instant, or null for "now" (AsOf as JSON shows it). */
   readonly at: string | null;
+  /** A caller's own SQL over the answer, as the engine spells it; absent for the query's own rows. */
+  readonly sql?: string;
   readonly ageSeconds: number | null;
   readonly servedSecondsAgo: number;
   /** Null when the result will never be served again: its definition has changed or gone. */
@@ -62,6 +64,7 @@ export async function dueForWarming({ catalog, source, generation, cache, clock 
   const onDataNow = (e: CacheEntry) => ((e.call.generation ?? '') === current ? 1 : 0);
   for (const entry of await cache.entries()) {
     if (entry.call.source !== source) continue; // another data directory's or server's, warmed by its own
+    if (entry.call.sql !== undefined) continue; // a caller's own SQL over an answer is never warmed (CONTRACT §14)
     const call = cacheKey({ ...entry.call, generation: current });
     const seen = calls.get(call);
     if (!seen) calls.set(call, { ...entry, older: [] });
@@ -147,6 +150,7 @@ export async function cachedCallViews({ catalog, source, generation, cache, cloc
       source: entry.call.source.replace(/^(embedded|server):/, ''),
       params: entry.call.params,
       at: asOfStored(entry.call.at) ?? null,
+      ...(entry.call.sql === undefined ? {} : { sql: entry.call.sql }),
       ageSeconds: age,
       servedSecondsAgo: Math.round((now - entry.servedAt) / 1000),
       expiresInSeconds: age === null || !current ? null : Math.max(0, current.cacheSeconds - age),

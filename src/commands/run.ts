@@ -13,6 +13,8 @@ export interface RunOptions extends CommonOptions {
   readonly format?: string | undefined;
   readonly cache?: CacheMode;
   readonly at?: AsOf;
+  /** Your own SELECT over the query's answer (`--sql`, a sandboxed query's). */
+  readonly sql?: string | undefined;
 }
 
 /** `savedq run`: runs a saved query and writes its rows to standard output. */
@@ -22,10 +24,11 @@ export async function runCommand(lib: Savedq, options: RunOptions, io: Io): Prom
     nameOrId: options.nameOrId,
     params: parsePairs(options.params),
     at: options.at,
+    sql: options.sql,
     cache: options.cache ?? 'use',
   });
   checkInterrupted(options.signal);
-  await writeRows(io, options, format, result.rows, result.query.fields);
+  await writeRows(io, options, format, result.rows, result.fields);
   if (result.cache === 'hit') {
     const age = Math.max(0, Math.round((lib.clock() - result.computedAt) / 1000));
     note(io, options, `${result.query.name}: from cache, computed ${age} s ago`);

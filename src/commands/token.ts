@@ -18,6 +18,8 @@ export interface TokenCreateOptions extends CommonOptions {
   readonly fixUnanchored?: boolean | undefined;
   readonly ttl?: string | undefined;
   readonly rps?: string | undefined;
+  /** The token may send its own SQL over sandboxed queries' answers. */
+  readonly sql?: boolean | undefined;
   readonly tokenSecretFile?: string | undefined;
 }
 
@@ -51,7 +53,7 @@ export async function tokenCreateCommand(lib: Savedq, options: TokenCreateOption
   const exp = Math.floor(now / 1000) + parseDuration(options.ttl ?? '24h');
   const rps = options.rps === undefined ? undefined : Number(options.rps);
   if (rps !== undefined && !(rps > 0)) throw new InputError(`invalid --rps ${JSON.stringify(options.rps)}: calls a second, more than 0.`);
-  const claims: TokenClaims = { name, iat: Math.floor(now / 1000), exp, scopes, ...(rps !== undefined ? { limits: { rps } } : {}) };
+  const claims: TokenClaims = { name, iat: Math.floor(now / 1000), exp, scopes, ...(rps !== undefined ? { limits: { rps } } : {}), ...(options.sql === true ? { sql: true } : {}) };
   const token = await signToken(claims, secretKeys(resolveTokenSecrets(options.tokenSecretFile, io.env)));
   io.stdout.write(`${token}\n`);
   return token;

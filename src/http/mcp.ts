@@ -2,11 +2,12 @@ import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
 import type { Caller } from '../access/index.js';
-import { ForbiddenError, PayloadTooLargeError } from '../errors.js';
+import { ForbiddenError } from '../errors.js';
 import type { Savedq } from '../library.js';
 import { loadSdk, type Sdk } from '../mcp/load.js';
 import { mcpServer } from '../mcp/server.js';
 import type { Log } from '../report.js';
+import { readBody } from './route.js';
 
 /** What serve's /mcp needs of serve. */
 export interface McpEndpointOptions {
@@ -71,7 +72,7 @@ export class McpEndpoint {
     const sdk = await loadSdk();
     let body: unknown;
     if (req.method === 'POST') {
-      const text = await readBody(req);
+      const text = await readBody(req, MAX_BODY_BYTES);
       try {
         body = JSON.parse(text);
       } catch {
@@ -154,16 +155,4 @@ function jsonRpcError(res: ServerResponse, status: number, code: number, message
   const text = JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null });
   res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
   res.end(text);
-}
-
-/** The request's body as text, refused past MAX_BODY_BYTES. */
-async function readBody(req: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_BODY_BYTES) throw new PayloadTooLargeError(`the request body is larger than ${MAX_BODY_BYTES / 1024 / 1024} MiB.`);
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString('utf8');
 }

@@ -6,6 +6,8 @@ export interface Metrics {
   /** An answered request: its query (or path), status, seconds, and for a query its cache outcome. */
   request(query: string, status: number, seconds: number, cache: string): void;
   rateLimited(): void;
+  /** A caller's SQL the sandbox refused, by the query it was sent to. */
+  sandboxRefused(query: string): void;
   warmed(outcome: 'refreshed' | 'failed', n: number): void;
   /** The Prometheus text format, and its content type. */
   text(): Promise<{ body: string; contentType: string }>;
@@ -116,7 +118,8 @@ export async function serveMetrics(queue: () => EngineQueue | undefined): Promis
   const cache = new Tally('savedq_cache_total', 'Answers of queries by cache outcome: hit, miss, or off (not cached, or bypassed).');
   const limited = new Tally('savedq_rate_limited_total', 'Requests refused (429) because their caller was past its rate limit.');
   const warm = new Tally('savedq_warm_total', 'Cached calls serve refreshed while it runs, by outcome.');
-  for (const metric of [requests, duration, cache, limited, warm]) registry.registerMetric(metric.metric() as unknown as PromClient.Metric);
+  const refused = new Tally('savedq_sandbox_refused_total', "Callers' SQL the sandbox refused, by the query it was sent to.");
+  for (const metric of [requests, duration, cache, limited, warm, refused]) registry.registerMetric(metric.metric() as unknown as PromClient.Metric);
   new prom.Gauge({
     name: 'savedq_engine_queue_depth',
     help: "Statements waiting for the embedded engine (calls of this serve and the other savedq processes').",
@@ -148,6 +151,7 @@ export async function serveMetrics(queue: () => EngineQueue | undefined): Promis
       if (s.cache) s.cache.value += 1;
     },
     rateLimited: () => limited.inc('', () => ({})),
+    sandboxRefused: (query) => refused.inc(query, () => ({ query })),
     warmed: (outcome, n) => warm.inc(outcome, () => ({ outcome }), n),
     text: async () => ({ body: await registry.metrics(), contentType: registry.contentType }),
   };

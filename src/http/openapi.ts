@@ -1,6 +1,7 @@
-import { parameterSchema, rowsSchema } from '../queries/json-schema.js';
+import { parameterSchema, rowsSchema, sqlSchema } from '../queries/json-schema.js';
+import { SQL_PARAM } from '../queries/sql.js';
 import type { SavedQuery } from '../queries/types.js';
-import { grantOf, type Caller } from '../access/index.js';
+import { grantOf, type Caller, type Grant } from '../access/index.js';
 
 const errorResponse = (description: string, headers: object = {}) => ({
   description,
@@ -30,7 +31,9 @@ function headOf(get: Record<string, unknown>): object {
   return { ...get, operationId: `${String(get.operationId)}Head`, summary: `${String(get.summary)} (headers only)` };
 }
 
-function operation(query: SavedQuery, by: 'name' | 'id', fixed: Readonly<Record<string, string>>): Record<string, unknown> {
+function operation(query: SavedQuery, by: 'name' | 'id', grant: Grant): Record<string, unknown> {
+  const { fixed } = grant;
+  const sql = query.sandbox === true && grant.sql;
   return {
     operationId: `${query.name.replace(/[^A-Za-z0-9]+(.)/g, (_, c: string) => c.toUpperCase())}${by === 'id' ? 'ById' : ''}`,
     tags: ['saved queries'],
@@ -39,24 +42,28 @@ function operation(query: SavedQuery, by: 'name' | 'id', fixed: Readonly<Record<
       `${query.description ? `${query.description} ` : ''}At most ${query.maxRows} rows. ` +
       (query.cacheSeconds > 0
         ? `Cached for ${query.cacheSeconds} s (X-Cache and Age headers; send Cache-Control: no-cache to refresh).`
-        : 'Not cached.'),
+        : 'Not cached.') +
+      (sql ? ' Sandboxed: `sql` is your own SELECT over the answer, which it reads as the table `result`.' : ''),
     // The saved query itself, for clients that know savedq (the page): not to be read off the operationId.
-    'x-savedq-query': { name: query.name, id: query.id },
+    'x-savedq-query': { name: query.name, id: query.id, sandbox: query.sandbox === true },
     // An API key or a signed token, in X-API-KEY or as a bearer credential.
     security: [{ apiKey: [] }, { bearer: [] }],
-    parameters: query.params.map((p) => ({
-      name: p.name,
-      in: 'query',
-      required: p.required,
-      // savedq's own type, which the schema (text in a query string) cannot always say.
-      'x-savedq-type': p.type,
-      // The value the caller's token fixes: every call is made with it.
-      ...(fixed[p.name] !== undefined ? { 'x-savedq-fixed': fixed[p.name] } : {}),
-      ...(p.description ? { description: p.description } : {}),
-      // A list is one comma-separated value: ?tags=a,b.
-      ...(p.type === 'string[]' ? { style: 'form', explode: false } : {}),
-      schema: parameterSchema(p, 'query-string'),
-    })),
+    parameters: [
+      ...query.params.map((p) => ({
+        name: p.name,
+        in: 'query',
+        required: p.required,
+        // savedq's own type, which the schema (text in a query string) cannot always say.
+        'x-savedq-type': p.type,
+        // The value the caller's token fixes: every call is made with it.
+        ...(fixed[p.name] !== undefined ? { 'x-savedq-fixed': fixed[p.name] } : {}),
+        ...(p.description ? { description: p.description } : {}),
+        // A list is one comma-separated value: ?tags=a,b.
+        ...(p.type === 'string[]' ? { style: 'form', explode: false } : {}),
+        schema: parameterSchema(p, 'query-string'),
+      })),
+      ...(sql ? [{ name: SQL_PARAM, in: 'query', required: false, description: 'Your own SELECT over the answer (table `result`); past 8 KiB of address, POST it.', schema: sqlSchema(query) }] : []),
+    ],
     responses: {
       '200': {
         description: 'The rows.',
@@ -82,17 +89,54 @@ function operation(query: SavedQuery, by: 'name' | 'id', fixed: Readonly<Record<
           },
         },
       },
-      '400': errorResponse('A parameter is missing, unknown or malformed.'),
+      '400': errorResponse(sql ? 'A parameter is missing, unknown or malformed; or the SQL is refused (sandbox_refused, naming what) or fails in the engine (bad_sql).' : 'A parameter is missing, unknown or malformed; or SQL was sent (sandbox_disabled: this query takes none).'),
       '401': errorResponse('No credential, an unknown key, or a token that does not verify (the message says why: "token expired.").', {
         'WWW-Authenticate': { description: 'Bearer', schema: { type: 'string' } },
       }),
-      '403': errorResponse("A token asking for a query outside its scopes, or giving a fixed parameter another value (named)."),
+      '403': errorResponse('A token asking for a query outside its scopes, giving a fixed parameter another value (named), or sending SQL without --sql.'),
       '429': errorResponse("The caller is past its rate limit (a token's limits.rps, or --rate-limit).", { ...retryAfter, ...rateLimitHeaders }),
       '404': errorResponse('No such saved query (any more: the server read its folders again).'),
       ...commonErrors,
       '502': errorResponse('The warehouse failed.'),
       '503': errorResponse('The engine is busy: another process holds the data directory, or more calls wait than --max-queue.', retryAfter),
       '504': errorResponse('The query ran past its time limit.'),
+    },
+  };
+}
+
+/** POST to a query: the GET's call with its parameters (and SQL) in a JSON body, answered as GET answers it. */
+function postOf(query: SavedQuery, get: Record<string, unknown>, grant: Grant): object {
+  const params = query.params.filter((p) => grant.fixed[p.name] === undefined);
+  const sql = query.sandbox === true && grant.sql;
+  return {
+    ...get,
+    operationId: `${String(get.operationId)}Post`,
+    summary: `${String(get.summary)} (parameters in a JSON body)`,
+    parameters: [],
+    requestBody: {
+      required: false,
+      content: {
+        'application/json': {
+          schema: {
+            type: 'object',
+            additionalProperties: false,
+            properties: {
+              params: {
+                type: 'object',
+                additionalProperties: false,
+                properties: Object.fromEntries(params.map((p) => [p.name, parameterSchema(p, 'json')])),
+                ...(params.some((p) => p.required) ? { required: params.filter((p) => p.required).map((p) => p.name) } : {}),
+              },
+              ...(sql ? { [SQL_PARAM]: sqlSchema(query) } : {}),
+            },
+          },
+        },
+      },
+    },
+    responses: {
+      ...(get.responses as object),
+      '413': errorResponse('The body is larger than 1 MiB.'),
+      '415': errorResponse('The body is not JSON (Content-Type: application/json).'),
     },
   };
 }
@@ -145,8 +189,8 @@ export function openApiDocument(version: string, queries: readonly SavedQuery[],
     const grant = grantOf(caller, query);
     if (!grant) continue;
     for (const by of ['name', 'id'] as const) {
-      const get = operation(query, by, grant.fixed);
-      paths[`/api/endpoints/query/${by === 'name' ? query.name : query.id}`] = { get, head: headOf(get) };
+      const get = operation(query, by, grant);
+      paths[`/api/endpoints/query/${by === 'name' ? query.name : query.id}`] = { get, head: headOf(get), post: postOf(query, get, grant) };
     }
   }
   return {

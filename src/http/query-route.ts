@@ -1,18 +1,21 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Access, Caller } from '../access/index.js';
-import { InputError } from '../errors.js';
+import { InputError, UnsupportedMediaTypeError } from '../errors.js';
+import { SQL_PARAM } from '../queries/sql.js';
 import type { PreparedCall, RunResult, Savedq } from '../library.js';
 import { render } from '../output/index.js';
 import type { RawParams } from '../queries/params.js';
 import type { Row } from '../queries/types.js';
 import { JSON_TYPE } from './answers.js';
 import type { Metrics } from './metrics.js';
-import { READ_METHODS, credentialOf, type Answered, type RequestContext, type Route, type RouteRequest } from './route.js';
+import { READ_METHODS, credentialOf, readBody, type Answered, type RequestContext, type Route, type RouteRequest } from './route.js';
 
 export const QUERY_PREFIX = '/api/endpoints/query/';
 /** Calls kept prepared, by path and query string: for each API key, and for each token (of which there may be thousands). */
 const PREPARED_CALLS = 1_000;
 const PREPARED_CALLS_A_TOKEN = 64;
+/** The largest body a POST to a query may send (CONTRACT §14). */
+const MAX_POST_BYTES = 1024 * 1024;
 /** The JSON renderer takes no width or colour. */
 const BODY_OPTIONS = { fields: [], color: false, width: undefined };
 
@@ -43,6 +46,14 @@ function decode(text: string): string {
   }
 }
 
+/** A query string's parameters, and the caller's SQL (`sql=`, once at most) apart from them. */
+function splitSql(search: string): [RawParams, string | undefined] {
+  const pairs = parseQueryString(search);
+  const sql = pairs.filter(([name]) => name === SQL_PARAM);
+  if (sql.length > 1) throw new InputError(`${SQL_PARAM} is given ${sql.length} times; give it once.`);
+  return [pairs.filter(([name]) => name !== SQL_PARAM), sql[0]?.[1]];
+}
+
 /** Takes a call from a limited caller's bucket, said in the RateLimit headers; past the limit, its refusal (counted). */
 export type TakeCall = (res: ServerResponse, caller: Caller) => void;
 
@@ -68,7 +79,9 @@ export function callTaker(access: Access, metrics: Metrics): TakeCall {
  * (`answerAtOnce`, the hot path of a busy server).
  */
 export class QueryRoute implements Route {
-  readonly methods = READ_METHODS;
+  readonly methods = [...READ_METHODS, 'POST'];
+  /** A page on another origin POSTs JSON. */
+  readonly cors = { allowHeaders: 'Content-Type', exposeHeaders: '' };
   readonly credential = 'caller';
   #preparedFor;
   #calls = new WeakMap<Caller, Map<string, PreparedCall>>();
@@ -96,7 +109,7 @@ export class QueryRoute implements Route {
     // directory is awaited: a busy one answers 503 with Retry-After). A client that goes away first
     // stops waiting; its query, when no one else waits for it and it has not begun, is not run.
     // Calls wait for the engine in turns fair across callers: each API key, each token's name.
-    const call = await this.#prepared(caller, path, search);
+    const call = req.method === 'POST' ? await this.#posted(req, caller, path, search) : await this.#prepared(caller, path, search);
     ctx.label = call.query.name;
     const result = await this.lib.runPrepared(call, refresh ? 'refresh' : 'use', gone, caller.name);
     return this.#reply(res, ctx, result, await this.#bodyOf(result.rows));
@@ -137,11 +150,40 @@ export class QueryRoute implements Route {
     const key = `${path}?${search}`;
     let call = mine.get(key);
     if (!call) {
-      call = await this.lib.prepare({ nameOrId: decode(path.slice(QUERY_PREFIX.length)), params: parseQueryString(search), caller });
+      const [params, sql] = splitSql(search);
+      call = await this.lib.prepare({ nameOrId: decode(path.slice(QUERY_PREFIX.length)), params, sql, caller });
       if (mine.size >= (caller.kind === 'key' ? PREPARED_CALLS : PREPARED_CALLS_A_TOKEN)) mine.delete(mine.keys().next().value as string);
       mine.set(key, call);
     }
     return call;
+  }
+
+  /**
+   * A POST's call: its body `{"params": {...}, "sql": "..."}` (both optional), answered as GET answers the
+   * same call. Not kept: a body is not a key.
+   */
+  async #posted(req: IncomingMessage, caller: Caller, path: string, search: string): Promise<PreparedCall> {
+    const type = req.headers['content-type'];
+    if (type !== undefined && !/^application\/json\s*(;|$)/i.test(type)) throw new UnsupportedMediaTypeError(`a POST to a query sends JSON (Content-Type: application/json), not ${type.slice(0, 60)}.`);
+    const text = await readBody(req, MAX_POST_BYTES);
+    let body: unknown;
+    try {
+      body = text.trim() === '' ? {} : JSON.parse(text);
+    } catch {
+      throw new InputError('the request body is not JSON: send {"params": {"name": "value"}, "sql": "SELECT …"}.');
+    }
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new InputError('the request body is not a JSON object: send {"params": {...}, "sql": "SELECT …"}.');
+    const { params, sql, ...other } = body as Record<string, unknown>;
+    const unknown = Object.keys(other);
+    if (unknown.length > 0) throw new InputError(`unknown key ${JSON.stringify(unknown[0]?.slice(0, 40))} in the request body; it takes params and sql.`);
+    if (params !== undefined && (typeof params !== 'object' || params === null || Array.isArray(params))) throw new InputError('params in the request body is not an object of parameters.');
+    if (sql !== undefined && typeof sql !== 'string') throw new InputError('sql in the request body is not a text.');
+    const args = (params ?? {}) as Record<string, unknown>;
+    if (SQL_PARAM in args) throw new InputError(`${SQL_PARAM} goes beside params in the request body, not among them.`);
+    // The address's parameters count too (given in both: refused as given twice).
+    const [inAddress, sqlInAddress] = splitSql(search);
+    if (sql !== undefined && sqlInAddress !== undefined) throw new InputError(`${SQL_PARAM} is given in the address and in the body; give it once.`);
+    return this.lib.prepare({ nameOrId: decode(path.slice(QUERY_PREFIX.length)), params: inAddress, arguments: args, sql: sql ?? sqlInAddress, caller });
   }
 
   /** Sends a query's answer: its rows' body, and for a cached query X-Cache and Age, in one write with the request id. */

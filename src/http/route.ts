@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Caller } from '../access/index.js';
+import { PayloadTooLargeError } from '../errors.js';
 
 /** What one request's handling learns on the way, for its answer and its log line. */
 export interface RequestContext {
@@ -59,4 +60,16 @@ export function credentialOf(req: IncomingMessage): string | undefined {
   }
   const key = req.headers['x-api-key'];
   return Array.isArray(key) ? undefined : key;
+}
+
+/** The request's body as text, refused past its route's bound (413). */
+export async function readBody(req: IncomingMessage, maxBytes: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > maxBytes) throw new PayloadTooLargeError(`the request body is larger than ${maxBytes / 1024 / 1024} MiB.`);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { Access } from '../access/index.js';
-import { InterruptedError, MethodNotAllowedError, NotFoundError, UriTooLongError } from '../errors.js';
+import { InterruptedError, MethodNotAllowedError, NotFoundError, SandboxRefusedError, UriTooLongError } from '../errors.js';
 import type { Savedq } from '../library.js';
 import type { Log } from '../report.js';
 import { clientErrorAnswer, errorBody, send, sendError } from './answers.js';
@@ -175,7 +175,15 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     });
     handle(req, res, ctx, gone.signal)
       .then((r) => ({ what, cache } = r))
-      .catch((err: unknown) => sendError(res, err, options.log))
+      .catch((err: unknown) => {
+        if (err instanceof SandboxRefusedError) {
+          // A caller reaching past an answer: counted, and told in the log with who it was.
+          ctx.label = err.query ?? ctx.label;
+          metrics.sandboxRefused(ctx.label ?? 'other');
+          options.log.warn(`sandbox: refused the SQL of ${ctx.caller?.quoted ?? '-'} for ${ctx.label ?? '-'}: ${err.message} id=${ctx.id}`);
+        }
+        sendError(res, err, options.log);
+      })
       .finally(() => {
         if (what === '-') {
           const path = pathOf(req.url ?? '/');

@@ -1,10 +1,10 @@
 import { basename } from 'node:path';
 import type { Caller } from '../access/index.js';
-import { SavedqError } from '../errors.js';
+import { InputError, SavedqError } from '../errors.js';
 import type { Savedq } from '../library.js';
 import { describeText } from '../output/describe.js';
 import { closest } from '../suggest.js';
-import { argumentsAsParams } from './arguments.js';
+import { SQL_PARAM } from '../queries/sql.js';
 import type { Sdk } from './load.js';
 import { toolsOf, type QueryTool } from './tools.js';
 import type { Log } from '../report.js';
@@ -60,8 +60,9 @@ export function mcpServer(sdk: Sdk, session: McpSession): InstanceType<Sdk['Serv
       throw new sdk.McpError(sdk.ErrorCode.InvalidParams, `unknown tool ${JSON.stringify(request.params.name.slice(0, 80))}.${guess ? ` Did you mean ${guess}?` : ''} Tools: ${[...offered.keys()].join(', ')}.`);
     }
     try {
-      const params = argumentsAsParams(tool.query, request.params.arguments);
-      const run = () => lib.run({ nameOrId: tool.query.id, params, caller: session.caller, signal: extra.signal });
+      const { [SQL_PARAM]: sql, ...args } = request.params.arguments ?? {};
+      if (sql !== undefined && (!tool.sql || typeof sql !== 'string')) throw new InputError(tool.sql ? 'sql takes a text: one SELECT over result.' : `${tool.query.name} takes no sql argument.`);
+      const run = () => lib.run({ nameOrId: tool.query.id, params: [], arguments: args, sql: sql as string | undefined, caller: session.caller, signal: extra.signal });
       const result = await (session.around ? session.around(run) : run());
       const answer = {
         rows: result.rows,

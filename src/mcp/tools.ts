@@ -1,5 +1,6 @@
 import { grantOf, type Caller } from '../access/index.js';
-import { parameterSchema, rowsSchema } from '../queries/json-schema.js';
+import { parameterSchema, rowsSchema, sqlSchema } from '../queries/json-schema.js';
+import { SQL_PARAM } from '../queries/sql.js';
 import type { SavedQuery } from '../queries/types.js';
 
 /** Tool names many clients accept: letters, digits, `_` and `-`, at most 64. */
@@ -10,6 +11,8 @@ export interface QueryTool {
   readonly query: SavedQuery;
   /** The parameters the caller's token fixes (none for a key or a local agent). */
   readonly fixed: Readonly<Record<string, string>>;
+  /** Whether the tool takes an `sql` argument: a sandboxed query, a caller who may send SQL. */
+  readonly sql: boolean;
   readonly definition: ToolDefinition;
 }
 
@@ -52,19 +55,23 @@ export function toolsOf(queries: readonly SavedQuery[], caller: Caller | undefin
       warn(`saved query ${query.name} is not offered to agents: a tool name is at most 64 letters, digits, _ and -.`);
       continue;
     }
-    const fixed = grantOf(caller, query)?.fixed ?? {};
-    tools.set(name, { query, fixed, definition: definition(query, name, fixed) });
+    const grant = grantOf(caller, query);
+    const fixed = grant?.fixed ?? {};
+    // A sandboxed query's tool takes SQL of the caller's own, when the caller may send it.
+    const sql = query.sandbox === true && grant?.sql === true;
+    tools.set(name, { query, fixed, sql, definition: definition(query, name, fixed, sql) });
   }
   return tools;
 }
 
-function definition(query: SavedQuery, name: string, fixed: Readonly<Record<string, string>>): ToolDefinition {
+function definition(query: SavedQuery, name: string, fixed: Readonly<Record<string, string>>, sql: boolean): ToolDefinition {
   const params = query.params.filter((p) => fixed[p.name] === undefined);
   const fields = query.fields.map((f) => `- ${f.name} (${f.type})${f.description ? `: ${f.description}` : ''}`);
   const description = [
     query.description || `The saved query ${query.name}.`,
     fields.length > 0 ? `Returns rows of:\n${fields.join('\n')}` : 'Returns rows (fields not declared).',
     `savedq returns at most ${query.maxRows} rows: truncated is true when the query had more, and the rows stop there. A limit written in the query's own SQL is the query's answer, not a cut: its description says so. ${query.cacheSeconds > 0 ? `Results are cached for ${query.cacheSeconds} s.` : 'Not cached.'}`,
+    ...(sql ? [`Optional sql: your own SELECT over the answer, which it reads as the table result; the rows are then the SELECT's (savedq's row limit applies to them).`] : []),
     ...(Object.keys(fixed).length > 0 ? [`Fixed by your token: ${Object.entries(fixed).map(([k, v]) => `${k}=${v}`).join(', ')}.`] : []),
   ].join('\n\n');
   return {
@@ -73,7 +80,7 @@ function definition(query: SavedQuery, name: string, fixed: Readonly<Record<stri
     description,
     inputSchema: {
       type: 'object',
-      properties: Object.fromEntries(params.map((p) => [p.name, parameterSchema(p, 'json')])),
+      properties: { ...Object.fromEntries(params.map((p) => [p.name, parameterSchema(p, 'json')])), ...(sql ? { [SQL_PARAM]: sqlSchema(query) } : {}) },
       ...(params.some((p) => p.required) ? { required: params.filter((p) => p.required).map((p) => p.name) } : {}),
       additionalProperties: false,
     },

@@ -4,7 +4,7 @@ import type { Node, Pair, YAMLError } from 'yaml';
 import { closest } from '../suggest.js';
 import { clickhouseType, patternError } from './param-types.js';
 import { checkValue } from './params.js';
-import { NOW_PARAM, NOW_TYPE, paramUses, semicolons, toClickHouseParams } from './sql.js';
+import { NOW_PARAM, NOW_TYPE, SQL_PARAM, paramUses, semicolons, toClickHouseParams } from './sql.js';
 import {
   describeNode,
   flag,
@@ -33,7 +33,7 @@ const PARAM_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 const ID_NAMESPACE = '6ba7b811-9dad-11d1-80b4-00c04fd430c8';
 const MAX_ROWS_LIMIT = 1_000_000;
 
-const HEADER_KEYS = ['name', 'id', 'description', 'params', 'fields', 'max_rows', 'cache', 'warm'];
+const HEADER_KEYS = ['name', 'id', 'description', 'params', 'fields', 'max_rows', 'cache', 'warm', 'sandbox'];
 const PARAM_KEYS = ['type', 'required', 'default', 'allowed', 'other', 'min', 'max', 'description'];
 const FIELD_KEYS = ['type', 'description'];
 
@@ -134,6 +134,7 @@ export function readDefinition(file: string, text: string, defaultName: string, 
       maxRows: header.maxRows,
       cacheSeconds: header.cache,
       warmSeconds: header.warm,
+      sandbox: header.sandbox,
       file,
       builtin,
       sql: body,
@@ -163,6 +164,7 @@ interface Header {
   maxRows: number;
   cache: number;
   warm: number;
+  sandbox: boolean;
 }
 
 /** Reads the YAML header; reports each problem and returns undefined if there was any. */
@@ -184,7 +186,7 @@ function parseHeader(
     problem(lineOf(Math.min(err.pos[0], last)), `the header is not valid YAML: ${yamlMessage(err.message)}${hint}`);
     return undefined;
   }
-  const header: Header = { name: undefined, id: undefined, lines: { name: 1, id: 1 }, description: '', params: [], fields: [], maxRows: 1000, cache: 0, warm: 0 };
+  const header: Header = { name: undefined, id: undefined, lines: { name: 1, id: 1 }, description: '', params: [], fields: [], maxRows: 1000, cache: 0, warm: 0, sandbox: false };
   const root = doc.contents;
   if (root === null || (isScalar(root) && root.value === null)) return header;
   const at: LineOf = (node) => lineOf(node?.range?.[0] ?? 0);
@@ -239,6 +241,9 @@ function parseHeader(
           header.warm = wholeNumber(value, line, 'warm', 0, 31_536_000);
           warmLine = line;
           break;
+        case 'sandbox':
+          header.sandbox = flag(value, line, 'sandbox');
+          break;
         case 'params':
           for (const [paramPair, paramLine] of mapEntries(value, line, 'params', at)) {
             attempt(() => header.params.push({ definition: readParam(paramPair, paramLine, at), line: paramLine }));
@@ -269,6 +274,7 @@ function readParam(pair: Pair<Node, Node | null>, line: number, at: LineOf): Par
     throw new Problem(line, `invalid parameter name '${name}': letters, digits and '_', not starting with a digit.`);
   }
   if (name === NOW_PARAM) throw new Problem(line, `'${NOW_PARAM}' is reserved: @now is the instant the query runs as of (run --at); do not declare it.`);
+  if (name === SQL_PARAM) throw new Problem(line, `'${SQL_PARAM}' is reserved: it carries a caller's own SQL over the answer (sandbox: true); name the parameter otherwise.`);
   const settings = new Map<string, { node: Node | null; line: number }>();
   if (pair.value !== null && !(isScalar(pair.value) && pair.value.value === null)) {
     for (const [setting, settingLine] of mapEntries(pair.value, line, `parameter '${name}'`, at)) {

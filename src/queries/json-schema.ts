@@ -27,18 +27,31 @@ export function fieldSchema(type: FieldType): object {
 }
 
 /** The JSON Schema of a query's rows, by its declared fields: OpenAPI's `result` and MCP's `rows`. */
-export function rowsSchema(query: Pick<SavedQuery, 'fields' | 'maxRows'>): object {
+export function rowsSchema(query: Pick<SavedQuery, 'fields' | 'maxRows' | 'sandbox'>): object {
   return {
     type: 'array',
     maxItems: query.maxRows,
     items: {
       type: 'object',
-      ...(query.fields.length > 0 ? { required: query.fields.map((f) => f.name) } : {}),
+      // A caller's SQL over a sandboxed query's answer chooses its own fields: any, none required.
+      ...(query.fields.length > 0 && query.sandbox !== true ? { required: query.fields.map((f) => f.name) } : {}),
       properties: Object.fromEntries(query.fields.map((f) => [f.name, { ...fieldSchema(f.type), ...(f.description ? { description: f.description } : {}) }])),
     },
   };
 }
 
+/** A caller's own SQL over a sandboxed query's answer, as OpenAPI and MCP declare it (CONTRACT §14). */
+export function sqlSchema(query: Pick<SavedQuery, 'fields'>): object {
+  const fields = query.fields.map((f) => f.name);
+  return {
+    type: 'string',
+    maxLength: 16 * 1024,
+    description:
+      "Your own SELECT over this query's answer, which it reads as the table `result`" +
+      (fields.length > 0 ? ` (its fields: ${fields.join(', ')})` : '') +
+      ", e.g. SELECT count() AS n FROM result. One SELECT (WITH, subqueries, JOIN and UNION ALL of its own); no other table, table function, SETTINGS or FORMAT; functions of their arguments alone. The answer's fields are the SELECT's.",
+  };
+}
 
 /** A parameter's value in the schema's own terms: a number for a number, a list for a list. */
 function typedValue(param: ParamDefinition, text: string): unknown {

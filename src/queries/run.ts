@@ -3,6 +3,7 @@ import { DefinitionError, InputError, type EngineFailure, type WarehouseError } 
 import { toClickHouseDateTime, type Micros } from '../time.js';
 import { engineReason, isBadPattern, isRefusal, isSyntaxError } from '../warehouse/errors.js';
 import type { Warehouse } from '../warehouse/index.js';
+import { RESULT_TABLE, sqlError } from '../sandbox/check.js';
 import { displayPath } from './catalog.js';
 import { bindValue, type BoundValue } from './param-types.js';
 import { quoteValue } from './params.js';
@@ -17,6 +18,13 @@ export interface ExecuteOptions {
   readonly timeoutSeconds: number;
   /** Aborted when no one waits for the answer any more: a query not yet begun is not begun. */
   readonly signal?: AbortSignal | undefined;
+  /**
+   * A caller's own SQL over the query's answer (sandbox/check.ts checked it; the engine's spelling), run
+   * over `result`; absent: the query's rows as they are.
+   */
+  readonly sql?: string | undefined;
+  /** The memory a caller's SQL may take (--sandbox-max-memory-mb), in bytes. */
+  readonly sandboxMaxMemoryBytes?: number | undefined;
   /** Told the engine's count of the rows the query read (`savedq test`); the warehouse must be able to measure. */
   readonly onRowsRead?: ((rows: number) => void) | undefined;
 }
@@ -45,6 +53,21 @@ export function querySettings(query: SavedQuery, timeoutSeconds: number): ClickH
   };
 }
 
+/**
+ * The settings a caller's SQL over a query's answer runs under: read-only in the strict sense (no
+ * setting changed, no table function: a second wall behind the check), the call's time limit, the
+ * sandbox's memory limit, and the row limit on the caller's answer (not on `result`).
+ */
+export function sandboxSettings(query: SavedQuery, timeoutSeconds: number, maxMemoryBytes: number): ClickHouseSettings {
+  return {
+    max_execution_time: timeoutSeconds,
+    max_memory_usage: String(maxMemoryBytes),
+    limit: String(query.maxRows + 1),
+    // Last: once it is 1, the statement may change no setting.
+    readonly: '1',
+  };
+}
+
 /** A saved query's rows, and whether there were more than its row limit (which the rows stop at). */
 export interface QueryRows {
   readonly rows: Row[];
@@ -58,18 +81,24 @@ export async function executeQuery(
   params: NormalisedParams,
   options: ExecuteOptions,
 ): Promise<QueryRows> {
-  const settings = querySettings(query, options.timeoutSeconds);
+  const sandboxed = options.sql !== undefined;
+  const settings = sandboxed ? sandboxSettings(query, options.timeoutSeconds, options.sandboxMaxMemoryBytes ?? MAX_MEMORY_BYTES) : querySettings(query, options.timeoutSeconds);
+  // The caller's statement reads the query's answer as `result`; each on lines of its own, so that a
+  // comment ending the query's SQL ends there.
+  const statement = sandboxed ? `WITH ${RESULT_TABLE} AS (\n${query.boundSql}\n)\nSELECT * FROM (\n${options.sql}\n)` : query.boundSql;
   let rows;
   try {
     const values = bindValues(query, params, options.now);
     if (options.onRowsRead && warehouse.measure) {
-      const measured = await warehouse.measure(query.boundSql, values, settings);
+      const measured = await warehouse.measure(statement, values, settings);
       options.onRowsRead(measured.rowsRead);
       rows = measured.rows;
     } else {
-      rows = await warehouse.query(query.boundSql, values, settings, options.signal);
+      rows = await warehouse.query(statement, values, settings, options.signal);
     }
   } catch (err) {
+    // The query's own SQL was checked before its first run: what the engine refuses now is the caller's.
+    if (sandboxed) throw sqlError(err);
     // The embedded engine is as new as savedq: SQL it cannot parse is the definition's mistake.
     if (warehouse.embedded && isSyntaxError(err)) throw refusedDefinition(query, objection(query, err as WarehouseError));
     throw asInputError(err, query, params) ?? err;

@@ -1,5 +1,7 @@
 /** The instant the query runs "as of": a parameter every saved query may use, supplied by the library. */
 export const NOW_PARAM = 'now';
+/** The name a caller's own SQL over a sandboxed query's answer goes by (`?sql=`, `--sql`, MCP's `sql`): never a parameter's. */
+export const SQL_PARAM = 'sql';
 export const NOW_TYPE = "DateTime64(6, 'UTC')";
 
 /** An `@name` in a query's SQL, and where it stands. */

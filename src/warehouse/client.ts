@@ -40,8 +40,19 @@ export async function classified<T>(location: string, op: () => Promise<T>): Pro
 }
 
 /** Queries and commands on a client: what the embedded engine and a server share. */
-export function clientStatements(client: ClickHouseClient, location: string): Pick<Warehouse, 'query' | 'command'> & Required<Pick<Warehouse, 'measure'>> {
+export function clientStatements(client: ClickHouseClient, location: string): Pick<Warehouse, 'query' | 'command' | 'explainAst'> & Required<Pick<Warehouse, 'measure'>> {
   return {
+    // exec sends the text as it is (query() would add a FORMAT clause, which the explained statement
+    // would take as its own).
+    explainAst: (statement) =>
+      classified(location, async () => {
+        // The answer's format as a setting, never in the text: the engine's own for chDB, a URL parameter for a server.
+        const { stream } = await client.exec({ query: `EXPLAIN AST ${statement}`, clickhouse_settings: { default_format: 'JSONEachRow' } });
+        const chunks: Buffer[] = [];
+        for await (const chunk of stream) chunks.push(Buffer.from(chunk as Uint8Array));
+        const rows = Buffer.concat(chunks).toString('utf8').split('\n').filter((line) => line !== '');
+        return rows.map((row) => String((JSON.parse(row) as { explain?: unknown }).explain ?? ''));
+      }),
     query: (sql, params, settings, signal) =>
       classified(location, async () => {
         const result = await client.query({

@@ -40,6 +40,7 @@ export function inLane(warehouse: Warehouse): Warehouse {
         return Promise.reject(signal.reason as Error);
       }),
     command: (...args) => inTurn('query', () => warehouse.command(...args)),
+    explainAst: (statement) => inTurn('query', () => warehouse.explainAst(statement)),
     ...(measure ? { measure: (...args: Parameters<typeof measure>) => inTurn('query', () => measure.apply(warehouse, args)) } : {}),
     queue: (): EngineQueue => ({ running: busy ? 1 : 0, waiting: queue.length, dropped }),
     async stage(lines): Promise<StagedLines> {

@@ -11,6 +11,7 @@ import type { Log } from '../report.js';
 const OPERATIONS: Record<string, { statement: boolean; staged: boolean }> = {
   query: { statement: true, staged: false },
   command: { statement: true, staged: false },
+  explain: { statement: true, staged: false },
   stage: { statement: false, staged: false },
   insert: { statement: true, staged: true },
   'query-staged': { statement: true, staged: true },
@@ -79,6 +80,8 @@ export async function shareWarehouse(
     switch (r.op) {
       case 'query':
         return warehouse.query(s?.sql ?? '', s?.params ?? {}, s?.settings, gone);
+      case 'explain':
+        return warehouse.explainAst(s?.sql ?? '');
       case 'command':
         await warehouse.command(s?.sql ?? '', s?.params ?? {}, s?.settings);
         return null;

@@ -186,6 +186,7 @@ export async function connectShared(dataDir: string, timeoutSeconds: number): Pr
     location,
     embedded: true,
     query: (sql, params, settings) => call<WarehouseRow[]>({ op: 'query', statement: statement(sql, params, settings) }, queryWaitMs),
+    explainAst: (sql) => call<string[]>({ op: 'explain', statement: statement(sql, {}, {}) }, queryWaitMs),
     command: async (sql, params, settings) => {
       await call({ op: 'command', statement: statement(sql, params, settings) }, queryWaitMs);
     },

@@ -54,6 +54,12 @@ export interface Warehouse {
   query(sql: string, params: StatementParams, settings?: ClickHouseSettings, signal?: AbortSignal): Promise<WarehouseRow[]>;
   /** A query's rows and the engine's own count of the rows it read (`savedq test`'s max_rows_read). */
   measure?(sql: string, params: StatementParams, settings?: ClickHouseSettings): Promise<MeasuredRows>;
+  /**
+   * The engine's own parse of one statement, as `EXPLAIN AST` prints it (a line a node, indented by
+   * depth), sent as written: no FORMAT or SETTINGS is added to the text, which would bind to the
+   * statement explained. The statement must be one the engine formatted (sandbox/check.ts).
+   */
+  explainAst(statement: string): Promise<string[]>;
   /** Runs a statement that returns no rows. */
   command(sql: string, params?: StatementParams, settings?: ClickHouseSettings): Promise<void>;
   /** Puts a batch of lines where the engine can read them. */

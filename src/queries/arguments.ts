@@ -1,9 +1,9 @@
 import { InputError } from '../errors.js';
-import type { RawParams } from '../queries/params.js';
-import type { SavedQuery } from '../queries/types.js';
+import type { RawParams } from './params.js';
+import type { SavedQuery } from './types.js';
 
 /**
- * A tool call's JSON arguments as the raw parameters `run -p` would give: a string as it is, a number
+ * JSON arguments (an MCP tool call's, a POST body's params) as the raw parameters `run -p` would give: a string as it is, a number
  * or a boolean as its text, a list (for a `string[]`) as its comma-separated items, null as absent.
  * What JSON cannot say as text (an object; a list for a single value) is refused here, naming the
  * parameter; every value then goes through `run`'s own checks.

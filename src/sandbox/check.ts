@@ -1,0 +1,227 @@
+import { BadSqlError, SandboxRefusedError, WarehouseError } from '../errors.js';
+import { readSqlFile } from '../package.js';
+import { engineReason, isRefusal } from '../warehouse/errors.js';
+import type { Warehouse } from '../warehouse/index.js';
+
+/** The longest SQL a caller may send (CONTRACT §14). */
+export const MAX_SANDBOX_SQL_BYTES = 16 * 1024;
+/** The table a caller's SQL reads: the saved query's answer for the call's parameters. */
+export const RESULT_TABLE = 'result';
+
+/** The functions a caller's SQL may call: sql/sandbox-functions.json, decided by scripts/sandbox-functions.mjs. */
+export interface FunctionDecisions {
+  readonly engine: string;
+  readonly allowed: readonly string[];
+  readonly refused: Readonly<Record<string, string>>;
+  /** Allowed functions the engine takes in any case, lower-cased. */
+  readonly anyCase: readonly string[];
+  readonly aggregates: readonly string[];
+  /** The engine's aggregate combinators (`If`, `State`, …), the longest first. */
+  readonly combinators: readonly string[];
+}
+
+let decisions: { allowed: Set<string>; refused: Readonly<Record<string, string>>; anyCase: Set<string>; aggregates: Set<string>; combinators: readonly string[] } | undefined;
+
+/** The decisions file, read once when a sandboxed call first needs it. */
+export function functionDecisions(): FunctionDecisions {
+  return JSON.parse(readSqlFile('sandbox-functions.json')) as FunctionDecisions;
+}
+
+/** Why a caller's SQL may not call a function, or undefined when it may. */
+function functionRefusal(name: string): string | undefined {
+  if (functionAllowed(name)) return undefined;
+  const reason = decisions?.refused[name];
+  return reason === undefined ? `the function ${name}: the engine has none of that name savedq lets a caller's SQL call` : `the function ${name}: it ${reason}`;
+}
+
+/** Whether a caller's SQL may call a function: on the allowlist, in its case, or an allowed aggregate with combinators. */
+export function functionAllowed(name: string): boolean {
+  if (!decisions) {
+    const d = functionDecisions();
+    decisions = { allowed: new Set(d.allowed), refused: d.refused, anyCase: new Set(d.anyCase), aggregates: new Set(d.aggregates), combinators: d.combinators };
+  }
+  if (decisions.allowed.has(name) || decisions.anyCase.has(name.toLowerCase())) return true;
+  // sumIf, uniqMerge, avgStateIf, quantilesTDigestForEach: an allowed aggregate and combinators.
+  for (let base = name; ; ) {
+    const suffix = decisions.combinators.find((c) => base.length > c.length && base.endsWith(c));
+    if (suffix === undefined) return false;
+    base = base.slice(0, -suffix.length);
+    if (decisions.aggregates.has(base) || decisions.anyCase.has(base.toLowerCase())) return decisions.allowed.has(base) || decisions.anyCase.has(base.toLowerCase());
+  }
+}
+
+/** One node of the engine's parse: its kind, the rest of its line (a name, an alias), and its children. */
+interface AstNode {
+  readonly kind: string;
+  readonly text: string;
+  readonly children: AstNode[];
+}
+
+/** The tree `EXPLAIN AST` prints, a node a line, each one space deeper than its parent. */
+function treeOf(lines: readonly string[]): AstNode {
+  const root: AstNode = { kind: '', text: '', children: [] };
+  const path: AstNode[] = [root];
+  for (const line of lines) {
+    const depth = line.length - line.trimStart().length;
+    const body = line.trim().replace(/ \(children \d+\)$/, '');
+    const space = body.indexOf(' ');
+    const node: AstNode = { kind: space < 0 ? body : body.slice(0, space), text: space < 0 ? '' : body.slice(space + 1), children: [] };
+    (path[depth] ?? path[path.length - 1] ?? root).children.push(node);
+    path.length = depth + 1;
+    path[depth + 1] = node;
+  }
+  return root;
+}
+
+/** A node's name as the tree prints it: `TableIdentifier result (alias r)` is `result`. */
+function nameOf(node: AstNode): string {
+  return node.text.replace(/ \(alias .*\)$/, '');
+}
+
+/** Nodes that only hold others, or name a column, a literal or a window: taken as they are, their children walked. */
+const PLAIN = new Set([
+  'SelectWithUnionQuery', 'SelectIntersectExceptQuery', 'SelectQuery', 'ExpressionList', 'Subquery', 'TablesInSelectQuery',
+  'TablesInSelectQueryElement', 'TableJoin', 'ArrayJoin', 'WithElement', 'Identifier', 'Literal', 'Asterisk', 'QualifiedAsterisk',
+  'ColumnsRegexpMatcher', 'ColumnsListMatcher', 'QualifiedColumnsRegexpMatcher', 'QualifiedColumnsListMatcher', 'ColumnsTransformerList',
+  'ColumnsExceptTransformer', 'ColumnsReplaceTransformer', 'ColumnsApplyTransformer', 'ColumnsReplaceTransformerReplacement',
+  'OrderByElement', 'WindowDefinition', 'WindowListElement', 'InterpolateElement', 'TableExpression', 'TableIdentifier', 'Function',
+]);
+/** What each refused kind of node is, for the refusal's message. */
+const REFUSED_KINDS: Record<string, string> = {
+  Set: 'a SETTINGS clause: the query runs with its own settings',
+  QueryParameter: 'a query parameter ({name:Type}): write the value itself',
+  SampleRatio: 'SAMPLE: result is not a table of the engine\'s',
+};
+/** Functions whose second argument, a bare name, is read as a table. */
+const SET_FUNCTIONS = new Set(['in', 'notIn', 'nullIn', 'notNullIn']);
+
+/**
+ * The refusal of a caller's parsed statement, or undefined when it reads nothing but `result` and the
+ * WITH names in scope where each table stands (a WITH of a SELECT is seen inside that SELECT only:
+ * outside it the same name would be a table of the engine's). `withNames` are the WITH elements' names
+ * in the order the parse holds them. Allowed by list: a node of a kind not known here is refused.
+ */
+export function refusalOf(lines: readonly string[], withNames: readonly string[]): string | undefined {
+  const root = treeOf(lines);
+  const top = root.children[0];
+  if (root.children.length !== 1 || top?.kind !== 'SelectWithUnionQuery') return 'a statement that is not a SELECT: send one SELECT over result';
+  // A FORMAT or INTO OUTFILE hangs from the statement beside its SELECTs.
+  if (top.children.length !== 1 || top.children[0]?.kind !== 'ExpressionList') return 'FORMAT or INTO OUTFILE: the answer comes in the format the call asks for';
+  let named = 0;
+  const tableRefusal = (name: string, scopes: readonly Set<string>[]) =>
+    name === RESULT_TABLE || scopes.some((scope) => scope.has(name)) ? undefined : `the table ${name}: SQL sent to a query reads only ${RESULT_TABLE} (its answer) and its own WITH names`;
+  const walk = (node: AstNode, scopes: readonly Set<string>[]): string | undefined => {
+    const refused = REFUSED_KINDS[node.kind];
+    if (refused !== undefined) return refused;
+    if (!PLAIN.has(node.kind)) return `${node.kind}, which SQL sent to a query may not hold`;
+    let inner = scopes;
+    if (node.kind === 'SelectQuery') inner = [...scopes, new Set<string>()];
+    if (node.kind === 'WithElement') {
+      const name = withNames[named];
+      named += 1;
+      if (name === undefined) return 'a WITH element savedq cannot name';
+      // Seen by the elements after it, itself (a recursive one) and the rest of its SELECT.
+      scopes[scopes.length - 1]?.add(name);
+    }
+    if (node.kind === 'TableIdentifier') {
+      const t = tableRefusal(nameOf(node), scopes);
+      if (t) return t;
+    }
+    if (node.kind === 'TableExpression') {
+      const fn = node.children.find((c) => c.kind === 'Function');
+      if (fn) return `the table function ${nameOf(fn)}: SQL sent to a query reads only ${RESULT_TABLE} (its answer) and its own WITH names`;
+    }
+    if (node.kind === 'Function') {
+      const name = nameOf(node);
+      const refused = functionRefusal(name);
+      if (refused) return refused;
+      const right = SET_FUNCTIONS.has(name) ? node.children[0]?.children[1] : undefined;
+      if (right?.kind === 'Identifier') {
+        const t = tableRefusal(nameOf(right), scopes);
+        if (t) return t;
+      }
+    }
+    for (const child of node.children) {
+      const found = walk(child, inner);
+      if (found) return found;
+    }
+    return undefined;
+  };
+  const found = walk(top, []);
+  if (found) return found;
+  return named === withNames.length ? undefined : 'a WITH element savedq cannot name';
+}
+
+/**
+ * The names a statement's WITH elements define, in order, from the engine's own formatting of it (the
+ * parse does not print them, CONTRACT §14): where a name is followed by ` AS (` and a query (a named
+ * window's ` AS (` is followed by ORDER BY or PARTITION BY), quoted text stepped over. The caller
+ * compares their count with the parse's WithElement nodes.
+ */
+export function withNamesOf(formatted: string): string[] {
+  const names: string[] = [];
+  const element = /^(`(?:[^`\\]|\\.)*`|[A-Za-z_][A-Za-z0-9_]*) AS \((?=SELECT |WITH |\()/;
+  for (let i = 0; i < formatted.length; i += 1) {
+    const c = formatted[i];
+    if (c === "'" || c === '"') {
+      // Quoted text or a quoted name: to its closing quote, a backslash escaping the next character.
+      for (i += 1; i < formatted.length && formatted[i] !== c; i += formatted[i] === '\\' ? 2 : 1);
+      continue;
+    }
+    const m = /[\s(,]/.test(formatted[i - 1] ?? ' ') ? element.exec(formatted.slice(i)) : null;
+    if (m?.[1] !== undefined) {
+      names.push(m[1].startsWith('`') ? m[1].slice(1, -1).replace(/\\(.)/g, '$1') : m[1]);
+      i += m[1].length - 1;
+    } else if (c === '`') {
+      for (i += 1; i < formatted.length && formatted[i] !== '`'; i += formatted[i] === '\\' ? 2 : 1);
+    }
+  }
+  return names;
+}
+
+/** A caller's SQL as the engine formats it, checked: what gets run over `result`. */
+export interface CheckedSql {
+  readonly formatted: string;
+}
+
+/**
+ * Checks a caller's SQL on the engine's own parse (CONTRACT §14): the text reaches the engine only as a
+ * bound parameter of `formatQuerySingleLine`, which refuses more than one statement; the one statement
+ * that comes back, in the engine's spelling, is explained (`EXPLAIN AST`) and walked. A refusal is a
+ * SandboxRefusedError naming the first thing refused; SQL the engine cannot parse is a BadSqlError.
+ */
+export async function checkSandboxSql(warehouse: Warehouse, sql: string): Promise<CheckedSql> {
+  if (Buffer.byteLength(sql) > MAX_SANDBOX_SQL_BYTES) throw new SandboxRefusedError(`the SQL is longer than ${MAX_SANDBOX_SQL_BYTES / 1024} KiB; send less.`);
+  if (sql.trim() === '') throw new BadSqlError('the SQL is empty.');
+  let formatted: string;
+  try {
+    const [row] = await warehouse.query('SELECT formatQuerySingleLine({q:String}) AS f', { q: sql }, { readonly: '1' });
+    formatted = String(row?.f ?? '');
+  } catch (err) {
+    throw sqlError(err);
+  }
+  let lines: string[];
+  try {
+    lines = await warehouse.explainAst(formatted);
+  } catch (err) {
+    if (err instanceof WarehouseError && (err.engine?.type === 'UNKNOWN_QUERY_PARAMETER' || err.engine?.code === 456)) {
+      throw new SandboxRefusedError('refused: a query parameter ({name:Type}); write the value itself.');
+    }
+    throw sqlError(err);
+  }
+  const withNames = withNamesOf(formatted);
+  if (withNames.includes(RESULT_TABLE)) throw new SandboxRefusedError(`refused: a WITH element named ${RESULT_TABLE}, the query's own answer.`);
+  const refused = refusalOf(lines, withNames);
+  if (refused) throw new SandboxRefusedError(`refused: ${refused}.`);
+  return { formatted };
+}
+
+/** The engine's objection to a caller's SQL, as the caller's mistake (never a path or an address). */
+export function sqlError(err: unknown): Error {
+  if (!isRefusal(err)) return err as Error;
+  const engine = (err as WarehouseError).engine;
+  const message = engineReason(engine?.message ?? '');
+  if (/Multi-statements are not allowed/i.test(message)) return new SandboxRefusedError('refused: more than one statement; send one SELECT.');
+  const text = message.length > 300 ? `${message.slice(0, 297)}...` : message;
+  return new BadSqlError(`the SQL failed in the engine: ${text} (${engine?.type ?? `code ${engine?.code ?? '?'}`}).`);
+}
