@@ -96,35 +96,25 @@ const REFUSED_KINDS: Record<string, string> = {
 const SET_FUNCTIONS = new Set(['in', 'notIn', 'nullIn', 'notNullIn']);
 
 /**
- * The refusal of a caller's parsed statement, or undefined when it reads nothing but `result` and the
- * WITH names in scope where each table stands (a WITH of a SELECT is seen inside that SELECT only:
- * outside it the same name would be a table of the engine's). `withNames` are the WITH elements' names
- * in the order the parse holds them. Allowed by list: a node of a kind not known here is refused.
+ * The refusal of a caller's parsed statement, or undefined when every table it reads is `result` or
+ * one of its own WITH names (checked apart to be none of the engine's tables, so a name used outside
+ * its WITH is an error of the engine's, never another table). Allowed by list: a node of a kind not
+ * known here is refused.
  */
-export function refusalOf(lines: readonly string[], withNames: readonly string[]): string | undefined {
+export function refusalOf(lines: readonly string[], withNames: ReadonlySet<string>): string | undefined {
   const root = treeOf(lines);
   const top = root.children[0];
   if (root.children.length !== 1 || top?.kind !== 'SelectWithUnionQuery') return 'a statement that is not a SELECT: send one SELECT over result';
   // A FORMAT or INTO OUTFILE hangs from the statement beside its SELECTs.
   if (top.children.length !== 1 || top.children[0]?.kind !== 'ExpressionList') return 'FORMAT or INTO OUTFILE: the answer comes in the format the call asks for';
-  let named = 0;
-  const tableRefusal = (name: string, scopes: readonly Set<string>[]) =>
-    name === RESULT_TABLE || scopes.some((scope) => scope.has(name)) ? undefined : `the table ${name}: SQL sent to a query reads only ${RESULT_TABLE} (its answer) and its own WITH names`;
-  const walk = (node: AstNode, scopes: readonly Set<string>[]): string | undefined => {
+  const tableRefusal = (name: string) =>
+    name === RESULT_TABLE || withNames.has(name) ? undefined : `the table ${name}: SQL sent to a query reads only ${RESULT_TABLE} (its answer) and its own WITH names`;
+  const walk = (node: AstNode): string | undefined => {
     const refused = REFUSED_KINDS[node.kind];
     if (refused !== undefined) return refused;
     if (!PLAIN.has(node.kind)) return `${node.kind}, which SQL sent to a query may not hold`;
-    let inner = scopes;
-    if (node.kind === 'SelectQuery') inner = [...scopes, new Set<string>()];
-    if (node.kind === 'WithElement') {
-      const name = withNames[named];
-      named += 1;
-      if (name === undefined) return 'a WITH element savedq cannot name';
-      // Seen by the elements after it, itself (a recursive one) and the rest of its SELECT.
-      scopes[scopes.length - 1]?.add(name);
-    }
     if (node.kind === 'TableIdentifier') {
-      const t = tableRefusal(nameOf(node), scopes);
+      const t = tableRefusal(nameOf(node));
       if (t) return t;
     }
     if (node.kind === 'TableExpression') {
@@ -133,34 +123,32 @@ export function refusalOf(lines: readonly string[], withNames: readonly string[]
     }
     if (node.kind === 'Function') {
       const name = nameOf(node);
-      const refused = functionRefusal(name);
-      if (refused) return refused;
+      const refusedFunction = functionRefusal(name);
+      if (refusedFunction) return refusedFunction;
       const right = SET_FUNCTIONS.has(name) ? node.children[0]?.children[1] : undefined;
       if (right?.kind === 'Identifier') {
-        const t = tableRefusal(nameOf(right), scopes);
+        const t = tableRefusal(nameOf(right));
         if (t) return t;
       }
     }
     for (const child of node.children) {
-      const found = walk(child, inner);
+      const found = walk(child);
       if (found) return found;
     }
     return undefined;
   };
-  const found = walk(top, []);
-  if (found) return found;
-  return named === withNames.length ? undefined : 'a WITH element savedq cannot name';
+  return walk(top);
 }
 
 /**
- * The names a statement's WITH elements define, in order, from the engine's own formatting of it (the
- * parse does not print them, CONTRACT §14): where a name is followed by ` AS (` and a query (a named
- * window's ` AS (` is followed by ORDER BY or PARTITION BY), quoted text stepped over. The caller
- * compares their count with the parse's WithElement nodes.
+ * The names a statement's WITH elements define, from the engine's own formatting of it (the parse does
+ * not print them, CONTRACT §14): a plain name followed by ` AS (` and a query (a named window's ` AS (`
+ * is followed by ORDER BY or PARTITION BY), quoted text and quoted names stepped over. A WITH element
+ * with a quoted name is not found, so a table of that name is refused: names are plain.
  */
 export function withNamesOf(formatted: string): string[] {
   const names: string[] = [];
-  const element = /^(`(?:[^`\\]|\\.)*`|[A-Za-z_][A-Za-z0-9_]*) AS \((?=SELECT |WITH |\()/;
+  const element = /^([A-Za-z_][A-Za-z0-9_]*) AS \((?=SELECT |WITH |\()/;
   for (let i = 0; i < formatted.length; i += 1) {
     const c = formatted[i];
     if (c === "'" || c === '"') {
@@ -170,7 +158,7 @@ export function withNamesOf(formatted: string): string[] {
     }
     const m = /[\s(,]/.test(formatted[i - 1] ?? ' ') ? element.exec(formatted.slice(i)) : null;
     if (m?.[1] !== undefined) {
-      names.push(m[1].startsWith('`') ? m[1].slice(1, -1).replace(/\\(.)/g, '$1') : m[1]);
+      names.push(m[1]);
       i += m[1].length - 1;
     } else if (c === '`') {
       for (i += 1; i < formatted.length && formatted[i] !== '`'; i += formatted[i] === '\\' ? 2 : 1);
@@ -209,8 +197,14 @@ export async function checkSandboxSql(warehouse: Warehouse, sql: string): Promis
     }
     throw sqlError(err);
   }
-  const withNames = withNamesOf(formatted);
-  if (withNames.includes(RESULT_TABLE)) throw new SandboxRefusedError(`refused: a WITH element named ${RESULT_TABLE}, the query's own answer.`);
+  const withNames = new Set(withNamesOf(formatted));
+  if (withNames.has(RESULT_TABLE)) throw new SandboxRefusedError(`refused: a WITH element named ${RESULT_TABLE}, the query's own answer.`);
+  // A WITH name that is a table of the engine's would be that table wherever the WITH is not seen.
+  if (withNames.size > 0) {
+    const engineTables = await warehouse.query('SELECT name FROM system.tables WHERE database = currentDatabase() AND has({names:Array(String)}, name)', { names: [...withNames] }, { readonly: '1' });
+    const taken = engineTables[0]?.name;
+    if (taken !== undefined) throw new SandboxRefusedError(`refused: a WITH element named ${String(taken)}, a table of the engine's; name it otherwise.`);
+  }
   const refused = refusalOf(lines, withNames);
   if (refused) throw new SandboxRefusedError(`refused: ${refused}.`);
   return { formatted };
