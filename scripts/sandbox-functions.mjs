@@ -79,7 +79,7 @@ try {
   };
   const out = fileURLToPath(new URL('../sql/sandbox-functions.json', import.meta.url));
   writeFileSync(out, `${JSON.stringify(decided, null, 1)}\n`);
-  console.log(`${out}: ${decided.allowed.length} allowed, ${Object.keys(refused).length} refused (engine ${version})`);
+  process.stdout.write(`${out}: ${decided.allowed.length} allowed, ${Object.keys(refused).length} refused (engine ${version})\n`);
   session.cleanup?.();
 } finally {
   rmSync(dir, { recursive: true, force: true });
