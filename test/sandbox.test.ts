@@ -330,3 +330,22 @@ describe('on the command line', () => {
     expect(readFileSync(join(examplesDir, 'traffic.daily.sql'), 'utf8')).toMatch(/^sandbox: true$/m);
   });
 });
+
+describe('in savedq test', () => {
+  it('runs a case with sql: over the answer, and fails one that sends SQL to a query that is not sandboxed, saying why', async () => {
+    const tests = join(dir, 'tests');
+    mkdirSync(tests, { recursive: true });
+    const definition = (sandbox: boolean) => `/*\nfields:\n  n: { type: integer }\n${sandbox ? 'sandbox: true\n' : ''}*/\nSELECT number AS n FROM system.numbers LIMIT 4\n`;
+    const spec = 'at: 2026-11-20T12:00:00Z\ncases:\n  - name: sums\n    sql: SELECT sum(n) AS total FROM result\n    rows:\n      - { total: 6 }\n';
+    writeFileSync(join(tests, 'open.sql'), definition(true));
+    writeFileSync(join(tests, 'open.test.yaml'), spec);
+    writeFileSync(join(tests, 'closed.sql'), definition(false));
+    writeFileSync(join(tests, 'closed.test.yaml'), spec);
+    const env = { XDG_CONFIG_HOME: NO_CONFIG, SAVEDQ_DATA_DIR: join(dir, 'test-data'), SAVEDQ_CACHE_FILE: join(dir, 'test.sqlite') };
+    const r = await cli(['--queries', tests, 'test', 'open', 'closed'], { env });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/^ok +open +sums/m);
+    expect(r.stdout).toMatch(/^FAIL +closed +sums/m);
+    expect(r.stdout).toMatch(/closed takes no SQL of yours/);
+  });
+});

@@ -2,12 +2,13 @@ import { closeSync, mkdtempSync, openSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { DefinitionError, InputError, SavedqError } from '../errors.js';
+import { DefinitionError, InputError, SandboxDisabledError, SavedqError } from '../errors.js';
 import { errnoText } from '../errno.js';
 import { loadEvents } from '../load/index.js';
 import type { DefinitionProblem } from '../queries/definition.js';
 import { checkPatterns, normaliseParams } from '../queries/params.js';
 import { executeQuery } from '../queries/run.js';
+import { checkSandboxSql } from '../sandbox/check.js';
 import type { SavedQuery } from '../queries/types.js';
 import { openWarehouse, type Warehouse } from '../warehouse/index.js';
 import { makeTables } from '../warehouse/schema.js';
@@ -153,10 +154,16 @@ export class TestEngine {
       const params = normaliseParams(query, testCase.params);
       await checkPatterns(query, params);
       let rowsRead = Number.NaN;
+      let sql: string | undefined;
+      if (testCase.sql !== undefined) {
+        if (!query.sandbox) throw new SandboxDisabledError(`${query.name} takes no SQL of yours: it is not sandboxed (add sandbox: true to its header).`);
+        sql = (await checkSandboxSql(this.#warehouse, testCase.sql)).formatted;
+      }
       const { rows } = await executeQuery(this.#warehouse, query, params, {
         now: testCase.at,
         timeoutSeconds: this.#timeoutSeconds,
         onRowsRead: (n) => (rowsRead = n),
+        sql,
       });
       outcome = { rows, rowsRead };
     } catch (err) {

@@ -29,7 +29,7 @@ import { TABLES, type TableName } from '../warehouse/schema.js';
 export const TEST_FILE_SUFFIX = '.test.yaml';
 
 const FILE_KEYS = ['at', 'fixtures', 'setup', 'cases'];
-const CASE_KEYS = ['name', 'params', 'at', 'rows', 'rows_unordered', 'row_count', 'error', 'max_rows_read'];
+const CASE_KEYS = ['name', 'params', 'sql', 'at', 'rows', 'rows_unordered', 'row_count', 'error', 'max_rows_read'];
 /** What a case can expect; a case expects one or more. */
 const EXPECTATIONS = ['rows', 'rows_unordered', 'row_count', 'error', 'max_rows_read'];
 /** What `run` exits 2 for, as a case expects it: a bad value, or a definition the engine refuses. */
@@ -59,6 +59,8 @@ export interface TestCase {
   readonly line: number;
   /** As `-p` gives them: each value as its text, a list as comma-separated items. */
   readonly params: RawParams;
+  /** A caller's own SELECT over the answer (a sandboxed query's). */
+  readonly sql?: string;
   /** @now of the call: the case's own `at`, else the file's. */
   readonly at: Micros;
   readonly rows?: readonly ExpectedRow[];
@@ -259,6 +261,7 @@ function readCase(node: Node, line: number, fileAt: Micros, text: string, lines:
   let name: string | undefined;
   let params: [string, string][] = [];
   let caseAt: Micros | undefined;
+  let sql: string | undefined;
   const expected: { -readonly [K in keyof TestCase]?: TestCase[K] } = {};
   const spans: Partial<Record<Rewritable, ValueSpan>> = {};
   for (const [pair, keyLine] of mapEntries(node, line, 'a case', at)) {
@@ -278,6 +281,9 @@ function readCase(node: Node, line: number, fileAt: Micros, text: string, lines:
         break;
       case 'at':
         caseAt = instant(value, valueLine, 'at of a case');
+        break;
+      case 'sql':
+        sql = text_(value, valueLine, 'sql of a case');
         break;
       case 'rows':
       case 'rows_unordered':
@@ -307,7 +313,7 @@ function readCase(node: Node, line: number, fileAt: Micros, text: string, lines:
   if (expected.error !== undefined && expects.length > 1) {
     throw new Problem(line, `case '${name}' expects an error and ${expects.filter((k) => k !== 'error').join(', ')}: a call that fails returns no rows.`);
   }
-  return { name, line, params, at: caseAt ?? fileAt, ...expected, spans };
+  return { name, line, params, ...(sql === undefined ? {} : { sql }), at: caseAt ?? fileAt, ...expected, spans };
 }
 
 /** A list of rows, each YAML keys. */
