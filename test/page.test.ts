@@ -31,6 +31,18 @@ fields:
 */
 SELECT @flag AS flag, toString(@day) AS day, @n AS n, toString(@since) AS since
 `;
+/** A sandboxed query: the page gives it a box for the caller's own SQL over its answer. */
+const SANDBOXED = `/*
+description: One project's requests by status.
+params:
+  project: { type: string, required: true }
+fields:
+  status_code: { type: integer }
+  n: { type: integer }
+sandbox: true
+*/
+SELECT status_code, count() AS n FROM edge_logs WHERE project = @project GROUP BY status_code ORDER BY status_code
+`;
 /** Where the test leaves its screenshot (SAVEDQ_PAGE_SCREENSHOT: also there, as the README's picture is made). */
 const SCREENSHOT = join(dir, 'page.png');
 
@@ -82,6 +94,7 @@ beforeAll(async () => {
   expect(loaded.code, loaded.stderr).toBe(0);
   mkdirSync(join(dir, 'queries'), { recursive: true });
   writeFileSync(join(dir, 'queries', 'page.kinds.sql'), KINDS);
+  writeFileSync(join(dir, 'queries', 'page.sandboxed.sql'), SANDBOXED);
   server = await startServe(env, ['--queries', join(dir, 'queries')]);
   if (has.chromium) {
     const { chromium } = await import('playwright-core');
@@ -155,6 +168,31 @@ describe('the page at /', () => {
     expect(statSync(SCREENSHOT).size).toBeGreaterThan(10_000);
     expect(new Set(requests.map((u) => new URL(u).origin))).toEqual(new Set([server.url]));
     expect(errors).toEqual([]);
+    await tab.context().close();
+  });
+
+  it.runIf(has.chromium)("asks a sandboxed query the caller's own SQL from a box of its own, in a POST, and shows the SQL's fields; other queries have no box", async () => {
+    const { tab, requests, errors } = await openTab();
+    await tab.getByLabel('API key or token').fill(KEY);
+    await tab.getByLabel('Saved query').selectOption('logs.all');
+    expect(await tab.locator('#query-sql').count()).toBe(0);
+    await tab.getByLabel('Saved query').selectOption('page.sandboxed');
+    await tab.getByLabel('project', { exact: true }).fill('acme-shop');
+    const sql = 'SELECT status_code >= 500 AS failed, sum(n) AS requests FROM result GROUP BY failed ORDER BY failed';
+    await tab.getByLabel('Your SQL over result (optional)').fill(sql);
+    expect(await tab.locator('#query-sql-help').textContent()).toMatch(/table `result` \(its fields: status_code, n\)/);
+    await tab.getByRole('button', { name: 'Run page.sandboxed' }).click();
+    expect(await answered(tab)).toMatch(/^2 rows in \d+ ms/);
+    const { body } = await api(`/api/endpoints/query/page.sandboxed?project=acme-shop&sql=${encodeURIComponent(sql)}`);
+    expect(await tab.$$eval('#rows thead th', (ths) => ths.map((th) => th.textContent))).toEqual(['failed', 'requests']);
+    expect(await tableRows(tab)).toEqual((body.result ?? []).map((r) => [String(r.failed), String(r.requests)]));
+    expect(await tab.locator('#as-run').textContent()).toBe(`savedq run page.sandboxed -p project=acme-shop --sql '${sql}'`);
+    expect(requests.filter((u) => u.includes('/api/endpoints/query/page.sandboxed'))).toEqual([`${server.url}/api/endpoints/query/page.sandboxed`]);
+    // Refused SQL: the server's words.
+    await tab.getByLabel('Your SQL over result (optional)').fill('SELECT * FROM edge_logs');
+    await tab.getByRole('button', { name: 'Run page.sandboxed' }).click();
+    expect(await answered(tab)).toMatch(/^400 sandbox_refused: refused: the table edge_logs/);
+    expect(errors.filter((e) => !/status of 400/.test(e))).toEqual([]);
     await tab.context().close();
   });
 

@@ -38,11 +38,15 @@ interface Query {
   parameters: Parameter[];
   /** Its rows' fields, in order, with their schemas. */
   fields: [string, Schema][];
+  /** A sandboxed query's `sql` parameter, when the credential may send SQL: what the SQL box says of it. */
+  sql?: Parameter;
 }
 
 type Row = Record<string, unknown>;
 
 const QUERY_PATH = '/api/endpoints/query/';
+/** The name a caller's SQL goes by (queries/sql.ts's SQL_PARAM). */
+const SQL_PARAM = 'sql';
 const CREDENTIAL_KEY = 'savedq.credential';
 const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#17becf'];
 
@@ -91,7 +95,7 @@ function showStatus(text: string, failed = false): void {
 }
 
 /** The saved queries of the OpenAPI document: one a name, with the id its other path is by. */
-function queriesOf(doc: { paths: Record<string, { get?: { 'x-savedq-query'?: { name: string; id: string }; summary?: string; parameters?: Parameter[]; responses: Record<string, unknown> } }> }): Query[] {
+function queriesOf(doc: { paths: Record<string, { get?: { 'x-savedq-query'?: { name: string; id: string; sandbox?: boolean }; summary?: string; parameters?: Parameter[]; responses: Record<string, unknown> } }> }): Query[] {
   const found: Query[] = [];
   for (const [path, item] of Object.entries(doc.paths)) {
     const get = item.get;
@@ -100,7 +104,10 @@ function queriesOf(doc: { paths: Record<string, { get?: { 'x-savedq-query'?: { n
     if (!get || !query || path !== `${QUERY_PATH}${query.name}`) continue;
     const ok = get.responses['200'] as { content?: Record<string, { schema?: { properties?: { result?: { items?: { properties?: Record<string, Schema> } } } } }> } | undefined;
     const properties = ok?.content?.['application/json']?.schema?.properties?.result?.items?.properties ?? {};
-    found.push({ name: query.name, id: query.id, summary: get.summary ?? '', parameters: get.parameters ?? [], fields: Object.entries(properties) });
+    const parameters = get.parameters ?? [];
+    // The SQL a sandboxed query takes is not one of its parameters: the page gives it a box of its own.
+    const sql = query.sandbox === true ? parameters.find((p) => p.name === SQL_PARAM) : undefined;
+    found.push({ name: query.name, id: query.id, summary: get.summary ?? '', parameters: parameters.filter((p) => p !== sql), fields: Object.entries(properties), ...(sql ? { sql } : {}) });
   }
   return found.sort((a, b) => a.name.localeCompare(b.name));
 }
@@ -193,6 +200,12 @@ function buildForm(query: Query, values: URLSearchParams): void {
     if (list) row.append(el('datalist', { id: list }, ...suggestionsOf(p.schema).map((v) => el('option', { value: String(v) }))));
     paramsBox.append(row);
   }
+  if (query.sql) {
+    const box = el('textarea', { id: 'query-sql', name: SQL_PARAM, rows: '4', spellcheck: 'false', placeholder: 'SELECT … FROM result', 'aria-describedby': 'query-sql-help' });
+    box.value = values.get(SQL_PARAM) ?? '';
+    const help = el('small', { id: 'query-sql-help' }, query.sql.schema.description ?? query.sql.description ?? '');
+    paramsBox.append(el('p', { class: 'field' }, el('label', { for: 'query-sql' }, 'Your SQL over result (optional)'), box, help));
+  }
   runButton.textContent = `Run ${query.name}`;
   showCommands();
 }
@@ -205,7 +218,7 @@ function setValue(control: HTMLInputElement | HTMLSelectElement, text: string): 
 }
 
 /** The call the form makes: the parameters it gives (empty ones left to their defaults), fixed ones apart. */
-function formValues(query: Query): { given: [string, string][]; fixed: [string, string][] } {
+function formValues(query: Query): { given: [string, string][]; fixed: [string, string][]; sql: string } {
   const given: [string, string][] = [];
   const fixed: [string, string][] = [];
   for (const p of query.parameters) {
@@ -223,7 +236,8 @@ function formValues(query: Query): { given: [string, string][]; fixed: [string, 
     if (value === '') continue;
     (control.dataset.fixed ? fixed : given).push([p.name, value]);
   }
-  return { given, fixed };
+  const sql = query.sql ? byId<HTMLTextAreaElement>('query-sql').value.trim() : '';
+  return { given, fixed, sql };
 }
 
 const selected = (): Query | undefined => view.queries.find((q) => q.name === querySelect.value);
@@ -239,11 +253,11 @@ function callUrl(query: Query, given: [string, string][]): string {
 function showCommands(): void {
   const query = selected();
   if (!query) return;
-  const { given, fixed } = formValues(query);
-  const url = new URL(callUrl(query, given), location.href).href;
+  const { given, fixed, sql } = formValues(query);
+  const url = new URL(callUrl(query, sql === '' ? given : [...given, [SQL_PARAM, sql]]), location.href).href;
   const header = credential.value.trim() === '' ? 'X-API-KEY: $SAVEDQ_KEY' : `Authorization: Bearer $SAVEDQ_${view.token ? 'TOKEN' : 'KEY'}`;
   asCurl.textContent = `curl -H "${header}" ${shellQuote(url)}`;
-  asRun.textContent = ['savedq', 'run', query.name, ...[...fixed, ...given].flatMap(([k, v]) => ['-p', shellQuote(`${k}=${v}`)])].join(' ');
+  asRun.textContent = ['savedq', 'run', query.name, ...[...fixed, ...given].flatMap(([k, v]) => ['-p', shellQuote(`${k}=${v}`)]), ...(sql === '' ? [] : ['--sql', shellQuote(sql)])].join(' ');
   commands.hidden = false;
 }
 
@@ -262,8 +276,8 @@ async function run(): Promise<void> {
     invalid.focus();
     return;
   }
-  const { given } = formValues(query);
-  shareAddress(query, given);
+  const { given, sql } = formValues(query);
+  shareAddress(query, sql === '' ? given : [...given, [SQL_PARAM, sql]]);
   const key = credential.value.trim();
   clearAnswer();
   showStatus(`Running ${query.name}…`);
@@ -272,7 +286,12 @@ async function run(): Promise<void> {
   try {
     // The browser's own cache mode: savedq's answers carry no freshness, so each run asks the server, and
     // no Cache-Control header goes with it (no-store would send no-cache, a refresh that skips savedq's cache).
-    const response = await fetch(callUrl(query, given), { headers: key === '' ? {} : { Authorization: `Bearer ${key}` } });
+    const auth: Record<string, string> = key === '' ? {} : { Authorization: `Bearer ${key}` };
+    // SQL goes in a POST's body, whatever its length; the answer is the GET's, from the same cache.
+    const response =
+      sql === ''
+        ? await fetch(callUrl(query, given), { headers: auth })
+        : await fetch(callUrl(query, []), { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: JSON.stringify({ params: Object.fromEntries(given), sql }) });
     const body = (await response.json().catch(() => ({}))) as { result?: Row[]; error?: { code: string; message: string } };
     const ms = Math.round(performance.now() - started);
     if (!response.ok || !body.result) {
@@ -284,7 +303,8 @@ async function run(): Promise<void> {
     const cache = response.headers.get('X-Cache');
     const age = response.headers.get('Age');
     showStatus(`${body.result.length} ${body.result.length === 1 ? 'row' : 'rows'} in ${ms} ms${cache ? ` · cache ${cache.toLowerCase()}${age ? `, ${age} s old` : ''}` : ''}`);
-    showAnswer(query, body.result);
+    // The fields of an answer to SQL are the SQL's: read off its rows.
+    showAnswer(sql === '' ? query : { ...query, fields: [] }, body.result);
   } catch (err) {
     clearAnswer();
     showStatus(`The server did not answer: ${err instanceof Error ? err.message : String(err)}`, true);
