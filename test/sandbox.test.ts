@@ -134,6 +134,10 @@ describe('a sandboxed saved query', () => {
     expect(await refusal('  ')).toBeInstanceOf(BadSqlError);
     const long = await refusal(`SELECT ${'1 + '.repeat(6000)}1 FROM result`);
     expect([long.constructor, long.message]).toEqual([SandboxRefusedError, expect.stringMatching(/16 KiB/)]);
+    // 16 KiB exactly is taken.
+    const edge = `SELECT count() AS n FROM result WHERE path != '${'x'.repeat(16 * 1024 - 48)}'`;
+    expect(Buffer.byteLength(edge)).toBe(16 * 1024);
+    expect((await run(edge)).rows).toEqual([{ n: 2 }]);
   });
 
   it('lets a token send SQL only when it was made with --sql, and applies its fixed parameters first', async () => {
@@ -175,6 +179,28 @@ const ESCAPES: [string, string][] = [
     [`${t} in UNION ALL`, `SELECT path FROM result UNION ALL SELECT name FROM ${t}`],
   ]),
   ...['dictGet', 'dictGetString', 'dictHas', 'joinGet', 'hasColumnInTable', 'getSetting', 'getServerSetting', 'currentUser', 'currentDatabase', 'hostName', 'FQDN', 'version', 'uptime', 'getMacro', 'file', 'filesystemAvailable', 'sleep', 'sleepEachRow', 'serverUUID', 'tcpPort', 'catboostEvaluate', 'regionToName', 'addressToLine', 'initialQueryID', 'queryID', 'globalIn', 'transactionID', 'getClientHTTPHeader', 'shardNum', 'blockNumber'].map((f): [string, string] => [`the function ${f}`, `SELECT ${f}('x', 'y') FROM result`]),
+  // A refused function however it is written and wherever it stands.
+  ...['HOSTNAME()', 'hostname()', 'HoStNaMe()', 'upper(hostName())', 'concat(path, version())', 'sumIf(n, hostName() = path)', "arrayMap(x -> hostName(), [1])", "arrayFilter(x -> currentUser() = x, ['a'])", 'groupArrayIf(getSetting(\'readonly\'), 1)'].map((call): [string, string] => [`${call} in the SELECT list`, `SELECT ${call} FROM result`]),
+  ['a refused function in ORDER BY', 'SELECT path FROM result ORDER BY hostName()'],
+  ['a refused function in HAVING', 'SELECT path, sum(n) AS s FROM result GROUP BY path HAVING s > length(version())'],
+  ['a refused function in LIMIT BY', 'SELECT path FROM result LIMIT 1 BY (path, currentDatabase())'],
+  ['a refused function in a window', 'SELECT sum(n) OVER (PARTITION BY hostName() ORDER BY n ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM result'],
+  ['a refused function in WHERE', 'SELECT * FROM result WHERE path = uptime()'],
+  ['a refused function in a JOIN condition', 'SELECT * FROM result AS a JOIN result AS b ON a.path = hostName()'],
+  ['sleep as a waste of time', 'SELECT sleepEachRow(3) FROM result'],
+  ['a table behind a comment', 'SELECT * FROM /* result */ system.tables'],
+  ['a table behind an escaped quote', "SELECT 'it\\'s' AS x FROM system.tables"],
+  ['a table in backquotes', 'SELECT * FROM `edge_logs`'],
+  ['a table with a zero-width space in its name', 'SELECT * FROM `edge\u200b_logs`'],
+  ['a table in fullwidth letters', 'SELECT * FROM `\uff53\uff59\uff53\uff54\uff45\uff4d`.tables'],
+  ['a table after a unicode comment', 'SELECT * FROM /* r\u00e9sultat */ edge_logs'],
+  ['a table in ARRAY JOIN\'s subquery', 'SELECT * FROM result ARRAY JOIN (SELECT groupArray(name) FROM system.tables) AS names'],
+  ['a table deep in subqueries', `SELECT * FROM ${'(SELECT * FROM '.repeat(20)}system.one${') AS t'.repeat(20)}`],
+  ['a subquery in FROM holding a table function (logflare #3642)', "SELECT * FROM (SELECT * FROM url('http://127.0.0.1:9/', 'LineAsString'))"],
+  ['url() in a JOIN (snuba #8289)', "SELECT * FROM result AS r JOIN url('http://169.254.169.254/latest/meta-data/', 'LineAsString') AS m ON 1"],
+  ['remote() reading any table (snuba #8289)', "SELECT * FROM remote('127.0.0.1', system.users)"],
+  ['a table function given a table function (logflare #3645)', "SELECT * FROM file(url('http://127.0.0.1:9/'), 'LineAsString')"],
+  ['16 KiB and one byte', `SELECT * FROM result WHERE path != '${'x'.repeat(16 * 1024 - 'SELECT * FROM result WHERE path != \'\''.length + 1)}'`],
   ['SETTINGS', 'SELECT * FROM result SETTINGS readonly = 0'],
   ['SETTINGS in a subquery', 'SELECT * FROM (SELECT * FROM result SETTINGS max_memory_usage = 0)'],
   ['FORMAT', 'SELECT * FROM result FORMAT JSON'],
