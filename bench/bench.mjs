@@ -5,10 +5,11 @@
 //   BENCH_REPS=7                 repetitions per side
 //   BENCH_LOAD_ROWS=1000000      lines in the NDJSON file the load figure uses
 //   BENCH_HTTP_SECONDS=5         seconds per HTTP measurement
-//   BENCH_ONLY=scale,queries,load,tests,mcp which parts to run: scale (cache miss, hit, rows read,
+//   BENCH_ONLY=scale,queries,load,tests,mcp,sandbox which parts to run: scale (cache miss, hit, rows read,
 //                                and at the first size HTTP and what a running serve does for other
 //                                processes), queries (200 saved queries of a user's own), load,
-//                                tests (savedq test), mcp (tool calls over stdio, a cold savedq mcp)
+//                                tests (savedq test), mcp (tool calls over stdio, a cold savedq mcp),
+//                                sandbox (a caller's SQL over an answer, against the same call without)
 //
 // The HTTP figures need a load generator that is not the bottleneck: wrk when it is on the PATH
 // (`apt-get install wrk`), else autocannon (a dev dependency).
@@ -33,7 +34,7 @@ const SIZES = (process.env.BENCH_ROWS ?? '1000000,10000000').split(',').map(Numb
 const REPS = Number(process.env.BENCH_REPS ?? 7);
 const LOAD_ROWS = Number(process.env.BENCH_LOAD_ROWS ?? 1_000_000);
 const HTTP_SECONDS = Number(process.env.BENCH_HTTP_SECONDS ?? 5);
-const ONLY = (process.env.BENCH_ONLY ?? 'scale,queries,load,tests,mcp').split(',');
+const ONLY = (process.env.BENCH_ONLY ?? 'scale,queries,load,tests,mcp,sandbox').split(',');
 const AT = '2026-11-20T12:00:00Z';
 const PROJECTS = 200;
 
@@ -513,6 +514,46 @@ async function testsFigure() {
  * cached HTTP request to serve for the same call (goal <= 1.5); and initialize + tools/list from a
  * cold `savedq mcp` against a cache hit's whole process (goal <= 2).
  */
+/**
+ * A caller's SQL over a query's answer (CONTRACT §14), on the first size's data: an uncached call whose
+ * SQL names every field of result against the same call without SQL (whole CLI processes: the check's
+ * two statements included), and a cached answer to SQL against a plain cached answer over HTTP.
+ */
+async function sandboxFigures() {
+  const rows = SIZES[0];
+  console.log(`\nsandbox: ${rows.toLocaleString('en-US')} rows a table`);
+  const dataDir = join(work, `data-${rows}`);
+  if (!ONLY.includes('scale')) await generate(dataDir, rows);
+  // usage.api-counts as its author would open it to callers' SQL.
+  const queries = join(work, 'sandboxed');
+  mkdirSync(queries, { recursive: true });
+  const usage = readFileSync(findEndpoint('usage.api-counts').file, 'utf8').replace(/^id: .*\n/m, '').replace(/\*\/\n/, 'sandbox: true\n*/\n');
+  writeFileSync(join(queries, 'usage.sandboxed.sql'), usage);
+  const env = { SAVEDQ_DATA_DIR: dataDir, SAVEDQ_CACHE_FILE: join(work, 'cache-sandbox.sqlite'), SAVEDQ_QUERIES: queries };
+  const fields = 'timestamp, total_rest_requests, total_storage_requests, total_auth_requests, total_realtime_requests';
+  const call = ['run', 'usage.sandboxed', '-p', 'project=project-7\\.', '-p', 'interval=hourly', '--at', AT, '--no-cache', '-f', 'json'];
+  const plain = timed('node', [BIN, ...call], env).stdout;
+  const withSql = timed('node', [BIN, ...call, '--sql', `SELECT ${fields} FROM result`], env).stdout;
+  if (plain !== withSql) throw new Error('usage.sandboxed: the SQL over result does not answer what the query does');
+  const [a, b] = sideBySide(() => timed('node', [BIN, ...call, '--sql', `SELECT ${fields} FROM result`], env).ms, () => timed('node', [BIN, ...call], env).ms);
+  figure('uncached call with SELECT <every field> FROM result, against the same call without SQL', a, b, 'ms', '<= 1.1');
+
+  const server = await startProcess([BIN, 'serve', '--port', '0'], { ...env, SAVEDQ_API_KEYS: 'bench-key' });
+  const headers = { 'X-API-KEY': 'bench-key' };
+  const base = `${server.url}/api/endpoints/query/usage.sandboxed?project=project-7%5C.&interval=daily`;
+  const asked = `${base}&sql=${encodeURIComponent('SELECT toStartOfWeek(timestamp) AS week, sum(total_rest_requests) AS rest FROM result GROUP BY week ORDER BY week')}`;
+  for (const url of [base, asked]) await (await fetch(url, { headers })).text(); // both cached
+  const ours = [];
+  const theirs = [];
+  for (let i = 0; i < 3; i++) {
+    ours.push(hammer(asked, headers, HTTP_SECONDS));
+    theirs.push(hammer(base, headers, HTTP_SECONDS));
+  }
+  server.child.kill('SIGTERM');
+  await new Promise((resolve) => server.child.once('exit', resolve));
+  figure(`HTTP cached answer to SQL, against a plain cached answer (${loadGenerator()})`, median(ours), median(theirs), 'req/s', '>= 0.9');
+}
+
 async function mcpFigures() {
   console.log('\nmcp: tools for agents, over standard input and output');
   const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
@@ -583,5 +624,6 @@ if (ONLY.includes('queries')) await queriesFigure();
 if (ONLY.includes('load')) await loadFigure();
 if (ONLY.includes('tests')) await testsFigure();
 if (ONLY.includes('mcp')) await mcpFigures();
+if (ONLY.includes('sandbox')) await sandboxFigures();
 console.log('\nsummary (ratio, goal):');
 for (const f of figures) console.log(`  ${f.ratio.toFixed(2).padStart(6)}  ${f.goal.padEnd(8)} ${f.name}`);
