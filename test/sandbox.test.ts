@@ -331,8 +331,13 @@ describe('over HTTP', () => {
       expect(tools.find((t) => t.title === 'logs.all')?.inputSchema.properties).not.toHaveProperty('sql');
       const answer = (await client.callTool({ name: tool?.name ?? '', arguments: { project: 'sb-a', sql: 'SELECT max(n) AS most FROM result' } })) as CallToolResult;
       expect((answer.structuredContent as { rows: unknown[] }).rows).toEqual([{ most: 3 }]);
+      const counted = async () => Number(/savedq_sandbox_refused_total\{query="sb.requests"\} (\d+)/.exec(await (await fetch(`${server.url}/metrics`, { headers: { 'X-API-KEY': 'k' } })).text())?.[1] ?? 0);
+      const before = await counted();
       const refused = (await client.callTool({ name: tool?.name ?? '', arguments: { project: 'sb-a', sql: 'SELECT * FROM edge_logs' } })) as CallToolResult;
       expect([refused.isError, (refused.content[0] as { text: string }).text]).toEqual([true, expect.stringMatching(/the table edge_logs/)]);
+      // Counted and logged as a refusal over HTTP is.
+      expect(await counted()).toBe(before + 1);
+      expect(logLines.join('\n')).toMatch(/sandbox: refused the SQL of "key 1" for sb.requests: refused: the table edge_logs.* id=mcp/);
     } finally {
       await client.close();
     }

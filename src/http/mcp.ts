@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
 import type { Caller } from '../access/index.js';
-import { ForbiddenError } from '../errors.js';
+import { ForbiddenError, type SandboxRefusedError } from '../errors.js';
 import type { Savedq } from '../library.js';
 import { loadSdk, type Sdk } from '../mcp/load.js';
 import { mcpServer } from '../mcp/server.js';
@@ -14,6 +14,8 @@ export interface McpEndpointOptions {
   readonly lib: Savedq;
   /** Takes one call from the caller's rate limit (serve's: its headers, its refusal, its metric). */
   readonly takeCall: (res: ServerResponse, caller: Caller) => void;
+  /** A caller's SQL the sandbox refused in a tool call (serve's metric and log line). */
+  readonly refusedSql: (err: SandboxRefusedError, caller: Caller | undefined, requestId: string) => void;
   readonly version: string;
   readonly log: Log;
   /** Origins --cors-origin allows (`*` any), besides serve's own. */
@@ -123,8 +125,8 @@ export class McpEndpoint {
       const idlest = [...this.#sessions.entries()].sort((a, b) => a[1].lastSeen - b[1].lastSeen)[0];
       if (idlest) void this.#end(idlest[0]);
     }
-    const { lib, version, log } = this.#options;
-    const server = mcpServer(sdk, { lib, version, caller, log });
+    const { lib, version, log, refusedSql } = this.#options;
+    const server = mcpServer(sdk, { lib, version, caller, log, refusedSql: (err) => refusedSql(err, caller, 'mcp') });
     const session: Session = {
       server,
       owner,

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { Access, Caller } from '../access/index.js';
+import type { SandboxRefusedError } from '../errors.js';
 import type { Savedq } from '../library.js';
 import type { Log } from '../report.js';
 import { send } from './answers.js';
@@ -35,16 +36,22 @@ export interface ServeRoutes {
   readonly query: QueryRoute;
   /** /mcp's sessions, once its first request made them. */
   mcpEndpoint(): Promise<McpEndpoint> | undefined;
+  /** A caller's SQL the sandbox refused, on any route: counted by its query, and logged with who sent it. */
+  refusedSql(err: SandboxRefusedError, caller: Caller | undefined, requestId: string): void;
 }
 
 export function serveRoutes(of: RoutesOf): ServeRoutes {
   const { lib, access, metrics } = of;
   const takeCall = callTaker(access, metrics);
+  const refusedSql = (err: SandboxRefusedError, caller: Caller | undefined, requestId: string) => {
+    metrics.sandboxRefused(err.query ?? 'other');
+    of.log.warn(`sandbox: refused the SQL of ${caller?.quoted ?? '-'} for ${err.query ?? '-'}: ${err.message} id=${requestId}`);
+  };
   // /mcp's sessions, made on its first request (the SDK is loaded then, not before).
   let mcp: Promise<McpEndpoint> | undefined;
   const mcpEndpoint = (): Promise<McpEndpoint> =>
     (mcp ??= import('./mcp.js').then(
-      (m) => new m.McpEndpoint({ lib, takeCall, version: of.version, log: of.log, corsOrigins: of.corsOrigins, allowedHosts: of.allowedHosts, loopback: of.loopback }),
+      (m) => new m.McpEndpoint({ lib, takeCall, refusedSql, version: of.version, log: of.log, corsOrigins: of.corsOrigins, allowedHosts: of.allowedHosts, loopback: of.loopback }),
     ));
   const openapiText = openapiTexts(lib, of.version);
   const query = new QueryRoute(lib, access, takeCall);
@@ -112,7 +119,7 @@ export function serveRoutes(of: RoutesOf): ServeRoutes {
     },
     query,
   );
-  return { table, query, mcpEndpoint: () => mcp };
+  return { table, query, mcpEndpoint: () => mcp, refusedSql };
 }
 
 /**

@@ -177,10 +177,8 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
       .then((r) => ({ what, cache } = r))
       .catch((err: unknown) => {
         if (err instanceof SandboxRefusedError) {
-          // A caller reaching past an answer: counted, and told in the log with who it was.
           ctx.label = err.query ?? ctx.label;
-          metrics.sandboxRefused(ctx.label ?? 'other');
-          options.log.warn(`sandbox: refused the SQL of ${ctx.caller?.quoted ?? '-'} for ${ctx.label ?? '-'}: ${err.message} id=${ctx.id}`);
+          routes.refusedSql(err, ctx.caller, ctx.id);
         }
         sendError(res, err, options.log);
       })

@@ -1,6 +1,6 @@
 import { basename } from 'node:path';
 import type { Caller } from '../access/index.js';
-import { InputError, SavedqError } from '../errors.js';
+import { InputError, SandboxRefusedError, SavedqError } from '../errors.js';
 import type { Savedq } from '../library.js';
 import { describeText } from '../output/describe.js';
 import { closest } from '../suggest.js';
@@ -19,6 +19,8 @@ export interface McpSession {
   readonly log: Log;
   /** Wraps each tool call's run: `savedq mcp` lets go of the engine when no call is under way. */
   readonly around?: <T>(work: () => Promise<T>) => Promise<T>;
+  /** Told of a caller's SQL the sandbox refused (serve counts and logs it). */
+  readonly refusedSql?: (err: SandboxRefusedError) => void;
 }
 
 const RESOURCE_PREFIX = 'savedq://queries/';
@@ -73,6 +75,7 @@ export function mcpServer(sdk: Sdk, session: McpSession): InstanceType<Sdk['Serv
       };
       return { structuredContent: answer, content: [{ type: 'text' as const, text: JSON.stringify(answer) }] };
     } catch (err) {
+      if (err instanceof SandboxRefusedError) session.refusedSql?.(err);
       return { isError: true, content: [{ type: 'text' as const, text: failure(err, session) }] };
     }
   });
