@@ -112,6 +112,7 @@ program
   .option('--refresh', 'run the query and replace the cached result')
   .option('--at <iso>', 'run the query as of this instant instead of now')
   .option('--sql <select>', "your own SELECT over the query's answer, which it reads as the table result (queries with sandbox: true)")
+  .option('--stats', 'after the answer, one line on standard error: rows, truncated or not, cached and how old, seconds, rows and bytes read')
   .addHelpText(
     'after',
     examples(
@@ -122,7 +123,7 @@ program
       'savedq run 0f4c6b2e-7f3a-4a51-9a8e-3d2b1c5e6f01 -p project=acme-shop --at 2026-11-21T12:00:00Z -f csv',
     ),
   )
-  .action(async (nameOrId: string, opts: { param?: string[]; format?: string; cache: boolean; refresh?: boolean; at?: string; sql?: string }, cmd: Command) => {
+  .action(async (nameOrId: string, opts: { param?: string[]; format?: string; cache: boolean; refresh?: boolean; at?: string; sql?: string; stats?: boolean }, cmd: Command) => {
     const flags = cmd.optsWithGlobals<GlobalFlags>();
     const { runCommand } = await import('./commands/run.js');
     await runCommand(
@@ -134,6 +135,7 @@ program
         format: opts.format,
         at: opts.at,
         sql: opts.sql,
+        stats: opts.stats,
         cache: !opts.cache ? 'bypass' : opts.refresh ? 'refresh' : 'use',
         signal: interrupt.signal,
       },

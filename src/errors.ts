@@ -98,8 +98,12 @@ export class QueryTimeoutError extends SavedqError {
   override readonly httpStatus = 504;
   override readonly code = 'timeout';
 
-  constructor(message: string, options?: { cause?: unknown; forCaller?: string }) {
+  /** The engine stopped the query at its time limit (not a request that went unanswered). */
+  readonly ranPastLimit: boolean;
+
+  constructor(message: string, options?: { cause?: unknown; forCaller?: string; ranPastLimit?: boolean }) {
     super(message, { ...options, forCaller: options?.forCaller ?? 'the query ran past its time limit.' });
+    this.ranPastLimit = options?.ranPastLimit === true;
   }
 }
 

@@ -145,7 +145,7 @@ describe('a result belongs to its source', () => {
   it('a data directory of its own does not answer with another directory’s rows: it runs the query on its own data', async () => {
     await counts('source-a');
     const b = libraryOf({ dataDir: join(tempDir(), 'empty'), cacheFile }, { clock: () => now });
-    const execute = vi.spyOn(b.executor, 'execute').mockImplementation(async (call) => ({ query: call.query, params: call.params, rows: [], fields: [], truncated: false, cache: 'off', computedAt: now }));
+    const execute = vi.spyOn(b.executor, 'execute').mockImplementation(async (call) => ({ query: call.query, params: call.params, rows: [], fields: [], truncated: false, cache: 'off', computedAt: now, statistics: { elapsed: 0, rows_read: 0, bytes_read: 0 } }));
     const answer = await b.run({ nameOrId: 'usage.api-counts', params: [['project', 'source-a'], ['interval', 'hourly']] });
     await b.close();
     expect(answer.cache).toBe('miss');

@@ -277,9 +277,9 @@ describe('over HTTP', () => {
   it('takes ?sql= on GET and a JSON body on POST, and answers both alike, one cache entry between them', async () => {
     const sql = 'SELECT path, n FROM result WHERE n >= 2 ORDER BY path';
     const get = await json(await fetch(url(`sb.requests?project=sb-a&sql=${encodeURIComponent(sql)}`), { headers: key }));
-    expect(get.body).toEqual({ result: [{ path: '/a', n: 3 }, { path: '/b', n: 2 }] });
+    expect(get.body).toMatchObject({ result: [{ path: '/a', n: 3 }, { path: '/b', n: 2 }], truncated: false, cached: false });
     const post = await json(await fetch(url('sb.requests'), { method: 'POST', headers: { ...key, 'Content-Type': 'application/json' }, body: JSON.stringify({ params: { project: 'sb-a' }, sql: sql.toLowerCase().replace('sb', 'sb') }) }));
-    expect(post).toEqual({ status: 200, body: get.body, cache: 'HIT' });
+    expect(post).toEqual({ status: 200, body: { ...get.body, cached: true, age_seconds: expect.any(Number) }, cache: 'HIT' });
     // POST takes every query, with or without SQL.
     const plain = await json(await fetch(url('logs.all'), { method: 'POST', headers: { ...key, 'Content-Type': 'application/json' }, body: JSON.stringify({ params: { project: 'sb-b' } }) }));
     expect(plain.status).toBe(200);

@@ -56,13 +56,15 @@ afterAll(async () => {
 });
 
 describe('savedq serve', () => {
-  it('answers 200 {"result": rows} as JSON, by name and by id alike', async () => {
+  it('answers 200 {"result": rows} as JSON with what they are and cost, by name and by id alike', async () => {
     const byName = await get('/api/endpoints/query/logs.all?project=http-proj');
     expect(byName.status).toBe(200);
     expect(byName.headers.get('content-type')).toBe('application/json; charset=utf-8');
     expect((byName.body?.result as unknown[]).length).toBe(30);
+    // Not cached: each answer is its own run's, with its own statistics.
+    expect(byName.body).toMatchObject({ truncated: false, cached: false, age_seconds: 0, statistics: { elapsed: expect.any(Number), rows_read: expect.any(Number), bytes_read: expect.any(Number) } });
     const byId = await get(`/api/endpoints/query/${findEndpoint('logs.all').id}?project=http-proj`);
-    expect(byId.body).toEqual(byName.body);
+    expect(byId.body?.result).toEqual(byName.body?.result);
     expect(byName.headers.get('x-cache')).toBeNull(); // logs.all is not cached
   });
 
@@ -161,7 +163,12 @@ describe('savedq serve', () => {
     const answers = await Promise.all(Array.from({ length: 40 }, () => get(path)));
     expect(execute).toHaveBeenCalledTimes(1);
     execute.mockRestore();
-    expect(new Set(answers.map((a) => `${a.status} ${a.text}`)).size).toBe(1);
+    // One run: one set of rows and one run's statistics in every answer (how old each is, said apart).
+    const whole = answers.map((a) => {
+      const body = JSON.parse(a.text) as Record<string, unknown>;
+      return `${a.status} ${JSON.stringify([body.result, body.truncated, body.statistics])}`;
+    });
+    expect(new Set(whole).size).toBe(1);
   });
 
   it('answers many different concurrent requests each with its own rows', async () => {
@@ -230,7 +237,7 @@ describe('savedq serve faults', () => {
     await s.close();
     await slow.close();
     expect(res.status).toBe(504);
-    expect(body).toEqual({ error: { code: 'timeout', message: 'the query ran past its time limit.' } });
+    expect(body).toEqual({ error: { code: 'timeout', message: 'slow ran past its time limit of 0.3 s (--timeout).' } });
   });
 
   it('answers 503 with Retry-After while another process holds the data directory, not 504 for the wait', async () => {
@@ -289,7 +296,7 @@ describe('savedq serve faults', () => {
     server.child.kill('SIGTERM');
     const res = await inFlight;
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ result: [{ z: 0 }, { z: 0 }, { z: 0 }, { z: 0 }] });
+    expect(await res.json()).toMatchObject({ result: [{ z: 0 }, { z: 0 }, { z: 0 }, { z: 0 }] });
     expect(await server.exited).toBe(0);
     expect(server.stderr()).toContain('SIGTERM: finishing requests in flight');
   });
@@ -317,7 +324,7 @@ describe('serve --quiet', () => {
     try {
       const res = await fetch(`${server.url}/api/endpoints/query/endless`, { headers: { 'X-API-KEY': 'k' } });
       expect(res.status).toBe(504);
-      await server.waitFor(/Z query on the embedded engine at .* ran past its time limit\.$/m);
+      await server.waitFor(/Z endless ran past its time limit of 0\.5 s \(--timeout\): query on the embedded engine at .* ran past its time limit\.$/m);
       expect(server.stderr()).not.toMatch(/ GET endless 504 /);
     } finally {
       server.child.kill('SIGTERM');

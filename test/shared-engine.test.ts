@@ -223,7 +223,7 @@ describe('a running serve shares its engine', () => {
     // The same query asked again is run afresh, not joined to the one given up.
     const again = await get('nap.again');
     expect(again.status).toBe(200);
-    expect(await again.json()).toEqual({ result: [{ again: 0 }, { again: 0 }, { again: 0 }, { again: 0 }] });
+    expect(await again.json()).toMatchObject({ result: [{ again: 0 }, { again: 0 }, { again: 0 }, { again: 0 }] });
   });
 
   it('a query whose process was killed while it waited its turn in serve is not run', async () => {

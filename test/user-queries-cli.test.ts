@@ -162,15 +162,15 @@ describe('serve and SIGHUP', () => {
       const res = await fetch(`${server.url}/api/endpoints/query/${name}`, { headers: { 'X-API-KEY': 'k' } });
       return { status: res.status, body: (await res.json()) as Record<string, unknown> };
     };
-    expect(await get('one')).toEqual({ status: 200, body: { result: [{ n: 1 }] } });
+    expect(await get('one')).toMatchObject({ status: 200, body: { result: [{ n: 1 }] } });
     expect((await get('two')).status).toBe(404);
 
     writeFileSync(join(folder, 'two.sql'), '/*\ndescription: second\n*/\nSELECT 2 AS n\n');
     writeFileSync(join(folder, 'one.sql'), '/*\ndescription: first, edited\n*/\nSELECT 11 AS n\n');
     server.child.kill('SIGHUP');
     await server.waitFor(/^\d{4}-\d\d-\d\dT[\d:.]+Z reloaded: 5 saved queries$/m);
-    expect(await get('two')).toEqual({ status: 200, body: { result: [{ n: 2 }] } });
-    expect(await get('one')).toEqual({ status: 200, body: { result: [{ n: 11 }] } });
+    expect(await get('two')).toMatchObject({ status: 200, body: { result: [{ n: 2 }] } });
+    expect(await get('one')).toMatchObject({ status: 200, body: { result: [{ n: 11 }] } });
     const paths = Object.keys(((await (await fetch(`${server.url}/openapi.json`)).json()) as { paths: object }).paths);
     expect(paths).toContain('/api/endpoints/query/two');
 
@@ -178,7 +178,7 @@ describe('serve and SIGHUP', () => {
     writeFileSync(join(folder, 'three.sql'), '/*\ndescription: third\n*/\nSELECT 3 AS n\n');
     server.child.kill('SIGHUP');
     await server.waitFor(/^\d{4}-\d\d-\d\dT[\d:.]+Z reload failed, still serving the previous queries: .*two\.sql:4: unknown type 'nope'/m);
-    expect(await get('two')).toEqual({ status: 200, body: { result: [{ n: 2 }] } });
+    expect(await get('two')).toMatchObject({ status: 200, body: { result: [{ n: 2 }] } });
     expect((await get('three')).status).toBe(404);
 
     server.child.kill('SIGTERM');

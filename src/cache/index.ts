@@ -1,5 +1,6 @@
 import { statSync } from 'node:fs';
 import type { NormalisedParams, Row } from '../queries/types.js';
+import type { QueryStatistics } from '../warehouse/types.js';
 import type { SqliteStore } from './store.js';
 
 /** A stored result. */
@@ -9,6 +10,8 @@ export interface CachedResult {
   readonly truncated?: boolean;
   /** When the rows were computed (epoch ms, by the library's clock). */
   readonly computedAt: number;
+  /** What the run that computed them cost (entries stored before savedq kept this: absent, and not served). */
+  readonly statistics?: QueryStatistics;
 }
 
 /** The call behind a cache entry, enough to run it again. */

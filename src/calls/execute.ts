@@ -1,8 +1,9 @@
-import { InputError, type DefinitionError } from '../errors.js';
+import { InputError, QueryTimeoutError, type DefinitionError } from '../errors.js';
 import type { DefinitionMemo } from '../queries/catalog.js';
 import type { SavedQuery } from '../queries/types.js';
 import { microsFromDate } from '../time.js';
 import type { Warehouse } from '../warehouse/index.js';
+import type { QueryStatistics } from '../warehouse/types.js';
 import type { PreparedCall } from './prepare.js';
 import { fieldsOf, type Clock, type RunResult } from './runner.js';
 import type { FairTurns } from './turns.js';
@@ -31,6 +32,14 @@ export interface ExecutorParts {
  */
 export class CallExecutor {
   constructor(private readonly parts: ExecutorParts) {}
+
+  readonly #runListeners = new Set<(query: SavedQuery, statistics: QueryStatistics) => void>();
+
+  /** Tells `listener` of every run (serve's metrics of rows and bytes read: once a run, not once a cache hit); returns how to stop. */
+  onRun(listener: (query: SavedQuery, statistics: QueryStatistics) => void): () => void {
+    this.#runListeners.add(listener);
+    return () => this.#runListeners.delete(listener);
+  }
 
   /** Checked SQL by its text (refusals too): a text seen before costs no statement (at most SQL_CHECKS_KEPT). */
   readonly #checked = new Map<string, Promise<string>>();
@@ -73,14 +82,24 @@ export class CallExecutor {
     const refused = await this.refusal(call.query, warehouse);
     if (refused) throw refused;
     const startedAt = this.parts.clock();
-    const { rows, truncated } = await executeQuery(warehouse, call.query, call.params, {
+    // A query's own timeout bounds its runs below the global one, never above it.
+    const own = call.query.timeoutSeconds;
+    const timeoutSeconds = own !== undefined && own < this.parts.timeoutSeconds ? own : this.parts.timeoutSeconds;
+    const { rows, truncated, statistics } = await executeQuery(warehouse, call.query, call.params, {
       now: call.at ?? microsFromDate(startedAt),
-      timeoutSeconds: this.parts.timeoutSeconds,
+      timeoutSeconds,
       signal,
       sql: call.sql,
       sandboxMaxMemoryBytes: this.parts.sandboxMaxMemoryBytes,
+    }).catch((err: unknown) => {
+      if (!(err instanceof QueryTimeoutError && err.ranPastLimit)) throw err;
+      const which = timeoutSeconds === own ? 'its own timeout' : '--timeout';
+      const forCaller = `${call.query.name} ran past its time limit of ${timeoutSeconds} s (${which}).`;
+      // The server's log has where, too.
+      throw new QueryTimeoutError(`${forCaller.slice(0, -1)}: ${err.message}`, { cause: err, forCaller, ranPastLimit: true });
     });
-    return { query: call.query, params: call.params, rows, fields: fieldsOf(call), truncated, cache: 'off', computedAt: startedAt };
+    for (const listener of this.#runListeners) listener(call.query, statistics);
+    return { query: call.query, params: call.params, rows, fields: fieldsOf(call), truncated, cache: 'off', computedAt: startedAt, statistics };
   }
 
   /**

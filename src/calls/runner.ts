@@ -3,6 +3,7 @@ import { RecentResults } from '../cache/recent.js';
 import type { NormalisedParams, Row, SavedQuery } from '../queries/types.js';
 import type { PreparedCall } from './prepare.js';
 import { SharedWork, type Joined } from './sharing.js';
+import type { QueryStatistics } from '../warehouse/types.js';
 
 /** Where "now" comes from (epoch ms); tests give a fixed or moving clock. */
 export type Clock = () => number;
@@ -30,6 +31,8 @@ export interface RunResult {
   readonly cache: CacheOutcome;
   /** When the rows were computed (epoch ms). */
   readonly computedAt: number;
+  /** What the run that computed the rows cost (a cached answer's: its run's). */
+  readonly statistics: QueryStatistics;
 }
 
 /** What runs a call below the cache (calls/execute.ts's CallExecutor): in the caller's turn; told when every caller has gone. */
@@ -48,7 +51,10 @@ const result = (call: PreparedCall, stored: CachedResult, cache: RunResult['cach
   truncated: stored.truncated ?? false,
   cache,
   computedAt: stored.computedAt,
+  statistics: stored.statistics ?? NO_STATISTICS,
 });
+
+const NO_STATISTICS: QueryStatistics = { elapsed: 0, rows_read: 0, bytes_read: 0 };
 
 /**
  * A prepared call's way through the results cache to the warehouse and back: what this process served
@@ -125,7 +131,7 @@ export class CallRunner {
       call.key,
       async (gone) => {
         const computed = await this.#executor.inTurn(call, gone, caller);
-        await this.#cache.set(call.key, { rows: computed.rows, truncated: computed.truncated, computedAt: computed.computedAt });
+        await this.#cache.set(call.key, { rows: computed.rows, truncated: computed.truncated, computedAt: computed.computedAt, statistics: computed.statistics });
         return { ...computed, cache: 'miss' as const };
       },
       signal,
@@ -134,12 +140,13 @@ export class CallRunner {
 
   /** Remembers an answer just served, and records it as served when that is due (synchronous when it is not). */
   #served(call: PreparedCall, answer: CachedResult, now: number, force = false): Promise<void> | undefined {
-    const due = this.#recent.served(call.key, { rows: answer.rows, truncated: answer.truncated, computedAt: answer.computedAt }, now, force);
+    const due = this.#recent.served(call.key, { rows: answer.rows, truncated: answer.truncated, computedAt: answer.computedAt, statistics: answer.statistics }, now, force);
     return due ? this.#cache.markServed(call.key, { call: call.cached, servedAt: now, computedAt: answer.computedAt }) : undefined;
   }
 }
 
 /** Whether a stored result is young enough to serve for this call. */
 function fresh(call: PreparedCall, stored: CachedResult, now: number): boolean {
-  return stored.computedAt <= now && now - stored.computedAt < call.query.cacheSeconds * 1000;
+  // An entry stored before savedq kept what its run cost cannot say it: it is computed again.
+  return stored.statistics !== undefined && stored.computedAt <= now && now - stored.computedAt < call.query.cacheSeconds * 1000;
 }

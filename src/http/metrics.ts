@@ -8,6 +8,8 @@ export interface Metrics {
   rateLimited(): void;
   /** A caller's SQL the sandbox refused, by the query it was sent to. */
   sandboxRefused(query: string): void;
+  /** A query run (not a cache hit): the rows and bytes the engine read for it. */
+  ran(query: string, rowsRead: number, bytesRead: number): void;
   warmed(outcome: 'refreshed' | 'failed', n: number): void;
   /** The Prometheus text format, and its content type. */
   text(): Promise<{ body: string; contentType: string }>;
@@ -119,7 +121,9 @@ export async function serveMetrics(queue: () => EngineQueue | undefined): Promis
   const limited = new Tally('savedq_rate_limited_total', 'Requests refused (429) because their caller was past its rate limit.');
   const warm = new Tally('savedq_warm_total', 'Cached calls serve refreshed while it runs, by outcome.');
   const refused = new Tally('savedq_sandbox_refused_total', "Callers' SQL the sandbox refused, by the query it was sent to.");
-  for (const metric of [requests, duration, cache, limited, warm, refused]) registry.registerMetric(metric.metric() as unknown as PromClient.Metric);
+  const rowsRead = new Tally('savedq_rows_read_total', 'Rows the engine read for the queries this server ran (once a run, not a cache hit), by query.');
+  const bytesRead = new Tally('savedq_bytes_read_total', 'Bytes the engine read for the queries this server ran (once a run, not a cache hit), by query.');
+  for (const metric of [requests, duration, cache, limited, warm, refused, rowsRead, bytesRead]) registry.registerMetric(metric.metric() as unknown as PromClient.Metric);
   new prom.Gauge({
     name: 'savedq_engine_queue_depth',
     help: "Statements waiting for the embedded engine (calls of this serve and the other savedq processes').",
@@ -152,6 +156,10 @@ export async function serveMetrics(queue: () => EngineQueue | undefined): Promis
     },
     rateLimited: () => limited.inc('', () => ({})),
     sandboxRefused: (query) => refused.inc(query, () => ({ query })),
+    ran: (query, rows, bytes) => {
+      rowsRead.inc(query, () => ({ query }), rows);
+      bytesRead.inc(query, () => ({ query }), bytes);
+    },
     warmed: (outcome, n) => warm.inc(outcome, () => ({ outcome }), n),
     text: async () => ({ body: await registry.metrics(), contentType: registry.contentType }),
   };

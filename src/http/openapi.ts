@@ -1,4 +1,4 @@
-import { parameterSchema, rowsSchema, sqlSchema } from '../queries/json-schema.js';
+import { answerFacts, parameterSchema, rowsSchema, sqlSchema } from '../queries/json-schema.js';
 import { SQL_PARAM } from '../queries/sql.js';
 import type { SavedQuery } from '../queries/types.js';
 import { grantOf, type Caller, type Grant } from '../access/index.js';
@@ -81,9 +81,10 @@ function operation(query: SavedQuery, by: 'name' | 'id', grant: Grant): Record<s
           'application/json': {
             schema: {
               type: 'object',
-              required: ['result'],
+              required: ['result', 'truncated', 'cached', 'age_seconds', 'statistics'],
               properties: {
                 result: rowsSchema(query),
+                ...answerFacts(query.maxRows),
               },
             },
           },

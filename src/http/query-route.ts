@@ -6,6 +6,7 @@ import type { PreparedCall, RunResult, Savedq } from '../library.js';
 import { render } from '../output/index.js';
 import type { RawParams } from '../queries/params.js';
 import type { Row } from '../queries/types.js';
+import { statisticsOf } from '../queries/json-schema.js';
 import { JSON_TYPE } from './answers.js';
 import type { Metrics } from './metrics.js';
 import { READ_METHODS, readBody, type Answered, type RequestContext, type Route, type RouteRequest } from './route.js';
@@ -19,10 +20,14 @@ const MAX_POST_BYTES = 1024 * 1024;
 /** The JSON renderer takes no width or colour. */
 const BODY_OPTIONS = { fields: [], color: false, width: undefined };
 
-/** An answer's body, and its length in bytes as Content-Length says it. */
+/**
+ * An answer's body but its last two fields: the rows, `truncated` and `statistics`, made once a result
+ * (CONTRACT §15); `cached` and `age_seconds` close it per request.
+ */
 interface Body {
-  readonly text: string;
-  readonly length: string;
+  readonly head: string;
+  /** Its length in bytes. */
+  readonly bytes: number;
 }
 
 /**
@@ -112,7 +117,7 @@ export class QueryRoute implements Route {
     const call = req.method === 'POST' ? await this.#posted(req, caller, path, search) : await this.#prepared(caller, path, search);
     ctx.label = call.query.name;
     const result = await this.lib.runPrepared(call, refresh ? 'refresh' : 'use', gone, caller.name);
-    return this.#reply(res, ctx, result, await this.#bodyOf(result.rows));
+    return this.#reply(res, ctx, result, await this.#bodyOf(result));
   }
 
   /**
@@ -189,29 +194,35 @@ export class QueryRoute implements Route {
     return this.lib.prepare({ nameOrId: decode(path.slice(QUERY_PREFIX.length)), params: inAddress, arguments: args, sql: sql ?? sqlInAddress, caller });
   }
 
-  /** Sends a query's answer: its rows' body, and for a cached query X-Cache and Age, in one write with the request id. */
+  /**
+   * Sends a query's answer: its body (the part made once a result, then whether it came from the cache
+   * and how old it is), and for a cached query X-Cache and Age, in one write with the request id.
+   */
   #reply(res: ServerResponse, ctx: RequestContext, result: RunResult, body: Body): Answered {
     ctx.label = result.query.name;
     const id = res.hasHeader('X-Request-Id') ? [] : ['X-Request-Id', ctx.id];
+    const age = String(Math.max(0, Math.floor((this.lib.clock() - result.computedAt) / 1000)));
+    const tail = `${result.cache === 'hit' ? 'true' : 'false'},"age_seconds":${age}}`;
+    const length = String(body.bytes + tail.length);
     if (result.query.cacheSeconds === 0) {
-      res.writeHead(200, ['Content-Type', JSON_TYPE, 'Content-Length', body.length, ...id]);
-      res.end(body.text);
+      res.writeHead(200, ['Content-Type', JSON_TYPE, 'Content-Length', length, ...id]);
+      res.end(body.head + tail);
       return { what: result.query.name, cache: '-' };
     }
     const cache = result.cache === 'hit' ? 'HIT' : 'MISS';
-    const age = String(Math.max(0, Math.floor((this.lib.clock() - result.computedAt) / 1000)));
-    res.writeHead(200, ['Content-Type', JSON_TYPE, 'Content-Length', body.length, 'X-Cache', cache, 'Age', age, ...id]);
-    res.end(body.text);
+    res.writeHead(200, ['Content-Type', JSON_TYPE, 'Content-Length', length, 'X-Cache', cache, 'Age', age, ...id]);
+    res.end(body.head + tail);
     return { what: result.query.name, cache };
   }
 
-  /** The body of rows: the JSON renderer's array, as `run -f json` prints it, in the envelope (made once a result). */
-  async #bodyOf(rows: Row[]): Promise<Body> {
-    let body = this.#bodies.get(rows);
+  /** The body of a result: its rows as `run -f json` prints them, whether they were cut, what they cost (made once a result). */
+  async #bodyOf(result: RunResult): Promise<Body> {
+    let body = this.#bodies.get(result.rows);
     if (!body) {
-      const text = `{"result":${[...(await render('json', rows, BODY_OPTIONS))].join('')}}`;
-      body = { text, length: String(Buffer.byteLength(text)) };
-      this.#bodies.set(rows, body);
+      const rows = [...(await render('json', result.rows, BODY_OPTIONS))].join('');
+      const head = `{"result":${rows},"truncated":${result.truncated},"statistics":${JSON.stringify(statisticsOf(result.statistics))},"cached":`;
+      body = { head, bytes: Buffer.byteLength(head) };
+      this.#bodies.set(result.rows, body);
     }
     return body;
   }

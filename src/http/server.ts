@@ -228,6 +228,8 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
 
   const upkeep = startUpkeep(lib, options.log, metrics, { warmMs: options.warmEveryMs, pruneMs: options.pruneEveryMs ?? 0 });
+  // What the engine read, counted once a run: warming's and other surfaces' runs in this process too.
+  const stopCounting = lib.executor.onRun((query, s) => metrics.ran(query.name, s.rows_read, s.bytes_read));
 
   return {
     url: `http://${host}:${address.port}`,
@@ -237,6 +239,7 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     },
     async close() {
       upkeep.stop();
+      stopCounting();
       // An MCP session's notification stream is a request that never ends on its own.
       await (await routes.mcpEndpoint())?.close();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));

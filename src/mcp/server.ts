@@ -5,6 +5,7 @@ import type { Savedq } from '../library.js';
 import { describeText } from '../output/describe.js';
 import { closest } from '../suggest.js';
 import { SQL_PARAM } from '../queries/sql.js';
+import { statisticsOf } from '../queries/json-schema.js';
 import type { Sdk } from './load.js';
 import { toolsOf, type QueryTool } from './tools.js';
 import type { Log } from '../report.js';
@@ -72,6 +73,7 @@ export function mcpServer(sdk: Sdk, session: McpSession): InstanceType<Sdk['Serv
         truncated: result.truncated,
         cached: result.cache === 'hit',
         age_seconds: Math.max(0, Math.floor((lib.clock() - result.computedAt) / 1000)),
+        statistics: statisticsOf(result.statistics),
       };
       return { structuredContent: answer, content: [{ type: 'text' as const, text: JSON.stringify(answer) }] };
     } catch (err) {

@@ -1,5 +1,5 @@
 import { grantOf, type Caller } from '../access/index.js';
-import { parameterSchema, rowsSchema, sqlSchema } from '../queries/json-schema.js';
+import { answerFacts, parameterSchema, rowsSchema, sqlSchema } from '../queries/json-schema.js';
 import { SQL_PARAM } from '../queries/sql.js';
 import type { SavedQuery } from '../queries/types.js';
 
@@ -89,11 +89,9 @@ function definition(query: SavedQuery, name: string, fixed: Readonly<Record<stri
       properties: {
         rows: rowsSchema(query),
         row_count: { type: 'integer', minimum: 0, description: 'Rows returned.' },
-        truncated: { type: 'boolean', description: `True when the query had more than ${query.maxRows} rows (savedq's row limit): rows stop there. A limit in the query's own SQL does not count.` },
-        cached: { type: 'boolean', description: 'True when the rows came from the cache.' },
-        age_seconds: { type: 'integer', minimum: 0, description: 'Seconds since the rows were computed.' },
+        ...answerFacts(query.maxRows),
       },
-      required: ['rows', 'row_count', 'truncated', 'cached', 'age_seconds'],
+      required: ['rows', 'row_count', 'truncated', 'cached', 'age_seconds', 'statistics'],
     },
     annotations: { title: query.name, readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   };

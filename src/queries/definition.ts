@@ -33,7 +33,7 @@ const PARAM_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 const ID_NAMESPACE = '6ba7b811-9dad-11d1-80b4-00c04fd430c8';
 const MAX_ROWS_LIMIT = 1_000_000;
 
-const HEADER_KEYS = ['name', 'id', 'description', 'params', 'fields', 'max_rows', 'cache', 'warm', 'sandbox'];
+const HEADER_KEYS = ['name', 'id', 'description', 'params', 'fields', 'max_rows', 'cache', 'warm', 'timeout', 'sandbox'];
 const PARAM_KEYS = ['type', 'required', 'default', 'allowed', 'other', 'min', 'max', 'description'];
 const FIELD_KEYS = ['type', 'description'];
 
@@ -135,6 +135,7 @@ export function readDefinition(file: string, text: string, defaultName: string, 
       cacheSeconds: header.cache,
       warmSeconds: header.warm,
       sandbox: header.sandbox,
+      ...(header.timeout === undefined ? {} : { timeoutSeconds: header.timeout }),
       file,
       builtin,
       sql: body,
@@ -164,6 +165,7 @@ interface Header {
   maxRows: number;
   cache: number;
   warm: number;
+  timeout: number | undefined;
   sandbox: boolean;
 }
 
@@ -186,7 +188,7 @@ function parseHeader(
     problem(lineOf(Math.min(err.pos[0], last)), `the header is not valid YAML: ${yamlMessage(err.message)}${hint}`);
     return undefined;
   }
-  const header: Header = { name: undefined, id: undefined, lines: { name: 1, id: 1 }, description: '', params: [], fields: [], maxRows: 1000, cache: 0, warm: 0, sandbox: false };
+  const header: Header = { name: undefined, id: undefined, lines: { name: 1, id: 1 }, description: '', params: [], fields: [], maxRows: 1000, cache: 0, warm: 0, timeout: undefined, sandbox: false };
   const root = doc.contents;
   if (root === null || (isScalar(root) && root.value === null)) return header;
   const at: LineOf = (node) => lineOf(node?.range?.[0] ?? 0);
@@ -240,6 +242,9 @@ function parseHeader(
         case 'warm':
           header.warm = wholeNumber(value, line, 'warm', 0, 31_536_000);
           warmLine = line;
+          break;
+        case 'timeout':
+          header.timeout = wholeNumber(value, line, 'timeout', 1, 86_400);
           break;
         case 'sandbox':
           header.sandbox = flag(value, line, 'sandbox');

@@ -1,6 +1,7 @@
 import { splitList } from './param-types.js';
 import { ISO_TIMESTAMP_PATTERN } from '../time.js';
 import { BOOLEAN_TEXTS, type FieldType, type ParamDefinition, type SavedQuery } from './types.js';
+import type { QueryStatistics } from '../warehouse/types.js';
 
 /**
  * How a parameter's value travels, which decides its JSON Schema: `query-string`, as text in a URL
@@ -37,6 +38,33 @@ export function rowsSchema(query: Pick<SavedQuery, 'fields' | 'maxRows' | 'sandb
       ...(query.fields.length > 0 && query.sandbox !== true ? { required: query.fields.map((f) => f.name) } : {}),
       properties: Object.fromEntries(query.fields.map((f) => [f.name, { ...fieldSchema(f.type), ...(f.description ? { description: f.description } : {}) }])),
     },
+  };
+}
+
+/** What a run cost, as every answer says it (CONTRACT §15): the engine's figures, in this order. */
+export function statisticsOf(s: QueryStatistics): QueryStatistics {
+  return { elapsed: s.elapsed, rows_read: s.rows_read, bytes_read: s.bytes_read };
+}
+
+/** An answer's `statistics`, as OpenAPI and MCP declare them. */
+export const STATISTICS_SCHEMA = {
+  type: 'object',
+  description: 'What the run that computed the rows cost, as the engine counts it (a cached answer: its run\'s).',
+  required: ['elapsed', 'rows_read', 'bytes_read'],
+  properties: {
+    elapsed: { type: 'number', minimum: 0, description: 'Seconds the engine spent on the query.' },
+    rows_read: { type: 'integer', minimum: 0, description: 'Rows it read from tables.' },
+    bytes_read: { type: 'integer', minimum: 0, description: 'Bytes it read from tables (uncompressed).' },
+  },
+} as const;
+
+/** What every answer says of itself besides its rows: whether they are whole, whether cached, how old, what they cost. */
+export function answerFacts(maxRows: number): Record<string, object> {
+  return {
+    truncated: { type: 'boolean', description: `True when the query had more than ${maxRows} rows (savedq's row limit, max_rows): the rows stop there. A limit in the query's own SQL does not count.` },
+    cached: { type: 'boolean', description: 'True when the rows came from the cache.' },
+    age_seconds: { type: 'integer', minimum: 0, description: 'Seconds since the rows were computed.' },
+    statistics: STATISTICS_SCHEMA,
   };
 }
 

@@ -3,6 +3,7 @@ import { DefinitionError, InputError, type EngineFailure, type WarehouseError } 
 import { toClickHouseDateTime, type Micros } from '../time.js';
 import { engineReason, isBadPattern, isRefusal, isSyntaxError } from '../warehouse/errors.js';
 import type { Warehouse } from '../warehouse/index.js';
+import type { QueryStatistics } from '../warehouse/types.js';
 import { RESULT_TABLE, sqlError } from '../sandbox/check.js';
 import { displayPath } from './catalog.js';
 import { bindValue, type BoundValue } from './param-types.js';
@@ -25,8 +26,6 @@ export interface ExecuteOptions {
   readonly sql?: string | undefined;
   /** The memory a caller's SQL may take (--sandbox-max-memory-mb), in bytes. */
   readonly sandboxMaxMemoryBytes?: number | undefined;
-  /** Told the engine's count of the rows the query read (`savedq test`); the warehouse must be able to measure. */
-  readonly onRowsRead?: ((rows: number) => void) | undefined;
 }
 
 /** A saved query can read, never write, and cannot take the whole machine. */
@@ -72,6 +71,8 @@ export function sandboxSettings(query: SavedQuery, timeoutSeconds: number, maxMe
 export interface QueryRows {
   readonly rows: Row[];
   readonly truncated: boolean;
+  /** What the run cost, as the engine counts it. */
+  readonly statistics: QueryStatistics;
 }
 
 /** Runs a saved query with validated parameters and returns its rows, shaped as its fields declare. */
@@ -87,15 +88,10 @@ export async function executeQuery(
   // comment ending the query's SQL ends there.
   const statement = sandboxed ? `WITH ${RESULT_TABLE} AS (\n${query.boundSql}\n)\nSELECT * FROM (\n${options.sql}\n)` : query.boundSql;
   let rows;
+  let statistics: QueryStatistics;
   try {
     const values = bindValues(query, params, options.now);
-    if (options.onRowsRead && warehouse.measure) {
-      const measured = await warehouse.measure(statement, values, settings);
-      options.onRowsRead(measured.rowsRead);
-      rows = measured.rows;
-    } else {
-      rows = await warehouse.query(statement, values, settings, options.signal);
-    }
+    ({ rows, statistics } = await warehouse.measure(statement, values, settings, options.signal));
   } catch (err) {
     // The query's own SQL was checked before its first run: what the engine refuses now is the caller's.
     if (sandboxed) throw sqlError(err);
@@ -110,7 +106,7 @@ export async function executeQuery(
       for (const name of jsonFields) row[name] = parseJsonField(row[name]);
     }
   }
-  return { rows: limited, truncated: rows.length > query.maxRows };
+  return { rows: limited, truncated: rows.length > query.maxRows, statistics };
 }
 
 /** An object field the tables keep as JSON text (`metadata`) is returned as the object. */

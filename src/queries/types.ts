@@ -60,6 +60,8 @@ export interface SavedQuery {
   readonly cacheSeconds: number;
   /** How old a cached result must be before `warm` refreshes it; 0 = not warmed. */
   readonly warmSeconds: number;
+  /** Seconds its runs may take (`timeout:`), below the global --timeout (never above it); absent: the global one. */
+  readonly timeoutSeconds?: number;
   /** Whether callers may send their own SQL over its answer (`sandbox: true`, CONTRACT §14). */
   readonly sandbox: boolean;
   /** The file the query was read from. */

@@ -3,13 +3,13 @@ import type { ErrorKind, ExpectedRow, Rewritable, TestCase } from './spec.js';
 
 /** What a case's call gave: rows and the engine's count of rows read, or an error. */
 export type CallOutcome =
-  | { readonly rows: readonly Row[]; readonly rowsRead: number; readonly error?: undefined }
+  | { readonly rows: readonly Row[]; readonly rowsRead: number; readonly truncated: boolean; readonly error?: undefined }
   | { readonly rows?: undefined; readonly error: { readonly kind: ErrorKind | 'failure'; readonly message: string } };
 
 /** One expectation a case did not meet. */
 export interface Failure {
   /** Which expectation; `call` when the call failed and no error was expected. */
-  readonly expectation: Rewritable | 'error' | 'max_rows_read' | 'call';
+  readonly expectation: Rewritable | 'error' | 'max_rows_read' | 'truncated' | 'call';
   readonly message: string;
   /** The first row that differs (1-based) and its field, for rows. */
   readonly row?: number;
@@ -27,7 +27,7 @@ export function failures(test: TestCase, outcome: CallOutcome): Failure[] {
     if (kind === test.error) return [];
     return [{ expectation: 'error', message: `expected ${article(test.error)} error, got ${kind === 'failure' ? 'a failure of the engine' : `${article(kind)} error`}: ${message}`, expected: test.error, actual: kind }];
   }
-  const { rows, rowsRead } = outcome;
+  const { rows, rowsRead, truncated } = outcome;
   const found: Failure[] = [];
   if (test.error !== undefined) {
     found.push({ expectation: 'error', message: `expected ${article(test.error)} error, but the call returned ${plural(rows.length, 'row')}`, expected: test.error, actual: 'rows' });
@@ -39,6 +39,9 @@ export function failures(test: TestCase, outcome: CallOutcome): Failure[] {
   }
   if (test.maxRowsRead !== undefined && !(rowsRead <= test.maxRowsRead)) {
     found.push({ expectation: 'max_rows_read', message: `the query read ${plural(rowsRead, 'row')}, more than max_rows_read ${test.maxRowsRead}`, expected: test.maxRowsRead, actual: rowsRead });
+  }
+  if (test.truncated !== undefined && truncated !== test.truncated) {
+    found.push({ expectation: 'truncated', message: truncated ? 'the query had more rows than its max_rows, where truncated: false was expected' : 'the query had no more rows than its max_rows, where truncated: true was expected', expected: test.truncated, actual: truncated });
   }
   return found;
 }

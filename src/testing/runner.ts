@@ -153,19 +153,13 @@ export class TestEngine {
     try {
       const params = normaliseParams(query, testCase.params);
       await checkPatterns(query, params);
-      let rowsRead = Number.NaN;
       let sql: string | undefined;
       if (testCase.sql !== undefined) {
         if (!query.sandbox) throw new SandboxDisabledError(`${query.name} takes no SQL of yours: it is not sandboxed (add sandbox: true to its header).`);
         sql = (await checkSandboxSql(this.#warehouse, testCase.sql)).formatted;
       }
-      const { rows } = await executeQuery(this.#warehouse, query, params, {
-        now: testCase.at,
-        timeoutSeconds: this.#timeoutSeconds,
-        onRowsRead: (n) => (rowsRead = n),
-        sql,
-      });
-      outcome = { rows, rowsRead };
+      const { rows, truncated, statistics } = await executeQuery(this.#warehouse, query, params, { now: testCase.at, timeoutSeconds: this.#timeoutSeconds, sql });
+      outcome = { rows, rowsRead: statistics.rows_read, truncated };
     } catch (err) {
       if (!(err instanceof SavedqError)) throw err;
       const kind = err instanceof InputError ? 'input' : err instanceof DefinitionError ? 'definition' : 'failure';

@@ -10,6 +10,7 @@ import {
   isNull,
   isScalar,
   isSeq,
+  flag,
   keyName,
   LineIndex,
   mapEntries,
@@ -29,9 +30,9 @@ import { TABLES, type TableName } from '../warehouse/schema.js';
 export const TEST_FILE_SUFFIX = '.test.yaml';
 
 const FILE_KEYS = ['at', 'fixtures', 'setup', 'cases'];
-const CASE_KEYS = ['name', 'params', 'sql', 'at', 'rows', 'rows_unordered', 'row_count', 'error', 'max_rows_read'];
+const CASE_KEYS = ['name', 'params', 'sql', 'at', 'rows', 'rows_unordered', 'row_count', 'error', 'max_rows_read', 'truncated'];
 /** What a case can expect; a case expects one or more. */
-const EXPECTATIONS = ['rows', 'rows_unordered', 'row_count', 'error', 'max_rows_read'];
+const EXPECTATIONS = ['rows', 'rows_unordered', 'row_count', 'error', 'max_rows_read', 'truncated'];
 /** What `run` exits 2 for, as a case expects it: a bad value, or a definition the engine refuses. */
 export const ERROR_KINDS = ['input', 'definition'] as const;
 export type ErrorKind = (typeof ERROR_KINDS)[number];
@@ -68,6 +69,8 @@ export interface TestCase {
   readonly rowCount?: number;
   readonly error?: ErrorKind;
   readonly maxRowsRead?: number;
+  /** Whether the query had more rows than its max_rows (the rows stop there). */
+  readonly truncated?: boolean;
   readonly spans: Partial<Record<Rewritable, ValueSpan>>;
 }
 
@@ -296,6 +299,9 @@ function readCase(node: Node, line: number, fileAt: Micros, text: string, lines:
         break;
       case 'max_rows_read':
         expected.maxRowsRead = count(value, valueLine, key);
+        break;
+      case 'truncated':
+        expected.truncated = flag(value, valueLine, key);
         break;
       case 'error': {
         const kind = text_(value, valueLine, 'error');

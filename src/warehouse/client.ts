@@ -64,11 +64,12 @@ export function clientStatements(client: ClickHouseClient, location: string): Pi
         return result.json<WarehouseRow>();
       }),
     // The JSON format carries the engine's statistics after the rows, on the embedded engine and on a server alike.
-    measure: (sql, params, settings) =>
+    measure: (sql, params, settings, signal) =>
       classified(location, async () => {
-        const result = await client.query({ query: `${sql}${settingsClause(settings)}`, format: 'JSON', query_params: { ...params } });
+        const result = await client.query({ query: `${sql}${settingsClause(settings)}`, format: 'JSON', query_params: { ...params }, abort_signal: signal });
         const body = await result.json<WarehouseRow>();
-        return { rows: body.data, rowsRead: Number(body.statistics?.rows_read ?? Number.NaN) };
+        const s = body.statistics;
+        return { rows: body.data, statistics: { elapsed: Number(s?.elapsed ?? 0), rows_read: Number(s?.rows_read ?? 0), bytes_read: Number(s?.bytes_read ?? 0) } };
       }),
     command: (sql, params, settings) =>
       classified(location, async () => {

@@ -78,7 +78,7 @@ export function toWarehouseError(err: unknown, location: string): SavedqError {
   const causeCode = typeof (e.cause as ErrorLike | undefined)?.code === 'string' ? ((e.cause as ErrorLike).code as string) : '';
   const options = { cause: err, engine };
   if (engine?.type === 'TIMEOUT_EXCEEDED' || engine?.code === TIMEOUT_CODE || /Timeout exceeded/i.test(message)) {
-    return new QueryTimeoutError(`query on ${location} ran past its time limit.`, { cause: err });
+    return new QueryTimeoutError(`query on ${location} ran past its time limit.`, { cause: err, ranPastLimit: true });
   }
   const network = [e.code, causeCode].find((c) => typeof c === 'string' && NETWORK_CODES.has(c));
   if (network !== undefined) {

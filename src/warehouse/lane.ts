@@ -27,7 +27,6 @@ export function inLane(warehouse: Warehouse): Warehouse {
       queue.push({ kind, start: () => void op().then(resolve, reject).finally(next) });
       if (!busy) next();
     });
-  const { measure } = warehouse;
   return {
     ...warehouse,
     // A query whose caller has gone (its signal aborted: a client of serve that was interrupted) before
@@ -41,7 +40,12 @@ export function inLane(warehouse: Warehouse): Warehouse {
       }),
     command: (...args) => inTurn('query', () => warehouse.command(...args)),
     explainAst: (statement) => inTurn('query', () => warehouse.explainAst(statement)),
-    ...(measure ? { measure: (...args: Parameters<typeof measure>) => inTurn('query', () => measure.apply(warehouse, args)) } : {}),
+    measure: (sql, params, settings, signal) =>
+      inTurn('query', () => {
+        if (!signal?.aborted) return warehouse.measure(sql, params, settings);
+        dropped += 1;
+        return Promise.reject(signal.reason as Error);
+      }),
     queue: (): EngineQueue => ({ running: busy ? 1 : 0, waiting: queue.length, dropped }),
     async stage(lines): Promise<StagedLines> {
       const staged = await warehouse.stage(lines);

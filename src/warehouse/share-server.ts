@@ -10,6 +10,7 @@ import type { Log } from '../report.js';
 /** What each operation needs besides its id: a statement, a staged batch, or both. */
 const OPERATIONS: Record<string, { statement: boolean; staged: boolean }> = {
   query: { statement: true, staged: false },
+  measure: { statement: true, staged: false },
   command: { statement: true, staged: false },
   explain: { statement: true, staged: false },
   stage: { statement: false, staged: false },
@@ -80,6 +81,8 @@ export async function shareWarehouse(
     switch (r.op) {
       case 'query':
         return warehouse.query(s?.sql ?? '', s?.params ?? {}, s?.settings, gone);
+      case 'measure':
+        return warehouse.measure(s?.sql ?? '', s?.params ?? {}, s?.settings, gone);
       case 'explain':
         return warehouse.explainAst(s?.sql ?? '');
       case 'command':

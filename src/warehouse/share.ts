@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { BusyError, InputError, InterruptedError, QueryTimeoutError, SavedqError, WarehouseError, type EngineFailure } from '../errors.js';
 import { inDirectory } from '../fs.js';
 import { stagedSource } from './staging.js';
-import type { LinesFormat, StatementParams, Warehouse, WarehouseRow } from './types.js';
+import type { LinesFormat, MeasuredRows, StatementParams, Warehouse, WarehouseRow } from './types.js';
 
 // A `savedq serve` owns the embedded engine of its data directory for as long as it runs, and shares it
 // with every other savedq process: they send their statements here instead of waiting for the
@@ -186,6 +186,7 @@ export async function connectShared(dataDir: string, timeoutSeconds: number): Pr
     location,
     embedded: true,
     query: (sql, params, settings) => call<WarehouseRow[]>({ op: 'query', statement: statement(sql, params, settings) }, queryWaitMs),
+    measure: (sql, params, settings) => call<MeasuredRows>({ op: 'measure', statement: statement(sql, params, settings) }, queryWaitMs),
     explainAst: (sql) => call<string[]>({ op: 'explain', statement: statement(sql, {}, {}) }, queryWaitMs),
     command: async (sql, params, settings) => {
       await call({ op: 'command', statement: statement(sql, params, settings) }, queryWaitMs);

@@ -6,8 +6,17 @@ export type WarehouseRow = Record<string, unknown>;
 /** A query's rows, with what the engine says it read to answer it. */
 export interface MeasuredRows {
   readonly rows: WarehouseRow[];
-  /** Rows the engine read from tables (its statistics' rows_read). */
-  readonly rowsRead: number;
+  readonly statistics: QueryStatistics;
+}
+
+/** What a query cost, as the engine counts it (FORMAT JSON's `statistics`): on chDB and a server alike. */
+export interface QueryStatistics {
+  /** Seconds the engine spent on the query. */
+  readonly elapsed: number;
+  /** Rows it read from tables. */
+  readonly rows_read: number;
+  /** Bytes it read from tables (uncompressed). */
+  readonly bytes_read: number;
 }
 
 /** Values bound to a statement's `{name:Type}` parameters. */
@@ -52,8 +61,8 @@ export interface Warehouse {
   /** Whether this is the embedded engine (which savedq owns whole: its tables, its disk). */
   readonly embedded: boolean;
   query(sql: string, params: StatementParams, settings?: ClickHouseSettings, signal?: AbortSignal): Promise<WarehouseRow[]>;
-  /** A query's rows and the engine's own count of the rows it read (`savedq test`'s max_rows_read). */
-  measure?(sql: string, params: StatementParams, settings?: ClickHouseSettings): Promise<MeasuredRows>;
+  /** A query's rows and what it cost, as the engine counts it (every saved query's run). */
+  measure(sql: string, params: StatementParams, settings?: ClickHouseSettings, signal?: AbortSignal): Promise<MeasuredRows>;
   /**
    * The engine's own parse of one statement, as `EXPLAIN AST` prints it (a line a node, indented by
    * depth), sent as written: no FORMAT or SETTINGS is added to the text, which would bind to the
