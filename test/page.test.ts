@@ -204,7 +204,7 @@ describe('the page at /', () => {
     await tab.getByLabel('API key or token').fill(KEY);
     expect(await tab.locator('#param-interval-help').textContent()).toContain('Default: 1day.');
     await tab.getByRole('button', { name: 'Run functions.invocation-stats' }).click();
-    expect(await answered(tab)).toMatch(/^\d+ rows in \d+ ms · cache hit, \d+ s old$/);
+    expect(await answered(tab)).toMatch(/^\d+ rows in \d+ ms · cache hit, \d+ s old · read [\d,]+ rows$/);
     const listed = JSON.parse((await cli(['cache', 'list', '-f', 'json'], { env })).stdout) as { query: string }[];
     expect(listed.filter((e) => e.query === 'functions.invocation-stats')).toHaveLength(1);
 

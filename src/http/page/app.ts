@@ -292,7 +292,7 @@ async function run(): Promise<void> {
       sql === ''
         ? await fetch(callUrl(query, given), { headers: auth })
         : await fetch(callUrl(query, []), { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: JSON.stringify({ params: Object.fromEntries(given), sql }) });
-    const body = (await response.json().catch(() => ({}))) as { result?: Row[]; error?: { code: string; message: string } };
+    const body = (await response.json().catch(() => ({}))) as { result?: Row[]; truncated?: boolean; statistics?: { rows_read: number }; error?: { code: string; message: string } };
     const ms = Math.round(performance.now() - started);
     if (!response.ok || !body.result) {
       clearAnswer();
@@ -302,7 +302,10 @@ async function run(): Promise<void> {
     }
     const cache = response.headers.get('X-Cache');
     const age = response.headers.get('Age');
-    showStatus(`${body.result.length} ${body.result.length === 1 ? 'row' : 'rows'} in ${ms} ms${cache ? ` · cache ${cache.toLowerCase()}${age ? `, ${age} s old` : ''}` : ''}`);
+    // What the answer says of itself: cut at max_rows, and what its run read.
+    const cut = body.truncated ? ' (the first: the query has more)' : '';
+    const read = body.statistics ? ` · read ${body.statistics.rows_read.toLocaleString('en-US')} rows` : '';
+    showStatus(`${body.result.length} ${body.result.length === 1 ? 'row' : 'rows'}${cut} in ${ms} ms${cache ? ` · cache ${cache.toLowerCase()}${age ? `, ${age} s old` : ''}` : ''}${read}`);
     // The fields of an answer to SQL are the SQL's: read off its rows.
     showAnswer(sql === '' ? query : { ...query, fields: [] }, body.result);
   } catch (err) {
