@@ -33,9 +33,8 @@ export async function runCommand(lib: Savedq, options: RunOptions, io: Io): Prom
   await writeRows(io, options, format, result.rows, result.fields);
   const watching = io.stderr.isTTY === true && io.stdout.isTTY === true;
   // A cut answer says so where a person reads it: in a terminal always, in a pipe when asked (--stats).
-  if (result.truncated && (options.stats === true || (watching && !options.quiet))) {
-    io.stderr.write(`showing the first ${plural(result.rows.length, 'row')}: the query has more (max_rows ${result.query.maxRows})\n`);
-  }
+  const cut = result.truncated && (options.stats === true || (watching && !options.quiet));
+  if (cut) io.stderr.write(`showing the first ${plural(result.rows.length, 'row')}: the query has more (max_rows ${result.query.maxRows})\n`);
   if (options.stats === true) {
     io.stderr.write(`${statsLine(result, lib.clock())}\n`);
     return;
@@ -43,9 +42,11 @@ export async function runCommand(lib: Savedq, options: RunOptions, io: Io): Prom
   if (result.cache === 'hit') {
     const age = Math.max(0, Math.round((lib.clock() - result.computedAt) / 1000));
     note(io, options, `${result.query.name}: from cache, computed ${age} s ago`);
-  } else {
-    const kept = result.cache === 'miss' ? `, kept in the cache for ${result.query.cacheSeconds} s` : '';
-    note(io, options, `${result.query.name}: ${result.rows.length} rows${kept}`);
+  } else if (result.cache === 'miss') {
+    note(io, options, `${result.query.name}: ${cut ? '' : `${result.rows.length} rows, `}kept in the cache for ${result.query.cacheSeconds} s`);
+  } else if (!cut) {
+    // How many rows the line above says already when the answer was cut.
+    note(io, options, `${result.query.name}: ${result.rows.length} rows`);
   }
 }
 
