@@ -1,5 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startServer, type RunningServer } from '../src/http/server.js';
 import { keyChecker } from '../src/http/keys.js';
 import { shareWarehouse } from '../src/warehouse/share-server.js';
-import { binPath, cli, endpoints, engineQueue, eventually, findEndpoint, load, startServe, tempDir, logInto, libraryOf } from './helpers.js';
+import { binPath, cli, endpoints, engineQueue, eventually, findEndpoint, load, NO_CONFIG, startServe, tempDir, logInto, libraryOf } from './helpers.js';
 import { has } from './system.js';
 
 const dir = tempDir();
@@ -312,6 +312,31 @@ describe('savedq serve faults', () => {
     server.child.kill('SIGTERM');
     expect((await inFlight).status).toBe(200);
     expect(await server.exited).toBe(0);
+  });
+});
+
+describe('the log in a file', () => {
+  it('has every request line, in order, and the last ones written before serve exits (written off the event loop)', async () => {
+    const logFile = join(dir, 'serve.log');
+    const fd = openSync(logFile, 'w');
+    const child = spawn(process.execPath, [binPath, 'serve', '--port', '0'], {
+      env: { PATH: process.env.PATH ?? '', XDG_CONFIG_HOME: NO_CONFIG, SAVEDQ_DATA_DIR: join(dir, 'logged-data'), SAVEDQ_CACHE_FILE: join(dir, 'logged.sqlite'), SAVEDQ_API_KEYS: 'k' },
+      stdio: ['ignore', 'ignore', fd],
+    });
+    closeSync(fd);
+    const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+    const url = await eventually('serve to say where it listens', () => /listening on (http:\S+)/.exec(readFileSync(logFile, 'utf8'))?.[1]);
+    const asked = 300;
+    for (let i = 0; i < asked; i += 30) {
+      await Promise.all(Array.from({ length: 30 }, () => fetch(`${url}/health`).then((r) => r.text())));
+    }
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    const lines = readFileSync(logFile, 'utf8').split('\n');
+    const ids = lines.filter((l) => / GET \/health 200 /.test(l)).map((l) => parseInt(/ id=[0-9a-f]+-[0-9a-f]+-([0-9a-z]+)$/.exec(l)?.[1] ?? '', 36));
+    expect(ids).toHaveLength(asked);
+    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    expect(lines.some((l) => /SIGTERM: finishing requests in flight, then stopping$/.test(l))).toBe(true);
   });
 });
 

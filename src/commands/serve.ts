@@ -1,3 +1,4 @@
+import { fstatSync, write } from 'node:fs';
 import { resolveServeSettings } from '../config.js';
 import { DefinitionError, InputError } from '../errors.js';
 import { problemText } from '../queries/catalog.js';
@@ -143,17 +144,46 @@ export async function reloadQueries(lib: Savedq, log: Log): Promise<boolean> {
  */
 export function serverLog(io: Io, options: CommonOptions): ServerLog {
   let pending: string[] = [];
+  const write = logWriter(io);
   const always = (line: string) => {
     if (pending.length === 0) {
       setImmediate(() => {
         const text = pending.join('');
         pending = [];
-        io.stderr.write(text);
+        write(text);
       });
     }
     pending.push(`${isoNow()} ${line}\n`);
   };
   return { info: (line) => (options.quiet ? undefined : always(line)), warn: always, error: always, always };
+}
+
+/**
+ * How the log's batches reach standard error. Node writes to a file there synchronously, the event
+ * loop waiting on the disk for every batch (a service manager's log file, `2>> serve.log`): so to a
+ * file, the batches are written by libuv's threads instead, one after another in order, and the
+ * process does not exit before the last is written. A terminal, a pipe (already written without
+ * waiting) or a test's stream: as they are.
+ */
+function logWriter(io: Io): (text: string) => void {
+  if (io.stderr !== process.stderr || !isFile(2)) return (text) => io.stderr.write(text);
+  let last = Promise.resolve();
+  return (text) => {
+    last = last.then(
+      () =>
+        new Promise<void>((resolve) => {
+          write(2, text, () => resolve());
+        }),
+    );
+  };
+}
+
+function isFile(fd: number): boolean {
+  try {
+    return fstatSync(fd).isFile();
+  } catch {
+    return false;
+  }
 }
 
 /** The server's log by level; `always`, a line of information even with --quiet (the address it listens on). */
