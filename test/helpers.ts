@@ -153,7 +153,7 @@ export async function startServe(env: Record<string, string>, args: readonly str
       w.resolve();
     }
   });
-  const waitFor = (pattern: RegExp, timeoutMs = 20_000) =>
+  const waitFor = (pattern: RegExp, timeoutMs = EVENT_DEADLINE_MS) =>
     new Promise<void>((resolve, reject) => {
       if (pattern.test(stderr)) return resolve();
       const timer = setTimeout(() => reject(new Error(`serve never printed ${pattern}; it printed:\n${stderr}`)), timeoutMs);
