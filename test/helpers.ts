@@ -208,7 +208,7 @@ export function startCli(args: readonly string[], options: { env?: Record<string
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', XDG_CONFIG_HOME: NO_CONFIG, ...options.env },
     stdio: ['pipe', 'pipe', 'pipe'],
     // A command that never ends (a serve a failed test started, say) is not left running after the tests.
-    timeout: 120_000,
+    timeout: LONG_TEST_MS,
     killSignal: 'SIGKILL',
   });
   let stdout = '';
