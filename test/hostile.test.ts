@@ -7,7 +7,6 @@ import { normaliseParams, parsePairs } from '../src/queries/params.js';
 import { querySettings } from '../src/queries/run.js';
 import { startServer, type RunningServer } from '../src/http/server.js';
 import { parseQueryString } from '../src/http/query-route.js';
-import { quickHeaders } from '../src/http/route.js';
 import { parseIsoTimestamp, toIsoMicros } from '../src/time.js';
 import { builtins, endpoints, findEndpoint, load, testLibrary, logInto } from './helpers.js';
 
@@ -192,17 +191,3 @@ describe('properties (fast-check)', () => {
   });
 });
 
-describe("the fast path's headers, read off the raw list", () => {
-  it.each([
-    ['a key', ['Host', 'h', 'X-API-KEY', 'k1'], { credential: 'k1', requestId: undefined }],
-    ['a bearer credential, the scheme in any case, over a key', ['authorization', 'bEaReR t1', 'x-api-key', 'k1', 'X-Request-Id', 'r-1'], { credential: 't1', requestId: 'r-1' }],
-    ['an Authorization that is not Bearer: no credential', ['Authorization', 'Basic dTpw'], { credential: '', requestId: undefined }],
-    ['none at all', ['Host', 'h'], { credential: undefined, requestId: undefined }],
-    ['Cache-Control: the full path', ['X-API-KEY', 'k1', 'Cache-Control', 'no-cache'], undefined],
-    ['a key given twice: the full path', ['X-API-KEY', 'k1', 'x-api-key', 'k2'], undefined],
-    ['Authorization given twice: the full path', ['Authorization', 'Bearer a', 'authorization', 'Bearer b'], undefined],
-    ['a request id given twice: the full path', ['X-Request-Id', 'a', 'x-request-id', 'b'], undefined],
-  ])('%s', (_what, raw, expected) => {
-    expect(quickHeaders(raw)).toEqual(expected);
-  });
-});

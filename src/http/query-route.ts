@@ -9,7 +9,7 @@ import type { Row } from '../queries/types.js';
 import { statisticsOf } from '../queries/json-schema.js';
 import { JSON_TYPE } from './answers.js';
 import type { Metrics } from './metrics.js';
-import { READ_METHODS, readBody, type Answered, type RequestContext, type Route, type RouteRequest } from './route.js';
+import { READ_METHODS, credentialOf, readBody, type Answered, type RequestContext, type Route, type RouteRequest } from './route.js';
 
 export const QUERY_PREFIX = '/api/endpoints/query/';
 /** Calls kept prepared, by path and query string: for each API key, and for each token (of which there may be thousands). */
@@ -120,15 +120,12 @@ export class QueryRoute implements Route {
     return this.#reply(res, ctx, result, await this.#bodyOf(result));
   }
 
-  /**
-   * A GET answered from what was served a moment ago: no await, no promise; undefined when the full
-   * path must answer. `credential` is the request's (route.ts's quickHeaders: no Cache-Control).
-   */
-  answerAtOnce(req: IncomingMessage, res: ServerResponse, ctx: RequestContext, credential: string | undefined): Answered | undefined {
+  /** A GET answered from what was served a moment ago: no await, no promise; undefined when the full path must answer. */
+  answerAtOnce(req: IncomingMessage, res: ServerResponse, ctx: RequestContext): Answered | undefined {
     const rawUrl = req.url ?? '/';
-    if (!rawUrl.startsWith(QUERY_PREFIX)) return undefined;
+    if (req.method !== 'GET' || !rawUrl.startsWith(QUERY_PREFIX) || req.headers['cache-control'] !== undefined) return undefined;
     // Known callers without a limit only: the full path answers the others (401, 429, its headers).
-    const caller = this.access.known(credential);
+    const caller = this.access.known(credentialOf(req));
     if (!caller || caller.rps !== undefined || !this.#current()) return undefined;
     const q = rawUrl.indexOf('?');
     const call = this.#calls.get(caller)?.get(q < 0 ? `${rawUrl}?` : rawUrl);

@@ -52,55 +52,14 @@ export const READ_METHODS = ['GET', 'HEAD'] as const;
 
 /** The credential of a request: `Authorization: Bearer <key or token>`, else `X-API-KEY`. */
 export function credentialOf(req: IncomingMessage): string | undefined {
-  const key = req.headers['x-api-key'];
-  return credentialFrom(req.headers.authorization, Array.isArray(key) ? undefined : key);
-}
-
-/** The credential of an Authorization header ("Bearer <credential>", the scheme's name in any case: RFC 7235), else of X-API-KEY. */
-function credentialFrom(authorization: string | undefined, apiKey: string | undefined): string | undefined {
-  if (authorization === undefined) return apiKey;
-  const credential = authorization.slice(7).trim();
-  return authorization.length > 7 && authorization.slice(0, 7).toLowerCase() === 'bearer ' && !/\s/.test(credential) ? credential : '';
-}
-
-/** What the fast path reads of a request: its credential and its own request id. */
-export interface QuickHeaders {
-  readonly credential: string | undefined;
-  readonly requestId: string | undefined;
-}
-
-/**
- * The fast path's headers, read off the raw list without making the request's headers object (a
- * busy server's hot path); undefined when the request needs the full path: a Cache-Control, or one of
- * these headers given twice (whose joined value Node's object would say).
- */
-export function quickHeaders(raw: readonly string[]): QuickHeaders | undefined {
-  let authorization: string | undefined;
-  let apiKey: string | undefined;
-  let requestId: string | undefined;
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = raw[i] as string;
-    // By length first: most headers are none of these, and lower-casing each would cost.
-    if (name.length !== 13 && name.length !== 9 && name.length !== 12) continue;
-    const value = raw[i + 1] as string;
-    switch (name.toLowerCase()) {
-      case 'cache-control':
-        return undefined;
-      case 'authorization':
-        if (authorization !== undefined) return undefined;
-        authorization = value;
-        break;
-      case 'x-api-key':
-        if (apiKey !== undefined) return undefined;
-        apiKey = value;
-        break;
-      case 'x-request-id':
-        if (requestId !== undefined) return undefined;
-        requestId = value;
-        break;
-    }
+  const authorization = req.headers.authorization;
+  if (authorization !== undefined) {
+    // "Bearer <credential>", the scheme's name in any case (RFC 7235).
+    const credential = authorization.slice(7).trim();
+    return authorization.length > 7 && authorization.slice(0, 7).toLowerCase() === 'bearer ' && !/\s/.test(credential) ? credential : '';
   }
-  return { credential: credentialFrom(authorization, apiKey), requestId };
+  const key = req.headers['x-api-key'];
+  return Array.isArray(key) ? undefined : key;
 }
 
 /** The request's body as text, refused past its route's bound (413). */

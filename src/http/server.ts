@@ -9,7 +9,7 @@ import { clientErrorAnswer, errorBody, send, sendError } from './answers.js';
 import { keyChecker } from './keys.js';
 import { serveMetrics } from './metrics.js';
 import { QUERY_PREFIX } from './query-route.js';
-import { READ_METHODS, credentialOf, quickHeaders, type Answered, type RequestContext, type Route } from './route.js';
+import { READ_METHODS, credentialOf, type Answered, type RequestContext, type Route } from './route.js';
 import { serveRoutes } from './routes.js';
 import { startUpkeep } from './upkeep.js';
 
@@ -155,14 +155,11 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
   function onRequest(req: IncomingMessage, res: ServerResponse): void {
     const started = performance.now();
     // The caller's own request id when it is well formed, else a fresh one: on every answer and its log line.
-    // A GET may be answered at once: it reads the few headers it needs off the raw list (with CORS, whose
-    // headers read the object anyway, off the object).
-    const quick = req.method !== 'GET' ? undefined : cors === undefined ? quickHeaders(req.rawHeaders) : req.headers['cache-control'] === undefined ? { credential: credentialOf(req), requestId: req.headers['x-request-id'] } : undefined;
-    const given = quick ? quick.requestId : req.headers['x-request-id'];
+    const given = req.headers['x-request-id'];
     const requestId = typeof given === 'string' && REQUEST_ID.test(given) ? given : `${idPrefix}${(requestCount += 1).toString(36)}`;
     const ctx: RequestContext = { id: requestId, caller: undefined, label: undefined };
     if (cors !== undefined && answerCors(req, res, ctx, started, cors)) return;
-    const answered = quick ? routes.query.answerAtOnce(req, res, ctx, quick.credential) : undefined;
+    const answered = routes.query.answerAtOnce(req, res, ctx);
     if (answered) {
       finish(req, ctx, started, answered.what, answered.cache, 200);
       return;
