@@ -5,6 +5,7 @@ import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { WarehouseError } from '../src/errors.js';
 import { Savedq } from '../src/library.js';
 import { RecentResults } from '../src/cache/recent.js';
+import { BoundedMap } from '../src/bounded.js';
 import { AT, load, tempDir, testLibrary, libraryOf } from './helpers.js';
 
 let now = Date.parse(AT);
@@ -269,5 +270,13 @@ describe("what a process served a moment ago", () => {
       if (entry) recent.due(entry, now);
     }
     expect(recent.get('k', 3_000)).toBeUndefined();
+  });
+});
+
+describe('a bounded map', () => {
+  it('keeps at most its bound, the oldest set going first, a key set again the newest', () => {
+    const kept = new BoundedMap<string, number>(2);
+    kept.set('a', 1).set('b', 2).set('a', 3).set('c', 4);
+    expect([...kept]).toEqual([['a', 3], ['c', 4]]);
   });
 });

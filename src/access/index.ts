@@ -1,3 +1,4 @@
+import { BoundedMap } from '../bounded.js';
 import { ForbiddenError, RateLimitedError, UnauthorizedError } from '../errors.js';
 import type { SavedQuery } from '../queries/types.js';
 import { RateLimits, type RateState } from './rate.js';
@@ -65,8 +66,8 @@ export class Access {
   readonly #options: AccessOptions;
   readonly #clock: () => number;
   readonly #limits: RateLimits;
-  readonly #verified = new Map<string, Caller>();
-  readonly #refused = new Map<string, { message: string; until: number }>();
+  readonly #verified = new BoundedMap<string, Caller>(VERIFIED_TOKENS);
+  readonly #refused = new BoundedMap<string, { message: string; until: number }>(VERIFIED_TOKENS);
   readonly #keyCallers: Caller[] = [];
 
   constructor(options: AccessOptions) {
@@ -104,13 +105,11 @@ export class Access {
       claims = await verifyToken(credential, this.#options.secrets, Math.floor(this.#clock() / 1000));
     } catch (err) {
       if (err instanceof UnauthorizedError) {
-        if (this.#refused.size >= VERIFIED_TOKENS) this.#refused.delete(this.#refused.keys().next().value as string);
         this.#refused.set(credential, { message: err.message, until: this.#clock() + REFUSED_FOR_MS });
       }
       throw err;
     }
     const caller = tokenCaller(claims, this.#options.rateLimit);
-    if (this.#verified.size >= VERIFIED_TOKENS) this.#verified.delete(this.#verified.keys().next().value as string);
     this.#verified.set(credential, caller);
     return caller;
   }

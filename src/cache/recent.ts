@@ -1,3 +1,4 @@
+import { BoundedMap } from '../bounded.js';
 import type { CachedResult } from './index.js';
 
 /**
@@ -23,7 +24,7 @@ export interface RecentResult {
 }
 
 export class RecentResults {
-  readonly #recent = new Map<string, RecentResult>();
+  readonly #recent = new BoundedMap<string, RecentResult>(RECENT_ENTRIES);
 
   /** The result served for a key in the last moments (read or computed less than RECENT_MS ago), if any. */
   get(key: string, now: number): RecentResult | undefined {
@@ -45,9 +46,7 @@ export class RecentResults {
   served(key: string, result: CachedResult, now: number, force = false): boolean {
     const previous = this.#recent.get(key);
     const due = force || !previous || now < previous.markedAt || now - previous.markedAt >= SERVED_EVERY_MS;
-    this.#recent.delete(key);
     this.#recent.set(key, { result, seenAt: now, markedAt: due ? now : (previous?.markedAt ?? now) });
-    if (this.#recent.size > RECENT_ENTRIES) this.#recent.delete(this.#recent.keys().next().value as string);
     return due;
   }
 

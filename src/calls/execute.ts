@@ -1,3 +1,4 @@
+import { BoundedMap } from '../bounded.js';
 import { InputError, QueryTimeoutError, type DefinitionError } from '../errors.js';
 import type { DefinitionMemo } from '../queries/catalog.js';
 import type { SavedQuery } from '../queries/types.js';
@@ -42,7 +43,7 @@ export class CallExecutor {
   }
 
   /** Checked SQL by its text (refusals too): a text seen before costs no statement (at most SQL_CHECKS_KEPT). */
-  readonly #checked = new Map<string, Promise<string>>();
+  readonly #checked = new BoundedMap<string, Promise<string>>(SQL_CHECKS_KEPT);
 
   /**
    * A caller's SQL over a sandboxed query's answer, checked on the engine's parse (sandbox/check.ts):
@@ -59,7 +60,6 @@ export class CallExecutor {
       checked.catch((err: unknown) => {
         if (!(err instanceof InputError)) this.#checked.delete(sql);
       });
-      if (this.#checked.size >= SQL_CHECKS_KEPT) this.#checked.delete(this.#checked.keys().next().value as string);
       this.#checked.set(sql, checked);
     }
     return checked;

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { BoundedMap } from '../bounded.js';
 import type { Access, Caller } from '../access/index.js';
 import { InputError, UnsupportedMediaTypeError } from '../errors.js';
 import { SQL_PARAM } from '../queries/sql.js';
@@ -149,7 +150,7 @@ export class QueryRoute implements Route {
     }
     let mine = this.#calls.get(caller);
     if (!mine) {
-      mine = new Map();
+      mine = new BoundedMap(caller.kind === 'key' ? PREPARED_CALLS : PREPARED_CALLS_A_TOKEN);
       this.#calls.set(caller, mine);
     }
     const key = `${path}?${search}`;
@@ -157,7 +158,6 @@ export class QueryRoute implements Route {
     if (!call) {
       const [params, sql] = splitSql(search);
       call = await this.lib.prepare({ nameOrId: decode(path.slice(QUERY_PREFIX.length)), params, sql, caller });
-      if (mine.size >= (caller.kind === 'key' ? PREPARED_CALLS : PREPARED_CALLS_A_TOKEN)) mine.delete(mine.keys().next().value as string);
       mine.set(key, call);
     }
     return call;

@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { BoundedMap } from '../bounded.js';
 import { makePrivateDirectory, ownDirectory } from '../fs.js';
 import type { DefinitionMemo } from './catalog.js';
 
@@ -62,15 +63,13 @@ export function fileMemo(dir: string): DefinitionMemo {
 
 /** A memo in this process's memory, of at most `maxEntries` keys (the least recently written go first). */
 export function memoryMemo(maxEntries: number): DefinitionMemo {
-  const kept = new Map<string, unknown>();
+  const kept = new BoundedMap<string, unknown>(maxEntries);
   return {
     async get(key) {
       return kept.get(key);
     },
     async set(key, value) {
-      kept.delete(key);
       kept.set(key, value);
-      if (kept.size > maxEntries) kept.delete(kept.keys().next().value as string);
     },
   };
 }
