@@ -54,7 +54,7 @@ export class CallExecutor {
     if (!checked) {
       checked = (async () => {
         const { checkSandboxSql } = await import('../sandbox/check.js');
-        return (await checkSandboxSql(await this.parts.warehouse(), sql)).formatted;
+        return checkSandboxSql(await this.parts.warehouse(), sql);
       })();
       // What the engine could not be asked (busy, unreachable) is asked again next time.
       checked.catch((err: unknown) => {

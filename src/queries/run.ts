@@ -1,7 +1,7 @@
 import type { ClickHouseSettings } from '@clickhouse/client';
 import { DefinitionError, InputError, type EngineFailure, type WarehouseError } from '../errors.js';
 import { toClickHouseDateTime, type Micros } from '../time.js';
-import { engineReason, isBadPattern, isRefusal, isSyntaxError } from '../warehouse/errors.js';
+import { engineSays, isBadPattern, isRefusal, isSyntaxError } from '../warehouse/errors.js';
 import type { Warehouse } from '../warehouse/index.js';
 import type { QueryStatistics } from '../warehouse/types.js';
 import { RESULT_TABLE, sqlError } from '../sandbox/check.js';
@@ -176,10 +176,7 @@ export async function explainQuery(
 /** The engine's refusal of a saved query, as one line about the file: the line it points at, and what it said. */
 function objection(query: SavedQuery, err: WarehouseError): { line: number; message: string } {
   const engine = err.engine as EngineFailure;
-  const message = engineReason(engine.message);
-  const text = message.length > 300 ? `${message.slice(0, 297)}...` : message;
-  const kind = engine.type ?? `code ${engine.code ?? '?'}`;
-  return { line: objectionLine(query, engine.message), message: `the engine refuses the query: ${text} (${kind})` };
+  return { line: objectionLine(query, engine.message), message: `the engine refuses the query: ${engineSays(engine)}` };
 }
 
 /**

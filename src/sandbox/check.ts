@@ -1,6 +1,6 @@
-import { BadSqlError, SandboxRefusedError, WarehouseError } from '../errors.js';
+import { BadSqlError, SandboxRefusedError, WarehouseError, type EngineFailure } from '../errors.js';
 import { readSqlFile } from '../package.js';
-import { engineReason, isRefusal } from '../warehouse/errors.js';
+import { engineSays, isRefusal } from '../warehouse/errors.js';
 import type { Warehouse } from '../warehouse/index.js';
 
 /** The longest SQL a caller may send (CONTRACT §14). */
@@ -20,34 +20,33 @@ export interface FunctionDecisions {
   readonly combinators: readonly string[];
 }
 
-let decisions: { allowed: Set<string>; refused: Readonly<Record<string, string>>; anyCase: Set<string>; aggregates: Set<string>; combinators: readonly string[] } | undefined;
-
-/** The decisions file, read once when a sandboxed call first needs it. */
+/** The decisions file, as scripts/sandbox-functions.mjs wrote it. */
 export function functionDecisions(): FunctionDecisions {
   return JSON.parse(readSqlFile('sandbox-functions.json')) as FunctionDecisions;
 }
 
-/** Why a caller's SQL may not call a function, or undefined when it may. */
-function functionRefusal(name: string): string | undefined {
-  if (functionAllowed(name)) return undefined;
-  const reason = decisions?.refused[name];
-  return reason === undefined ? `the function ${name}: the engine has none of that name savedq lets a caller's SQL call` : `the function ${name}: it ${reason}`;
+let decided: { allowed: Set<string>; anyCase: Set<string>; aggregates: Set<string>; refused: FunctionDecisions['refused']; combinators: readonly string[] } | undefined;
+
+/** The decisions as sets, read once, when a caller's SQL is first checked. */
+function decisions(): NonNullable<typeof decided> {
+  if (!decided) {
+    const d = functionDecisions();
+    decided = { allowed: new Set(d.allowed), anyCase: new Set(d.anyCase), aggregates: new Set(d.aggregates), refused: d.refused, combinators: d.combinators };
+  }
+  return decided;
 }
 
-/** Whether a caller's SQL may call a function: on the allowlist, in its case, or an allowed aggregate with combinators. */
-export function functionAllowed(name: string): boolean {
-  if (!decisions) {
-    const d = functionDecisions();
-    decisions = { allowed: new Set(d.allowed), refused: d.refused, anyCase: new Set(d.anyCase), aggregates: new Set(d.aggregates), combinators: d.combinators };
-  }
-  if (decisions.allowed.has(name) || decisions.anyCase.has(name.toLowerCase())) return true;
+/** Why a caller's SQL may not call a function, or undefined when it may. */
+function functionRefusal(name: string): string | undefined {
+  const d = decisions();
+  if (d.allowed.has(name) || d.anyCase.has(name.toLowerCase())) return undefined;
   // sumIf, uniqMerge, avgStateIf, quantilesTDigestForEach: an allowed aggregate and combinators.
-  for (let base = name; ; ) {
-    const suffix = decisions.combinators.find((c) => base.length > c.length && base.endsWith(c));
-    if (suffix === undefined) return false;
+  for (let base = name, suffix; (suffix = d.combinators.find((c) => base.length > c.length && base.endsWith(c))) !== undefined; ) {
     base = base.slice(0, -suffix.length);
-    if (decisions.aggregates.has(base) || decisions.anyCase.has(base.toLowerCase())) return decisions.allowed.has(base) || decisions.anyCase.has(base.toLowerCase());
+    if (d.aggregates.has(base)) return undefined;
   }
+  const reason = d.refused[name];
+  return reason === undefined ? `the function ${name}: the engine has none of that name savedq lets a caller's SQL call` : `the function ${name}: it ${reason}`;
 }
 
 /** One node of the engine's parse: its kind, the rest of its line (a name, an alias), and its children. */
@@ -167,18 +166,14 @@ export function withNamesOf(formatted: string): string[] {
   return names;
 }
 
-/** A caller's SQL as the engine formats it, checked: what gets run over `result`. */
-export interface CheckedSql {
-  readonly formatted: string;
-}
-
 /**
  * Checks a caller's SQL on the engine's own parse (CONTRACT §14): the text reaches the engine only as a
  * bound parameter of `formatQuerySingleLine`, which refuses more than one statement; the one statement
  * that comes back, in the engine's spelling, is explained (`EXPLAIN AST`) and walked. A refusal is a
  * SandboxRefusedError naming the first thing refused; SQL the engine cannot parse is a BadSqlError.
+ * Returns the statement as the engine formats it: what runs over `result`.
  */
-export async function checkSandboxSql(warehouse: Warehouse, sql: string): Promise<CheckedSql> {
+export async function checkSandboxSql(warehouse: Warehouse, sql: string): Promise<string> {
   if (Buffer.byteLength(sql) > MAX_SANDBOX_SQL_BYTES) throw new SandboxRefusedError(`the SQL is longer than ${MAX_SANDBOX_SQL_BYTES / 1024} KiB; send less.`);
   if (sql.trim() === '') throw new BadSqlError('the SQL is empty.');
   let formatted: string;
@@ -207,15 +202,13 @@ export async function checkSandboxSql(warehouse: Warehouse, sql: string): Promis
   }
   const refused = refusalOf(lines, withNames);
   if (refused) throw new SandboxRefusedError(`refused: ${refused}.`);
-  return { formatted };
+  return formatted;
 }
 
 /** The engine's objection to a caller's SQL, as the caller's mistake (never a path or an address). */
 export function sqlError(err: unknown): Error {
   if (!isRefusal(err)) return err as Error;
-  const engine = (err as WarehouseError).engine;
-  const message = engineReason(engine?.message ?? '');
-  if (/Multi-statements are not allowed/i.test(message)) return new SandboxRefusedError('refused: more than one statement; send one SELECT.');
-  const text = message.length > 300 ? `${message.slice(0, 297)}...` : message;
-  return new BadSqlError(`the SQL failed in the engine: ${text} (${engine?.type ?? `code ${engine?.code ?? '?'}`}).`);
+  const engine = (err as WarehouseError).engine as EngineFailure;
+  if (/Multi-statements are not allowed/i.test(engine.message)) return new SandboxRefusedError('refused: more than one statement; send one SELECT.');
+  return new BadSqlError(`the SQL failed in the engine: ${engineSays(engine, { forCaller: true })}.`);
 }

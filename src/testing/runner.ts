@@ -156,7 +156,7 @@ export class TestEngine {
       let sql: string | undefined;
       if (testCase.sql !== undefined) {
         if (!query.sandbox) throw new SandboxDisabledError(`${query.name} takes no SQL of yours: it is not sandboxed (add sandbox: true to its header).`);
-        sql = (await checkSandboxSql(this.#warehouse, testCase.sql)).formatted;
+        sql = await checkSandboxSql(this.#warehouse, testCase.sql);
       }
       const { rows, truncated, statistics } = await executeQuery(this.#warehouse, query, params, { now: testCase.at, timeoutSeconds: this.#timeoutSeconds, sql });
       outcome = { rows, rowsRead: statistics.rows_read, truncated };

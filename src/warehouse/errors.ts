@@ -106,7 +106,16 @@ export function toWarehouseError(err: unknown, location: string): SavedqError {
   // The engine refused what the saved query asks (a function that fails, a type that does not fit):
   // the query's own failure, which its caller may read and act on.
   if (!isRefusal(failed) || engine === undefined) return failed;
-  return new WarehouseError(failed.message, { ...options, forCaller: `the query failed in the engine: ${shortened(forCallers(engineReason(engine.message)))} (${engine.type ?? `code ${engine.code ?? '?'}`}).` });
+  return new WarehouseError(failed.message, { ...options, forCaller: `the query failed in the engine: ${engineSays(engine, { forCaller: true })}.` });
+}
+
+/**
+ * What the engine said of a statement, as one line: its reason without the statement it quotes (and,
+ * for a caller, without paths and addresses), at most 300 characters, then its kind.
+ */
+export function engineSays(engine: EngineFailure, { forCaller = false } = {}): string {
+  const reason = engineReason(engine.message);
+  return `${shortened(forCaller ? forCallers(reason) : reason)} (${engine.type ?? `code ${engine.code ?? '?'}`})`;
 }
 
 /**
