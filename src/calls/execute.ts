@@ -83,8 +83,8 @@ export class CallExecutor {
     if (refused) throw refused;
     const startedAt = this.parts.clock();
     // A query's own timeout bounds its runs below the global one, never above it.
-    const own = call.query.timeoutSeconds;
-    const timeoutSeconds = own !== undefined && own < this.parts.timeoutSeconds ? own : this.parts.timeoutSeconds;
+    const own = call.query.timeoutSeconds ?? Infinity;
+    const timeoutSeconds = Math.min(own, this.parts.timeoutSeconds);
     const { rows, truncated, statistics } = await executeQuery(warehouse, call.query, call.params, {
       now: call.at ?? microsFromDate(startedAt),
       timeoutSeconds,

@@ -197,17 +197,14 @@ export class QueryRoute implements Route {
    */
   #reply(res: ServerResponse, ctx: RequestContext, result: RunResult, body: Body): Answered {
     ctx.label = result.query.name;
-    const id = res.hasHeader('X-Request-Id') ? [] : ['X-Request-Id', ctx.id];
+    const hit = result.cache === 'hit';
     const age = String(Math.max(0, Math.floor((this.lib.clock() - result.computedAt) / 1000)));
-    const tail = `${result.cache === 'hit' ? 'true' : 'false'},"age_seconds":${age}}`;
-    const length = String(body.bytes + tail.length);
-    if (result.query.cacheSeconds === 0) {
-      res.writeHead(200, ['Content-Type', JSON_TYPE, 'Content-Length', length, ...id]);
-      res.end(body.head + tail);
-      return { what: result.query.name, cache: '-' };
-    }
-    const cache = result.cache === 'hit' ? 'HIT' : 'MISS';
-    res.writeHead(200, ['Content-Type', JSON_TYPE, 'Content-Length', length, 'X-Cache', cache, 'Age', age, ...id]);
+    const tail = `${hit},"age_seconds":${age}}`;
+    const headers = ['Content-Type', JSON_TYPE, 'Content-Length', String(body.bytes + tail.length)];
+    const cache = result.query.cacheSeconds === 0 ? '-' : hit ? 'HIT' : 'MISS';
+    if (cache !== '-') headers.push('X-Cache', cache, 'Age', age);
+    if (!res.hasHeader('X-Request-Id')) headers.push('X-Request-Id', ctx.id);
+    res.writeHead(200, headers);
     res.end(body.head + tail);
     return { what: result.query.name, cache };
   }
