@@ -51,10 +51,10 @@ const result = (call: PreparedCall, stored: CachedResult, cache: RunResult['cach
   truncated: stored.truncated ?? false,
   cache,
   computedAt: stored.computedAt,
-  statistics: stored.statistics ?? NO_STATISTICS,
+  // fresh() serves no entry stored without them.
+  statistics: stored.statistics as QueryStatistics,
 });
 
-const NO_STATISTICS: QueryStatistics = { elapsed: 0, rows_read: 0, bytes_read: 0 };
 
 /**
  * A prepared call's way through the results cache to the warehouse and back: what this process served
