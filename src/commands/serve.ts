@@ -161,20 +161,25 @@ export function serverLog(io: Io, options: CommonOptions): ServerLog {
 /**
  * How the log's batches reach standard error. Node writes to a file there synchronously, the event
  * loop waiting on the disk for every batch (a service manager's log file, `2>> serve.log`): so to a
- * file, the batches are written by libuv's threads instead, one after another in order, and the
- * process does not exit before the last is written. A terminal, a pipe (already written without
- * waiting) or a test's stream: as they are.
+ * file, the text is written by libuv's threads instead, one write at a time and in order, what came
+ * while one was being written going in the next (under load, few large writes rather than many small
+ * ones); the process does not exit before the last is written. A terminal, a pipe (already written
+ * without waiting) or a test's stream: as they are.
  */
 function logWriter(io: Io): (text: string) => void {
   if (io.stderr !== process.stderr || !isFile(2)) return (text) => io.stderr.write(text);
-  let last = Promise.resolve();
+  let queued = '';
+  let writing = false;
+  const next = (): void => {
+    writing = queued !== '';
+    if (!writing) return;
+    const text = queued;
+    queued = '';
+    write(2, text, next);
+  };
   return (text) => {
-    last = last.then(
-      () =>
-        new Promise<void>((resolve) => {
-          write(2, text, () => resolve());
-        }),
-    );
+    queued += text;
+    if (!writing) next();
   };
 }
 
