@@ -56,14 +56,15 @@ try {
   const byName = new Map(functions.map((f) => [f.name, f]));
   const reasonOf = (f) => {
     const target = f.alias_to ? (byName.get(f.alias_to) ?? f) : f;
-    if (REFUSED_NAMES[target.name]) return REFUSED_NAMES[target.name];
-    if (REFUSED_CATEGORIES[target.categories]) return REFUSED_CATEGORIES[target.categories];
+    // Own keys only: a function named toString or constructor is no key of these objects'.
+    if (Object.hasOwn(REFUSED_NAMES, target.name)) return REFUSED_NAMES[target.name];
+    if (Object.hasOwn(REFUSED_CATEGORIES, target.categories)) return REFUSED_CATEGORIES[target.categories];
     if (PURE.has(target.categories)) return undefined;
     if (target.categories === 'Other' && PURE_OTHER.has(target.name)) return undefined;
     return 'reads beyond its arguments, or waits';
   };
   const allowed = [];
-  const refused = {};
+  const refused = Object.create(null);
   for (const f of functions) {
     const reason = reasonOf(f);
     if (reason === undefined) allowed.push(f.name);

@@ -1,9 +1,8 @@
-import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { resolveConfig, settingHelp, SETTINGS, type ConfigFlags, type Setting } from './config.js';
-import { InterruptedError, SavedqError } from './errors.js';
+import { AlertsNotOkError, InterruptedError, SavedqError } from './errors.js';
 import { Savedq } from './library.js';
-import { packageRoot } from './package.js';
+import { packageVersion } from './package.js';
 import { FORMATS, RUN_FORMATS } from './output/index.js';
 import type { CliShape, CommandShape, OptionShape } from './commands/completion.js';
 import { CHECK_FORMATS, SHELLS, TEST_FORMATS } from './commands/choices.js';
@@ -20,8 +19,7 @@ const io: Io = {
   stderr: process.stderr,
   env: process.env,
 };
-const version = (JSON.parse(readFileSync(new URL('package.json', packageRoot), 'utf8')) as { version: string })
-  .version;
+const version = packageVersion();
 
 type GlobalFlags = ConfigFlags & CommonOptions & { debug?: boolean };
 
@@ -205,6 +203,44 @@ cache
     await cacheClearCommand(lib(flags), flags, io);
   });
 
+const alerts = program
+  .command('alerts')
+  .description('alerts: saved queries that tell someone when their answer crosses a line (<name>.alert.yaml); lists them with their state')
+  .addOption(formatOption(['table', 'json', 'ndjson', 'csv']))
+  .addHelpText(
+    'after',
+    examples('savedq alerts', 'savedq alerts check', '# crontab: * * * * * savedq alerts check --quiet', 'savedq alerts test fn-errors', 'savedq alerts -f json | jq \'.[] | select(.state == "firing")\''),
+  )
+  .action(async (opts: { format?: string }, cmd: Command) => {
+    const flags = cmd.optsWithGlobals<GlobalFlags>();
+    const { alertsListCommand } = await import('./commands/alerts.js');
+    await alertsListCommand(lib(flags), { ...flags, format: opts.format }, io);
+  });
+alerts
+  .command('check')
+  .description('evaluate the alerts that are due, notify on each change of state; exit 1 when any is firing or in error (for cron)')
+  .argument('[alerts...]', 'only these alerts (default: every one that is due)')
+  .option('--at <iso>', 'evaluate as of this instant, as if the clock said it (to try an alert on past data)')
+  .option('--force', 'evaluate the alerts even when they are not due')
+  .addOption(new Option('-f, --format <format>', 'text (lines on standard error), or json on standard output').choices(['text', 'json']).default('text'))
+  .addHelpText('after', examples('savedq alerts check', '# crontab: * * * * * savedq alerts check --quiet', 'savedq alerts check fn-errors --force'))
+  .action(async (names: string[], opts: { at?: string; force?: boolean; format: string }, cmd: Command) => {
+    const flags = cmd.optsWithGlobals<GlobalFlags>();
+    const { alertsCheckCommand } = await import('./commands/alerts.js');
+    await alertsCheckCommand(lib(flags), { ...flags, names: names.length > 0 ? names : undefined, at: opts.at, force: opts.force, format: opts.format, signal: interrupt.signal }, io);
+  });
+alerts
+  .command('test')
+  .description('evaluate one alert now and print the JSON it would send; sends nothing, changes nothing')
+  .argument('<alert>', 'the alert\'s name (its file is <name>.alert.yaml)')
+  .option('--at <iso>', 'evaluate as of this instant')
+  .addHelpText('after', examples('savedq alerts test fn-errors', 'savedq alerts test fn-errors | jq .text'))
+  .action(async (name: string, opts: { at?: string }, cmd: Command) => {
+    const flags = cmd.optsWithGlobals<GlobalFlags>();
+    const { alertsTestCommand } = await import('./commands/alerts.js');
+    await alertsTestCommand(lib(flags), { ...flags, name, at: opts.at }, io);
+  });
+
 withSettings(
   program
     .command('serve')
@@ -222,6 +258,7 @@ withSettings(
 )
   .option('--no-ui', "no page for people at / (default: a form for each saved query, its answer as a table and a chart)")
   .option('--no-mcp', 'no MCP for agents at /mcp (default: every saved query a tool, with the caller\'s key or token)')
+  .option('--no-alerts', 'leave the alerts to savedq alerts check (default: serve evaluates them on their schedule)')
   .addHelpText(
     'after',
     examples(
@@ -229,7 +266,7 @@ withSettings(
       "curl -H 'X-API-KEY: secret' 'http://127.0.0.1:4000/api/endpoints/query/usage.api-counts?project=acme-shop&interval=daily'",
     ),
   )
-  .action(async (opts: { host: string; port: string; apiKeyFile?: string; maxConnections?: string; headerTimeout?: string; maxQueue?: string; tokenSecretFile?: string; rateLimit?: string; corsOrigin?: string[]; ui: boolean; mcp: boolean; allowedHost?: string[] }, cmd: Command) => {
+  .action(async (opts: { host: string; port: string; apiKeyFile?: string; maxConnections?: string; headerTimeout?: string; maxQueue?: string; tokenSecretFile?: string; rateLimit?: string; corsOrigin?: string[]; ui: boolean; mcp: boolean; alerts: boolean; allowedHost?: string[] }, cmd: Command) => {
     const flags = cmd.optsWithGlobals<GlobalFlags>();
     const { serveCommand, serverLog } = await import('./commands/serve.js');
     const log = serverLog(io, flags);
@@ -427,6 +464,7 @@ async function main(argv: string[]): Promise<number> {
     }
     const debug = program.opts<GlobalFlags>().debug === true;
     if (err instanceof InterruptedError) return err.exitCode;
+    if (err instanceof AlertsNotOkError && err.silent) return err.exitCode;
     if (err instanceof SavedqError) {
       io.stderr.write(`savedq: ${err.message}\n`);
       if (debug && err.cause instanceof Error) io.stderr.write(`${err.cause.stack ?? err.cause.message}\n`);

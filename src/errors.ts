@@ -142,6 +142,19 @@ export class WarmFailedError extends SavedqError {}
 /** Some cases of `savedq test` failed (each is reported on its own): exit 1 after the report. */
 export class TestsFailedError extends SavedqError {}
 
+/**
+ * `savedq alerts check`: an alert is firing or in error, or an alert file is broken: exit 1. Silent
+ * with --quiet (cron mails what a command prints; the alert told its people itself).
+ */
+export class AlertsNotOkError extends SavedqError {
+  readonly silent: boolean;
+
+  constructor(message: string, options: { silent: boolean }) {
+    super(message);
+    this.silent = options.silent;
+  }
+}
+
 /** HTTP: no credential, an unknown API key, or a token that does not verify. */
 export class UnauthorizedError extends SavedqError {
   override readonly exitCode = 2;

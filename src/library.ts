@@ -1,7 +1,7 @@
 import { dirname, join } from 'node:path';
 import { ResultsCache, type CachedCall, type CacheEntry } from './cache/index.js';
 import { SqliteStore } from './cache/store.js';
-import { prepareCall, type CallRequest, type PreparedCall } from './calls/prepare.js';
+import { prepareCall, withSqlOver, type CallRequest, type PreparedCall } from './calls/prepare.js';
 import { CallRunner, type CacheMode, type Clock, type RunResult } from './calls/runner.js';
 import { CallExecutor } from './calls/execute.js';
 import { FairTurns } from './calls/turns.js';
@@ -10,7 +10,7 @@ import type { Config } from './config.js';
 import { WarehouseHandle } from './warehouse-handle.js';
 import { DefinitionError, InputError } from './errors.js';
 import type { LoadInput, LoadOptions, LoadReport } from './load/index.js';
-import { builtinQueriesDir, examplesDir } from './package.js';
+import { builtinQueriesDir, examplesDir, packageVersion } from './package.js';
 import { brokenText, QueryCatalog, type CatalogScan, type DefinitionMemo } from './queries/catalog.js';
 import { fileMemo, memoryMemo, pruneMemo } from './queries/memo.js';
 import type { PatternMemo } from './queries/params.js';
@@ -161,6 +161,16 @@ export class Savedq {
       this.#reportBroken(err instanceof DefinitionError ? err.files : []);
       throw err;
     }
+  }
+
+  /**
+   * An alert's call (alerts/): its saved query's call, prepared as any run's, with the alert's condition
+   * over the answer, checked on the engine's parse as a caller's SQL is: `when`, an expression over a
+   * row; `whenSql`, a SELECT over `result`.
+   */
+  async withCondition(call: PreparedCall, condition: { readonly when?: string | undefined; readonly whenSql?: string | undefined }): Promise<PreparedCall> {
+    const sql = condition.when !== undefined ? await this.executor.checkCondition(condition.when) : await this.executor.checkSql(condition.whenSql ?? '');
+    return withSqlOver(call, sql);
   }
 
   /**
@@ -382,10 +392,35 @@ export class Savedq {
     return this.#warehouse.close();
   }
 
-  /** Releases the warehouse (and with it the embedded data directory) and the cache file. */
-  /** Closes the cache and the warehouse; closing again waits for the first close. */
+  /**
+   * The alerts of the queries folders (alerts/): each runs its saved query's call through this library,
+   * the cache included, and keeps its state in the cache file. Made on first use.
+   */
+  async alerts(): Promise<import('./alerts/index.js').Alerts> {
+    this.#alerts ??= import('./alerts/index.js').then(
+      ({ Alerts }) =>
+        new Alerts({
+          folders: this.config.queryFolders,
+          cacheFile: this.config.cacheFile,
+          timeoutSeconds: this.config.queryTimeoutSeconds,
+          clock: () => this.clock(),
+          prepare: (request) => this.prepare(request),
+          withCondition: (call, condition) => this.withCondition(call, condition),
+          run: (call) => this.runPrepared(call, 'use', undefined, 'alerts'),
+          explain: (call) => this.executor.explainOver(call),
+          env: process.env,
+          userAgent: `savedq/${packageVersion()}`,
+        }),
+    );
+    return this.#alerts;
+  }
+
+  #alerts: Promise<import('./alerts/index.js').Alerts> | undefined;
+
+  /** Closes the alerts' store, the cache and the warehouse; closing again waits for the first close. */
   close(): Promise<void> {
     this.#closed ??= (async () => {
+      await (await this.#alerts?.catch(() => undefined))?.close();
       this.#generationWatch?.close();
       await this.#store.close();
       await this.#warehouse.close();

@@ -22,3 +22,10 @@ export const builtinQueriesDir = fileURLToPath(new URL('queries/', sqlDir));
 
 /** The folder of the example saved queries (and their tests). */
 export const examplesDir = fileURLToPath(new URL('examples/', sqlDir));
+
+/** savedq's version, from its package.json (read when first asked). */
+export function packageVersion(): string {
+  version ??= (JSON.parse(readFileSync(new URL('package.json', packageRoot), 'utf8')) as { version: string }).version;
+  return version;
+}
+let version: string | undefined;

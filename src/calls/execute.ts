@@ -50,17 +50,26 @@ export class CallExecutor {
    * the engine's spelling of it, or its refusal (SandboxRefusedError, BadSqlError).
    */
   checkSql(sql: string): Promise<string> {
-    let checked = this.#checked.get(sql);
+    return this.#check(`sql:${sql}`, async (check, warehouse) => check.checkSandboxSql(warehouse, sql));
+  }
+
+  /**
+   * An alert's `when`, an expression over one row of a query's answer, checked on the engine's parse
+   * (sandbox/check.ts): the SELECT over `result` it becomes, as the engine spells it, or its refusal.
+   */
+  checkCondition(when: string): Promise<string> {
+    return this.#check(`when:${when}`, async (check, warehouse) => check.checkSandboxCondition(warehouse, when));
+  }
+
+  #check(key: string, check: (module: typeof import('../sandbox/check.js'), warehouse: Warehouse) => Promise<string>): Promise<string> {
+    let checked = this.#checked.get(key);
     if (!checked) {
-      checked = (async () => {
-        const { checkSandboxSql } = await import('../sandbox/check.js');
-        return checkSandboxSql(await this.parts.warehouse(), sql);
-      })();
+      checked = (async () => check(await import('../sandbox/check.js'), await this.parts.warehouse()))();
       // What the engine could not be asked (busy, unreachable) is asked again next time.
       checked.catch((err: unknown) => {
-        if (!(err instanceof InputError)) this.#checked.delete(sql);
+        if (!(err instanceof InputError)) this.#checked.delete(key);
       });
-      this.#checked.set(sql, checked);
+      this.#checked.set(key, checked);
     }
     return checked;
   }
@@ -109,6 +118,16 @@ export class CallExecutor {
   async explain(query: SavedQuery): Promise<{ line: number; message: string } | undefined> {
     const { explainQuery } = await import('../queries/run.js');
     return explainQuery(await this.parts.warehouse(), query, microsFromDate(this.parts.clock()));
+  }
+
+  /**
+   * Has the engine parse and plan a call with SQL over its answer (an alert's), its parameters bound,
+   * without running it: what the engine says of the SQL (a column the answer has not), or undefined.
+   */
+  async explainOver(call: PreparedCall): Promise<string | undefined> {
+    if (call.sql === undefined) return undefined;
+    const { explainOver } = await import('../queries/run.js');
+    return explainOver(await this.parts.warehouse(), call.query, call.params, call.sql, call.at ?? microsFromDate(this.parts.clock()));
   }
 
   /**

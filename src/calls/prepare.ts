@@ -97,3 +97,12 @@ export async function prepareCall(catalog: QueryCatalog, source: DataSource, req
   };
   return { query, params, at, ...(sql === undefined ? {} : { sql }), cached, key: cacheKey(cached) };
 }
+
+/**
+ * A prepared call with SQL over its answer that savedq checked itself (an alert's condition): the
+ * query need not be sandboxed, as the alert's author is the queries folder's, not a caller.
+ */
+export function withSqlOver(call: PreparedCall, sql: string): PreparedCall {
+  const cached: CachedCall = { ...call.cached, sql };
+  return { ...call, sql, cached, key: cacheKey(cached) };
+}

@@ -13,8 +13,8 @@ export interface CheckOptions extends CommonOptions {
 
 /** What `check` found of one definition file. */
 export interface CheckedDefinition {
-  /** A saved query's definition, or a test file. */
-  readonly kind: 'definition' | 'test';
+  /** A saved query's definition, a test file, or an alert file. */
+  readonly kind: 'definition' | 'test' | 'alert';
   readonly file: string;
   readonly name: string | null;
   readonly id: string | null;
@@ -26,7 +26,8 @@ export interface CheckedDefinition {
 /**
  * `savedq check`: reads every definition (built-in and the user's), has the engine parse and plan each
  * valid query with its parameters bound, reads the test files of the user's folders (their structure
- * and their query; `savedq test` runs them), and reports each file `ok` or its problems. Throws a
+ * and their query; `savedq test` runs them) and the alert files (their query, parameters and
+ * condition, planned by the engine, nothing run), and reports each file `ok` or its problems. Throws a
  * DefinitionError (exit 2) when any is broken; meant for the CI of a team's queries folder.
  */
 export async function checkCommand(lib: Savedq, options: CheckOptions, io: Io): Promise<CheckedDefinition[]> {
@@ -47,6 +48,11 @@ export async function checkCommand(lib: Savedq, options: CheckOptions, io: Io): 
   for (const b of broken) checked.push({ kind: 'definition', file: b.file, name: null, id: null, ok: false, problems: b.problems });
   for (const t of await lib.checkTests()) {
     checked.push({ kind: 'test', file: t.file, name: t.query?.name ?? null, id: t.query?.id ?? null, ok: t.problems.length === 0, problems: t.problems });
+  }
+
+  for (const a of await (await lib.alerts()).checkFiles()) {
+    options.signal?.throwIfAborted();
+    checked.push({ kind: 'alert', file: a.file, name: a.name, id: null, ok: a.problems.length === 0, problems: a.problems });
   }
 
   const bad = checked.filter((c) => !c.ok);

@@ -24,6 +24,8 @@ export interface ServeCommandOptions extends CommonOptions {
   readonly ui?: boolean | undefined;
   /** False for --no-mcp: no MCP at `/mcp`. */
   readonly mcp?: boolean | undefined;
+  /** False for --no-alerts: the alerts are left to `savedq alerts check`. */
+  readonly alerts?: boolean | undefined;
   readonly allowedHost?: readonly string[] | undefined;
   readonly version: string;
   /** The server's log (serverLog), which the library's warnings go to as well. */
@@ -36,6 +38,8 @@ export interface ServeCommandOptions extends CommonOptions {
 export const WARM_EVERY_MS = 300_000;
 /** The cache is pruned (retention, size) in the server process this often. */
 const PRUNE_EVERY_MS = 600_000;
+/** The alerts that are due are evaluated this often (an alert's `every` is a minute at least). */
+const ALERTS_EVERY_MS = 30_000;
 
 /**
  * `savedq serve`: the HTTP mode. Resolves when the server has stopped after SIGTERM or SIGINT, having
@@ -79,6 +83,7 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
       warmEveryMs: WARM_EVERY_MS,
       // Past retention and past --cache-max-mb, the cache is pruned every ten minutes while serve runs.
       pruneEveryMs: PRUNE_EVERY_MS,
+      alertsEveryMs: options.alerts === false ? 0 : ALERTS_EVERY_MS,
       version: options.version,
       log,
       logRequests: options.quiet !== true,

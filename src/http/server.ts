@@ -27,6 +27,8 @@ export interface ServeOptions {
   readonly warmEveryMs: number;
   /** How often to prune the cache in this process (retention, --cache-max-mb); 0 or absent = never. */
   readonly pruneEveryMs?: number;
+  /** How often to evaluate the alerts that are due; 0 or absent = never. */
+  readonly alertsEveryMs?: number;
   readonly version: string;
   /** Where log lines go (one per request; never a key or a parameter value). */
   readonly log: Log;
@@ -224,7 +226,7 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
 
-  const upkeep = startUpkeep(lib, options.log, metrics, { warmMs: options.warmEveryMs, pruneMs: options.pruneEveryMs ?? 0 });
+  const upkeep = startUpkeep(lib, options.log, metrics, { warmMs: options.warmEveryMs, pruneMs: options.pruneEveryMs ?? 0, alertsMs: options.alertsEveryMs ?? 0 });
   // What the engine read, counted once a run: warming's and other surfaces' runs in this process too.
   const stopCounting = lib.executor.onRun((query, s) => metrics.ran(query.name, s.rows_read, s.bytes_read));
 

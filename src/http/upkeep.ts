@@ -8,12 +8,16 @@ export interface UpkeepEvery {
   readonly warmMs: number;
   /** Deleting what is past its retention, and the least recently served past --cache-max-mb. */
   readonly pruneMs: number;
+  /** Evaluating the alerts that are due (`savedq alerts check`'s work), the first time at once. */
+  readonly alertsMs: number;
 }
 
 /**
  * What serve does on its own while it runs: it warms the cache and keeps it within its bounds, each
- * told in the log (counted as `savedq warm` counts: warmCounts) and the metrics. A turn that fails is
- * logged, never fatal. The timers hold no process open.
+ * told in the log (counted as `savedq warm` counts: warmCounts) and the metrics, and evaluates the
+ * alerts on their schedule (a turn never overlaps the one before it; the alerts' leases keep other
+ * processes from evaluating one at the same time). A turn that fails is logged, never fatal. The
+ * timers hold no process open.
  */
 export function startUpkeep(lib: Savedq, log: Log, metrics: Metrics, every: UpkeepEvery): { stop(): void } {
   const warming =
@@ -40,12 +44,37 @@ export function startUpkeep(lib: Savedq, log: Log, metrics: Metrics, every: Upke
           );
         }, every.pruneMs)
       : undefined;
+  let checking: Promise<void> | undefined;
+  const checkAlerts = () => {
+    checking ??= alertsTurn(lib, log).finally(() => (checking = undefined));
+  };
+  const alerting = every.alertsMs > 0 ? setInterval(checkAlerts, every.alertsMs) : undefined;
+  if (alerting) checkAlerts();
   warming?.unref();
   pruning?.unref();
+  alerting?.unref();
   return {
     stop() {
       clearInterval(warming);
       clearInterval(pruning);
+      clearInterval(alerting);
     },
   };
+}
+
+/** One turn of the alerts: what changed and what was delivered, in the log. */
+async function alertsTurn(lib: Savedq, log: Log): Promise<void> {
+  try {
+    const alerts = await lib.alerts();
+    const report = await alerts.check();
+    for (const e of report.evaluations) {
+      if (e.newState !== e.oldState) log.info(`alert ${e.alert}: ${e.oldState ?? 'new'} -> ${e.newState} (${e.error ?? `${e.matched} rows matched`})`);
+    }
+    for (const d of report.deliveries) {
+      if (d.delivered) log.info(`alert ${d.alert}: notified ${d.newState} to ${d.target}`);
+      else log.warn(`alert ${d.alert}: ${d.gaveUp ? 'gave up notifying' : 'could not notify'} ${d.newState} to ${d.target}: ${d.error ?? ''}`);
+    }
+  } catch (err) {
+    log.error(`alerts failed: ${err instanceof Error ? err.message : String(err)}`);
+  }
 }

@@ -67,6 +67,14 @@ export function sandboxSettings(query: SavedQuery, timeoutSeconds: number, maxMe
   };
 }
 
+/**
+ * The statement of SQL over a query's answer: it reads the answer as `result`; each part on lines of
+ * its own, so that a comment ending the query's SQL ends there.
+ */
+function overAnswer(query: SavedQuery, sql: string): string {
+  return `WITH ${RESULT_TABLE} AS (\n${query.boundSql}\n)\nSELECT * FROM (\n${sql}\n)`;
+}
+
 /** A saved query's rows, and whether there were more than its row limit (which the rows stop at). */
 export interface QueryRows {
   readonly rows: Row[];
@@ -84,9 +92,7 @@ export async function executeQuery(
 ): Promise<QueryRows> {
   const sandboxed = options.sql !== undefined;
   const settings = sandboxed ? sandboxSettings(query, options.timeoutSeconds, options.sandboxMaxMemoryBytes ?? MAX_MEMORY_BYTES) : querySettings(query, options.timeoutSeconds);
-  // The caller's statement reads the query's answer as `result`; each on lines of its own, so that a
-  // comment ending the query's SQL ends there.
-  const statement = sandboxed ? `WITH ${RESULT_TABLE} AS (\n${query.boundSql}\n)\nSELECT * FROM (\n${options.sql}\n)` : query.boundSql;
+  const statement = sandboxed ? overAnswer(query, options.sql as string) : query.boundSql;
   let rows;
   let statistics: QueryStatistics;
   try {
@@ -170,6 +176,21 @@ export async function explainQuery(
     // time) fails the check as it would fail a run.
     if (!isRefusal(err)) throw err;
     return objection(query, err as WarehouseError);
+  }
+}
+
+/**
+ * Has the engine parse and plan SQL over a saved query's answer (checked as sandbox/check.ts checks
+ * it) with the call's parameters bound, without running it: what the engine says of the SQL, or
+ * undefined when it has nothing to say.
+ */
+export async function explainOver(warehouse: Warehouse, query: SavedQuery, params: NormalisedParams, sql: string, now: Micros): Promise<string | undefined> {
+  try {
+    await warehouse.query(`EXPLAIN ${overAnswer(query, sql)}`, bindValues(query, params, now), sandboxSettings(query, 30, MAX_MEMORY_BYTES));
+    return undefined;
+  } catch (err) {
+    if (!isRefusal(err)) throw err;
+    return engineSays((err as WarehouseError).engine as EngineFailure, { forCaller: true });
   }
 }
 

@@ -45,7 +45,7 @@ function functionRefusal(name: string): string | undefined {
     base = base.slice(0, -suffix.length);
     if (d.aggregates.has(base)) return undefined;
   }
-  const reason = d.refused[name];
+  const reason = Object.hasOwn(d.refused, name) ? d.refused[name] : undefined;
   return reason === undefined ? `the function ${name}: the engine has none of that name savedq lets a caller's SQL call` : `the function ${name}: it ${reason}`;
 }
 
@@ -203,6 +203,75 @@ export async function checkSandboxSql(warehouse: Warehouse, sql: string): Promis
   const refused = refusalOf(lines, withNames);
   if (refused) throw new SandboxRefusedError(`refused: ${refused}.`);
   return formatted;
+}
+
+/** The statement an alert's `when` becomes, the engine joining the two: its rows are the answer's rows that match. */
+const CONDITION_PREFIX = `SELECT * FROM ${RESULT_TABLE} WHERE `;
+
+/**
+ * Checks an alert's `when` (CONTRACT §16): an expression over one row of the answer, its fields and
+ * functions of them, nothing else. The text reaches the engine only as a bound parameter, which the
+ * engine itself joins to `SELECT * FROM result WHERE ` and formats; the statement it gives back must
+ * parse as exactly that SELECT and a WHERE (no other clause, no UNION, no subquery, no aggregate), and
+ * pass the same check as any SQL sent to a query. Returns that statement as the engine formats it.
+ */
+export async function checkSandboxCondition(warehouse: Warehouse, when: string): Promise<string> {
+  if (Buffer.byteLength(when) > MAX_SANDBOX_SQL_BYTES) throw new SandboxRefusedError(`the condition is longer than ${MAX_SANDBOX_SQL_BYTES / 1024} KiB.`);
+  if (when.trim() === '') throw new BadSqlError('the condition is empty.');
+  let formatted: string;
+  try {
+    const [row] = await warehouse.query('SELECT formatQuerySingleLine(concat({prefix:String}, {w:String})) AS f', { prefix: CONDITION_PREFIX, w: when }, { readonly: '1' });
+    formatted = String(row?.f ?? '');
+  } catch (err) {
+    throw sqlError(err);
+  }
+  let lines: string[];
+  try {
+    lines = await warehouse.explainAst(formatted);
+  } catch (err) {
+    throw sqlError(err);
+  }
+  const shape = conditionRefusal(lines);
+  if (shape) throw new SandboxRefusedError(`refused: ${shape}.`);
+  const refused = refusalOf(lines, new Set());
+  if (refused) throw new SandboxRefusedError(`refused: ${refused}.`);
+  return formatted;
+}
+
+/** Why a parse is not `SELECT * FROM result WHERE <one expression over a row>`, or undefined when it is. */
+function conditionRefusal(lines: readonly string[]): string | undefined {
+  const select = treeOf(lines).children[0]?.children[0];
+  const parts = select?.children.length === 1 ? select.children[0]?.children : undefined;
+  const [columns, tables, where] = parts ?? [];
+  const plain =
+    parts?.length === 3 &&
+    columns?.kind === 'ExpressionList' &&
+    columns.children.length === 1 &&
+    columns.children[0]?.kind === 'Asterisk' &&
+    tables?.kind === 'TablesInSelectQuery' &&
+    tables.children.length === 1;
+  if (!plain || !where) return 'a condition that is more than an expression over a row: write when_sql for a SELECT of your own';
+  const walk = (node: AstNode): string | undefined => {
+    if (node.kind === 'Subquery') return 'a subquery in a condition: when reads one row; write when_sql to read more';
+    if (node.kind === 'Function' && isAggregate(nameOf(node))) return `the aggregate ${nameOf(node)} in a condition: when reads one row; write when_sql to aggregate`;
+    if (node.kind === 'WindowDefinition') return 'a window function in a condition: when reads one row; write when_sql';
+    for (const child of node.children) {
+      const found = walk(child);
+      if (found) return found;
+    }
+    return undefined;
+  };
+  return walk(where);
+}
+
+/** Whether a function is an aggregate, combinators and all (`countIf`, `sumState`). */
+function isAggregate(name: string): boolean {
+  const d = decisions();
+  for (let base = name, suffix; ; base = base.slice(0, -suffix.length)) {
+    if (d.aggregates.has(base) || d.aggregates.has(base.toLowerCase())) return true;
+    suffix = d.combinators.find((c) => base.length > c.length && base.endsWith(c));
+    if (suffix === undefined) return false;
+  }
 }
 
 /** The engine's objection to a caller's SQL, as the caller's mistake (never a path or an address). */

@@ -1,0 +1,457 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { CallRequest, PreparedCall } from '../calls/prepare.js';
+import type { RunResult } from '../calls/runner.js';
+import type { DefinitionProblem } from '../queries/definition.js';
+import type { Row } from '../queries/types.js';
+import { InputError, NotFoundError, SandboxRefusedError, BadSqlError } from '../errors.js';
+import type { AsOf } from '../time.js';
+import { deliver, DELIVERY_WINDOW_MS, retryDelayMs } from './deliver.js';
+import { readAlertFiles, targetText, type AlertSpec } from './spec.js';
+import { AlertStore, type AlertState, type Change, type StateRecord } from './store.js';
+
+export { ALERT_FILE_SUFFIX, durationText, targetText, type AlertSpec, type Target } from './spec.js';
+export { ALERT_STATES, type AlertState } from './store.js';
+
+/** Rows of the answer a notification carries, at most (CONTRACT §16). */
+export const ROWS_SENT = 20;
+
+/** What alerts need of the library: its calls, the cache file and the queries folders. */
+export interface AlertParts {
+  readonly folders: readonly string[];
+  readonly cacheFile: string;
+  /** The library's time limit of a query, in seconds: an evaluation's lease is longer. */
+  readonly timeoutSeconds: number;
+  /** The alerts' clock (epoch ms) when no --at is given. */
+  readonly clock: () => number;
+  prepare(request: CallRequest): Promise<PreparedCall>;
+  withCondition(call: PreparedCall, condition: { when?: string | undefined; whenSql?: string | undefined }): Promise<PreparedCall>;
+  run(call: PreparedCall): Promise<RunResult>;
+  /** What the engine says of the call's SQL over the answer, planned and not run, or undefined. */
+  explain(call: PreparedCall): Promise<string | undefined>;
+  /** The environment a command runs with. */
+  readonly env: Readonly<Record<string, string | undefined>>;
+  readonly userAgent: string;
+}
+
+/** The JSON a notification sends (CONTRACT §16). */
+export interface Notification {
+  /** Unique to this notification: sent as Idempotency-Key too, so a receiver can tell a retry. */
+  readonly id: string;
+  readonly alert: string;
+  readonly description?: string;
+  readonly query: string;
+  readonly params: Readonly<Record<string, string>>;
+  /** null on the alert's first evaluation. */
+  readonly old_state: AlertState | null;
+  readonly new_state: AlertState;
+  /** When it was evaluated (ISO 8601). */
+  readonly at: string;
+  /** When the alert came into new_state. */
+  readonly since: string;
+  /** The condition, as its file says it. */
+  readonly when?: string;
+  readonly when_sql?: string;
+  /** Rows of the answer that matched (the query's row limit at most). */
+  readonly matched: number;
+  readonly rows: readonly Row[];
+  readonly error?: string;
+  /** One line for people (Slack and its like show it). */
+  readonly text: string;
+}
+
+/** One alert evaluated: what it was, what it is, and what it sent (or would send). */
+export interface Evaluation {
+  readonly alert: string;
+  readonly query: string;
+  readonly oldState: AlertState | null;
+  readonly newState: AlertState;
+  readonly matched: number;
+  readonly error?: string | undefined;
+  /** The notification this evaluation owes, if any (alerts test: what it would send). */
+  readonly notification?: Notification | undefined;
+  readonly targets: readonly string[];
+}
+
+/** One attempt to deliver a notification. */
+export interface DeliveryOutcome {
+  readonly alert: string;
+  /** Where it went, as it may be shown (a webhook's host). */
+  readonly target: string;
+  readonly newState: string;
+  readonly delivered: boolean;
+  readonly error?: string;
+  /** The notification was tried for 24 h and is abandoned. */
+  readonly gaveUp?: boolean;
+}
+
+/** An alert file that cannot be used. */
+export interface BrokenAlert {
+  readonly file: string;
+  readonly problems: readonly DefinitionProblem[];
+}
+
+/** What `alerts check` did. */
+export interface CheckReport {
+  readonly evaluations: readonly Evaluation[];
+  readonly deliveries: readonly DeliveryOutcome[];
+  /** Alerts another process was evaluating. */
+  readonly busy: readonly string[];
+  readonly broken: readonly BrokenAlert[];
+  /** Every alert's state after the check (null: never evaluated). */
+  readonly states: ReadonlyMap<string, AlertState | null>;
+}
+
+/** An alert as `savedq alerts` lists it. */
+export interface AlertView {
+  readonly name: string;
+  readonly file: string;
+  readonly query: string;
+  readonly state: AlertState | null;
+  readonly since: number | null;
+  readonly evaluatedAt: number | null;
+  readonly every: number;
+  readonly detail: string | null;
+  readonly targets: readonly string[];
+  /** Notifications not yet delivered, and why the last attempt failed. */
+  readonly waiting: number;
+  readonly lastError: string | null;
+}
+
+/** How a check is asked for. */
+export interface CheckOptions {
+  /** The instant to evaluate as of (and the alerts' clock); absent: now. */
+  readonly at?: AsOf;
+  /** Only these alerts (default: every one that is due). */
+  readonly names?: readonly string[];
+  /** Whether alerts not yet due are evaluated too. */
+  readonly force?: boolean;
+  readonly signal?: AbortSignal | undefined;
+}
+
+/** A cron minute is not exact: an alert evaluated a little less than `every` ago is due (a tenth of it, 30 s at most). */
+function slackMs(everyMs: number): number {
+  return Math.min(30_000, everyMs / 10);
+}
+
+/** Whether a process (`host:pid:…`, a lease's owner) is gone: on this machine, and no longer running. */
+function isGone(owner: string): boolean {
+  const [host, pid] = owner.split(':');
+  if (host !== hostname() || !pid) return false;
+  try {
+    process.kill(Number(pid), 0);
+    return false;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** An instant given with --at, in epoch ms. */
+function msOf(at: string): number {
+  const ms = Date.parse(at);
+  if (Number.isNaN(ms)) throw new InputError(`invalid --at ${JSON.stringify(at)}: expected an ISO 8601 timestamp such as 2026-01-31T12:00:00Z.`);
+  return ms;
+}
+
+/** What a failure says, on one line. */
+function reasonOf(err: unknown): string {
+  const text = err instanceof Error ? ((err as { forCaller?: string }).forCaller ?? err.message) : String(err);
+  return text.split('\n')[0] ?? '';
+}
+
+/** What an evaluation found: the rows that matched, or why it could not tell. */
+type Outcome = { readonly rows: Row[]; readonly truncated: boolean; readonly params: Readonly<Record<string, string>> } | { readonly error: string; readonly params?: Readonly<Record<string, string>> };
+
+/** What a change of state is called in a notification's text. */
+type Kind = 'firing' | 'still firing' | 'error' | 'resolved' | 'pending' | 'ok';
+
+/**
+ * Alerts (CONTRACT §16): `<name>.alert.yaml` files of the queries folders, each a saved query's call, a
+ * condition over its answer, and whom to tell. Each evaluation runs the call through the library (the
+ * cache included) with the condition as SQL over the answer, so every row is looked at; a failing
+ * query is `error`, never `ok`. What an evaluation decides (state, history, notifications) is kept in
+ * one transaction before anything is sent; notifications are delivered in order per alert and target,
+ * retried with backoff for 24 h.
+ */
+export class Alerts {
+  readonly #parts: AlertParts;
+  #store: Promise<AlertStore> | undefined;
+  /** This process, as a lease names it. */
+  readonly #owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+
+  constructor(parts: AlertParts) {
+    this.#parts = parts;
+  }
+
+  #open(): Promise<AlertStore> {
+    this.#store ??= AlertStore.open(this.#parts.cacheFile);
+    return this.#store;
+  }
+
+  /** Every alert file of the folders: the alerts, and the files that are broken. */
+  read(): { alerts: AlertSpec[]; broken: BrokenAlert[] } {
+    const alerts: AlertSpec[] = [];
+    const broken: BrokenAlert[] = [];
+    for (const read of readAlertFiles(this.#parts.folders)) {
+      if (read.alert) alerts.push(read.alert);
+      else broken.push({ file: read.problems[0]?.file ?? '', problems: read.problems });
+    }
+    return { alerts, broken };
+  }
+
+  /** One alert by name, or a NotFoundError naming the ones there are. */
+  find(name: string): AlertSpec {
+    const { alerts, broken } = this.read();
+    const found = alerts.find((a) => a.name === name);
+    if (found) return found;
+    const isBroken = broken.find((b) => b.file.endsWith(`/${name}.alert.yaml`));
+    if (isBroken) throw new InputError(`the alert ${name} is broken: ${isBroken.problems[0]?.message ?? ''} (see savedq check).`);
+    throw new NotFoundError(`no alert named ${name}${alerts.length > 0 ? `; there are ${alerts.map((a) => a.name).join(', ')}` : ': there are no <name>.alert.yaml files in the queries folders'}.`);
+  }
+
+  /**
+   * Evaluates every alert that is due (its `every` since its last evaluation), keeps what each decided,
+   * and delivers what is owed, each alert under a lease so that no two processes on one cache file
+   * evaluate it at once.
+   */
+  async check(options: CheckOptions = {}): Promise<CheckReport> {
+    const now = options.at !== undefined ? msOf(options.at) : this.#parts.clock();
+    const { alerts, broken } = this.read();
+    for (const name of options.names ?? []) if (!alerts.some((a) => a.name === name)) this.find(name);
+    const chosen = options.names ? alerts.filter((a) => options.names?.includes(a.name)) : alerts;
+    const store = await this.#open();
+    const evaluations: Evaluation[] = [];
+    const deliveries: DeliveryOutcome[] = [];
+    const busy: string[] = [];
+    const leaseMs = (this.#parts.timeoutSeconds + 120) * 1000;
+    const underLease = async (name: string, work: (state: StateRecord) => Promise<void>) => {
+      const state = await store.lease(name, this.#owner, Date.now() + leaseMs, Date.now(), isGone);
+      if (!state) return busy.push(name);
+      try {
+        await work(state);
+      } finally {
+        await store.release(name, this.#owner);
+      }
+      return undefined;
+    };
+    for (const alert of chosen) {
+      options.signal?.throwIfAborted();
+      await underLease(alert.name, async (state) => {
+        const due = state.evaluatedAt === null || now >= state.evaluatedAt + alert.everyMs - slackMs(alert.everyMs);
+        if (due || options.force) {
+          const { next, change, evaluation } = await this.#evaluate(alert, state, now, options.at);
+          const payload = evaluation.notification ? JSON.stringify(evaluation.notification) : undefined;
+          await store.decide(next, change, payload ? alert.notify.map((target) => ({ target, payload })) : [], now);
+          evaluations.push(evaluation);
+        }
+        deliveries.push(...(await this.#deliverOwed(store, alert.name, now)));
+      });
+    }
+    // An alert whose file is gone still delivers what it owes.
+    if (!options.names) {
+      for (const name of await store.owing()) {
+        if (alerts.some((a) => a.name === name)) continue;
+        await underLease(name, async () => {
+          deliveries.push(...(await this.#deliverOwed(store, name, now)));
+        });
+      }
+    }
+    await store.prune(now);
+    const after = await store.states();
+    const states = new Map(alerts.map((a) => [a.name, after.get(a.name)?.state ?? null]));
+    return { evaluations, deliveries, busy, broken, states };
+  }
+
+  /** Evaluates one alert now (or as of `at`) and says what it would send, changing nothing and sending nothing (`alerts test`). */
+  async test(name: string, at?: AsOf): Promise<Evaluation & { wouldSend: boolean }> {
+    const alert = this.find(name);
+    const now = at !== undefined ? msOf(at) : this.#parts.clock();
+    const state = (await (await this.#open()).states()).get(name) ?? { name, state: null, since: null, holdingSince: null, evaluatedAt: null, notifiedAt: null, detail: null };
+    const { kind, evaluation, outcome, next } = await this.#evaluate(alert, state, now, at);
+    // What it would send; when it owes nothing, what it would say of this state: the text and rows a receiver gets.
+    const shown = evaluation.notification ?? this.#notification(alert, state, evaluation.newState, outcome, now, next.since ?? now, evaluation.newState);
+    return { ...evaluation, notification: shown, wouldSend: kind !== undefined };
+  }
+
+  /** Every alert with its state and what it owes (`savedq alerts`). */
+  async list(): Promise<{ alerts: AlertView[]; broken: BrokenAlert[] }> {
+    const { alerts, broken } = this.read();
+    const store = await this.#open();
+    const [states, owed] = await Promise.all([store.states(), store.outboxSummary()]);
+    const views = alerts.map((a): AlertView => {
+      const s = states.get(a.name);
+      const o = owed.get(a.name);
+      return {
+        name: a.name,
+        file: a.file,
+        query: a.query,
+        state: s?.state ?? null,
+        since: s?.since ?? null,
+        evaluatedAt: s?.evaluatedAt ?? null,
+        every: a.everyMs,
+        detail: s?.detail ?? null,
+        targets: a.notify.map(targetText),
+        waiting: o?.waiting ?? 0,
+        lastError: o?.lastError ?? null,
+      };
+    });
+    return { alerts: views, broken };
+  }
+
+  /** An alert's latest changes of state, newest first. */
+  async history(name: string, limit = 20): Promise<Change[]> {
+    return (await this.#open()).history(name, limit);
+  }
+
+  /**
+   * What `savedq check` says of every alert file: its own problems, then, for one that reads well, its
+   * query and parameters checked as a run checks them, its condition on the engine's parse, and the
+   * engine's plan of the condition over the answer (a field the answer has not), each at its line.
+   */
+  async checkFiles(): Promise<{ file: string; name: string | null; query: string | null; problems: DefinitionProblem[] }[]> {
+    const { alerts, broken } = this.read();
+    const checked: { file: string; name: string | null; query: string | null; problems: DefinitionProblem[] }[] = [];
+    for (const alert of alerts) {
+      const problem = (line: number, message: string) => ({ file: alert.file, line, message });
+      let problems: DefinitionProblem[] = [];
+      let query: string | null = null;
+      try {
+        const call = await this.#parts.prepare({ nameOrId: alert.query, params: alert.params });
+        query = call.query.name;
+        try {
+          const over = await this.#parts.withCondition(call, alert);
+          const said = await this.#parts.explain(over);
+          if (said !== undefined) problems = [problem(alert.lines.condition, `the engine refuses the condition over ${call.query.name}'s answer: ${said}`)];
+        } catch (err) {
+          if (!(err instanceof SandboxRefusedError || err instanceof BadSqlError)) throw err;
+          problems = [problem(alert.lines.condition, `${alert.when !== undefined ? 'when' : 'when_sql'}: ${err.message}`)];
+        }
+      } catch (err) {
+        if (!(err instanceof InputError || err instanceof NotFoundError)) throw err;
+        problems = [problem(err instanceof NotFoundError ? alert.lines.query : alert.lines.params, err.message)];
+      }
+      checked.push({ file: alert.file, name: alert.name, query, problems });
+    }
+    for (const b of broken) checked.push({ file: b.file, name: null, query: null, problems: [...b.problems] });
+    return checked;
+  }
+
+  /** Runs an alert's call with its condition over the answer, and decides its next state. */
+  async #evaluate(alert: AlertSpec, old: StateRecord, now: number, at: AsOf): Promise<{ next: StateRecord; change: Change | undefined; kind: Kind | undefined; evaluation: Evaluation; outcome: Outcome }> {
+    const outcome = await this.#outcome(alert, at);
+    const matched = 'rows' in outcome ? outcome.rows.length : 0;
+    const holdingSince = 'error' in outcome || matched === 0 ? null : (old.state === 'pending' || old.state === 'firing' ? old.holdingSince : null) ?? now;
+    const newState: AlertState =
+      'error' in outcome ? 'error' : matched === 0 ? 'ok' : old.state === 'firing' || now - (holdingSince ?? now) >= alert.forMs ? 'firing' : 'pending';
+    const since = newState === old.state && old.since !== null ? old.since : now;
+    const kind = notificationKind(alert, old, newState, now);
+    const detail = 'error' in outcome ? outcome.error : `${matched}${'rows' in outcome && outcome.truncated ? '+' : ''} row${matched === 1 ? '' : 's'} matched`;
+    const notification = kind ? this.#notification(alert, old, newState, outcome, now, since, kind) : undefined;
+    const next: StateRecord = { name: alert.name, state: newState, since, holdingSince, evaluatedAt: now, notifiedAt: kind ? now : old.notifiedAt, detail };
+    const change = newState !== old.state ? { alert: alert.name, at: now, oldState: old.state, newState, detail } : undefined;
+    const evaluation: Evaluation = {
+      alert: alert.name,
+      query: alert.query,
+      oldState: old.state,
+      newState,
+      matched,
+      ...('error' in outcome ? { error: outcome.error } : {}),
+      notification,
+      targets: alert.notify.map(targetText),
+    };
+    return { next, change, kind, evaluation, outcome };
+  }
+
+  async #outcome(alert: AlertSpec, at: AsOf): Promise<Outcome> {
+    let params: Readonly<Record<string, string>> | undefined;
+    try {
+      const call = await this.#parts.prepare({ nameOrId: alert.query, params: alert.params, at });
+      params = call.params;
+      const result = await this.#parts.run(await this.#parts.withCondition(call, alert));
+      return { rows: result.rows, truncated: result.truncated, params };
+    } catch (err) {
+      return { error: reasonOf(err), ...(params ? { params } : {}) };
+    }
+  }
+
+  #notification(alert: AlertSpec, old: StateRecord, newState: AlertState, outcome: Outcome, now: number, since: number, kind: Kind): Notification {
+    const params = outcome.params ?? Object.fromEntries(alert.params);
+    const rows = 'rows' in outcome ? outcome.rows : [];
+    const call = `${alert.query}${Object.keys(params).length > 0 ? ` (${Object.entries(params).filter(([, v]) => v !== '').map(([k, v]) => `${k}=${v}`).join(', ')})` : ''}`;
+    const condition = alert.when ?? alert.whenSql ?? '';
+    const shown = condition.length > 120 ? `${condition.slice(0, 117)}...` : condition;
+    const n = `${rows.length}${'rows' in outcome && outcome.truncated ? '+' : ''}`;
+    const text = {
+      firing: `savedq alert ${alert.name} is FIRING: ${n} row${rows.length === 1 ? '' : 's'} of ${call} match ${shown}`,
+      'still firing': `savedq alert ${alert.name} is STILL FIRING (since ${iso(old.since ?? now)}): ${n} row${rows.length === 1 ? '' : 's'} of ${call} match ${shown}`,
+      error: `savedq alert ${alert.name} is in ERROR: ${call} could not be evaluated: ${'error' in outcome ? outcome.error : ''}`,
+      resolved: `savedq alert ${alert.name} is RESOLVED: no row of ${call} matches ${shown} (it was ${old.state ?? 'unknown'} since ${iso(old.since ?? now)})`,
+      pending: `savedq alert ${alert.name} is PENDING: ${n} row${rows.length === 1 ? '' : 's'} of ${call} match ${shown}, for less than its for: so far`,
+      ok: `savedq alert ${alert.name} is OK: no row of ${call} matches ${shown}`,
+    }[kind];
+    return {
+      id: randomUUID(),
+      alert: alert.name,
+      ...(alert.description !== undefined ? { description: alert.description } : {}),
+      query: alert.query,
+      params,
+      old_state: old.state,
+      new_state: newState,
+      at: iso(now),
+      since: iso(since),
+      ...(alert.when !== undefined ? { when: alert.when } : { when_sql: alert.whenSql as string }),
+      matched: rows.length,
+      rows: rows.slice(0, ROWS_SENT),
+      ...('error' in outcome ? { error: outcome.error } : {}),
+      text,
+    };
+  }
+
+  /** Delivers an alert's notifications that are due, oldest first; a target's later ones wait behind one that failed. */
+  async #deliverOwed(store: AlertStore, name: string, now: number): Promise<DeliveryOutcome[]> {
+    const outcomes: DeliveryOutcome[] = [];
+    const waitingBehind = new Set<string>();
+    for (const d of await store.waiting(name)) {
+      const key = JSON.stringify(d.target);
+      if (waitingBehind.has(key)) continue;
+      if (d.nextAt > now) {
+        waitingBehind.add(key);
+        continue;
+      }
+      const target = targetText(d.target);
+      const newState = (JSON.parse(d.payload) as Notification).new_state;
+      try {
+        await deliver(d.target, d.payload, this.#parts.env, this.#parts.userAgent);
+        await store.delivered(d.id, now);
+        outcomes.push({ alert: name, target, newState, delivered: true });
+      } catch (err) {
+        const reason = reasonOf(err);
+        const gaveUp = now - d.createdAt >= DELIVERY_WINDOW_MS;
+        await store.failed(d.id, reason, gaveUp ? undefined : now + retryDelayMs(d.attempts + 1), now);
+        if (!gaveUp) waitingBehind.add(key);
+        outcomes.push({ alert: name, target, newState, delivered: false, error: reason, ...(gaveUp ? { gaveUp } : {}) });
+      }
+    }
+    return outcomes;
+  }
+
+  async close(): Promise<void> {
+    const store = this.#store;
+    this.#store = undefined;
+    if (store) await (await store.catch(() => undefined))?.close();
+  }
+}
+
+/** The notification a change owes (CONTRACT §16), if any. */
+function notificationKind(alert: AlertSpec, old: StateRecord, newState: AlertState, now: number): Kind | undefined {
+  if (newState === 'firing') {
+    if (old.state !== 'firing') return 'firing';
+    const last = old.notifiedAt ?? old.since ?? now;
+    return alert.repeatMs !== undefined && now - last >= alert.repeatMs - slackMs(alert.repeatMs) ? 'still firing' : undefined;
+  }
+  if (newState === 'error') return old.state === 'error' ? undefined : 'error';
+  if (newState === 'ok') return old.state === 'firing' || old.state === 'error' ? 'resolved' : undefined;
+  return undefined;
+}

@@ -1,0 +1,117 @@
+import type { CheckReport, Evaluation } from '../alerts/index.js';
+import { AlertsNotOkError } from '../errors.js';
+import type { Savedq } from '../library.js';
+import { problemText } from '../queries/catalog.js';
+import type { Row } from '../queries/types.js';
+import type { AsOf } from '../time.js';
+import { checkInterrupted, commandLog, outputFormat, report, writeOut, writeRows, type CommonOptions, type Io } from './io.js';
+
+/** Options of `savedq alerts check`. */
+export interface AlertsCheckOptions extends CommonOptions {
+  /** Evaluate as of this instant (and move the alerts' clock there). */
+  readonly at?: AsOf;
+  /** Only these alerts. */
+  readonly names?: readonly string[];
+  /** Evaluate even the alerts that are not due. */
+  readonly force?: boolean | undefined;
+  /** `text` (default: lines on standard error) or `json` (the report on standard output). */
+  readonly format?: string | undefined;
+}
+
+const LIST_FIELDS = [
+  { name: 'alert', type: 'string', key: true },
+  { name: 'state', type: 'string' },
+  { name: 'since', type: 'string' },
+  { name: 'evaluated', type: 'string' },
+  { name: 'every', type: 'string' },
+  { name: 'query', type: 'string' },
+  { name: 'notify', type: 'string' },
+] as const;
+
+/** An instant as a person reads it in a table: to the second, UTC. */
+const when = (ms: number | null) => (ms === null ? '' : new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z'));
+
+/** `savedq alerts`: each alert, its state and since when, its last evaluation, and what it still owes. */
+export async function alertsListCommand(lib: Savedq, options: CommonOptions & { format?: string | undefined }, io: Io): Promise<Row[]> {
+  const format = outputFormat(io, options.format, ['table', 'json', 'ndjson', 'csv']);
+  const { alerts, broken } = await (await lib.alerts()).list();
+  const { durationText } = await import('../alerts/index.js');
+  const rows: Row[] = alerts.map((a) => ({
+    alert: a.name,
+    state: a.state ?? 'new',
+    since: format === 'table' ? when(a.since) : a.since === null ? null : new Date(a.since).toISOString(),
+    evaluated: format === 'table' ? when(a.evaluatedAt) : a.evaluatedAt === null ? null : new Date(a.evaluatedAt).toISOString(),
+    every: durationText(a.every),
+    query: a.query,
+    notify: format === 'table' ? a.targets.join(', ') : a.targets,
+    ...(format === 'table' ? {} : { detail: a.detail, waiting: a.waiting, last_error: a.lastError }),
+  }));
+  await writeRows(io, options, format, rows, LIST_FIELDS);
+  for (const b of broken) for (const p of b.problems) io.stderr.write(`warning: skipped ${problemText(p)}\n`);
+  const owing = alerts.filter((a) => a.waiting > 0);
+  for (const a of owing) report(io, options, `${a.name}: ${a.waiting} notification${a.waiting === 1 ? '' : 's'} waiting to be delivered${a.lastError ? ` (last attempt: ${a.lastError})` : ''}`);
+  if (alerts.length === 0 && broken.length === 0) report(io, options, 'no alerts: write <name>.alert.yaml files in a queries folder (see savedq alerts --help).');
+  return rows;
+}
+
+/** A change of state as one line: `firing  fn-errors  (was ok): 3 rows matched`. */
+function changeLine(e: Evaluation): string {
+  const why = e.error ?? `${e.matched} row${e.matched === 1 ? '' : 's'} matched`;
+  return `${e.newState.padEnd(7)} ${e.alert} (was ${e.oldState ?? 'new'}): ${why}`;
+}
+
+/**
+ * `savedq alerts check`: evaluates every alert that is due, prints a line for each change of state,
+ * delivers what is owed, and exits 1 when any alert is firing or in error (or a file is broken), else
+ * 0; meant for `* * * * * savedq alerts check --quiet`.
+ */
+export async function alertsCheckCommand(lib: Savedq, options: AlertsCheckOptions, io: Io): Promise<CheckReport> {
+  const json = options.format === 'json';
+  const alerts = await lib.alerts();
+  const result = await alerts.check({ at: options.at, names: options.names, force: options.force === true, signal: options.signal });
+  checkInterrupted(options.signal);
+  const log = commandLog(io, options);
+  for (const b of result.broken) for (const p of b.problems) log.warn(`warning: skipped ${problemText(p)}`);
+  for (const e of result.evaluations) if (e.newState !== e.oldState) log.info(changeLine(e));
+  for (const d of result.deliveries) {
+    if (d.delivered) log.info(`notified ${d.alert} ${d.newState} to ${d.target}`);
+    else if (d.gaveUp) log.warn(`warning: gave up notifying ${d.alert} ${d.newState} to ${d.target} after 24 h: ${d.error ?? ''}`);
+    else log.info(`could not notify ${d.alert} ${d.newState} to ${d.target} (${d.error ?? ''}); tried again later`);
+  }
+  for (const name of result.busy) log.info(`${name}: being evaluated by another savedq process; left to it`);
+  const bad = [...result.states].filter(([, s]) => s === 'firing' || s === 'error');
+  if (json) {
+    await writeOut(
+      io.stdout,
+      `${JSON.stringify(
+        {
+          evaluated: result.evaluations.map((e) => ({ alert: e.alert, query: e.query, old_state: e.oldState, new_state: e.newState, matched: e.matched, ...(e.error ? { error: e.error } : {}), notified: e.notification !== undefined })),
+          deliveries: result.deliveries,
+          busy: result.busy,
+          broken: result.broken.flatMap((b) => b.problems.map((p) => ({ file: p.file, line: p.line, message: p.message }))),
+          states: Object.fromEntries(result.states),
+        },
+        null,
+        2,
+      )}\n`,
+    );
+  }
+  const counts = (['ok', 'pending', 'firing', 'error'] as const).map((s) => `${[...result.states.values()].filter((v) => v === s).length} ${s}`).join(', ');
+  report(io, options, `alerts: ${result.evaluations.length} evaluated; ${counts}`);
+  if (bad.length > 0 || result.broken.length > 0) {
+    const parts = [...bad.map(([name, s]) => `${name} ${s}`), ...(result.broken.length > 0 ? [`${result.broken.length} alert file${result.broken.length === 1 ? '' : 's'} broken`] : [])];
+    throw new AlertsNotOkError(`alerts not ok: ${parts.join(', ')}.`, { silent: options.quiet === true });
+  }
+  return result;
+}
+
+/** `savedq alerts test <name>`: evaluates one alert now and prints the JSON it would send, sending nothing and changing nothing. */
+export async function alertsTestCommand(lib: Savedq, options: CommonOptions & { name: string; at?: AsOf }, io: Io): Promise<Evaluation> {
+  const evaluation = await (await lib.alerts()).test(options.name, options.at);
+  await writeOut(io.stdout, `${JSON.stringify(evaluation.notification, null, 2)}\n`);
+  const sends = evaluation.wouldSend
+    ? `would send this to ${evaluation.targets.join(', ')}`
+    : `would send nothing: it stays ${evaluation.newState}${evaluation.oldState === null ? ' (its first evaluation)' : ''}; above is what a change would carry`;
+  report(io, options, `${evaluation.alert}: ${evaluation.oldState ?? 'new'} -> ${evaluation.newState} (${evaluation.error ?? `${evaluation.matched} row${evaluation.matched === 1 ? '' : 's'} matched`}); ${sends}. Nothing was sent.`);
+  return evaluation;
+}
