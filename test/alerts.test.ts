@@ -210,7 +210,7 @@ describe('states', () => {
     });
     const failed = await cli([...flags, 'alerts', 'check', '--at', AT]);
     expect(failed.code).toBe(1);
-    expect(failed.stderr).toMatch(/error   boom \(was new\): .*the source is gone/);
+    expect(failed.stderr).toMatch(/error {3}boom \(was new\): .*the source is gone/);
     expect(hook.got[0]?.body).toMatchObject({ new_state: 'error', matched: 0 });
     expect(hook.got[0]?.body.error).toMatch(/the source is gone/);
     expect(hook.got[0]?.body.text).toMatch(/^savedq alert boom is in ERROR/);
