@@ -9,13 +9,14 @@
 //                                and at the first size HTTP and what a running serve does for other
 //                                processes), queries (200 saved queries of a user's own), load,
 //                                tests (savedq test), mcp (tool calls over stdio, a cold savedq mcp),
-//                                sandbox (a caller's SQL over an answer, against the same call without)
+//                                sandbox (a caller's SQL over an answer, against the same call without),
+//                                alerts (alerts check of 200 alerts on cached queries, against warm of the same)
 //
 // The HTTP figures need a load generator that is not the bottleneck: wrk when it is on the PATH
 // (`apt-get install wrk`), else autocannon (a dev dependency).
 import { spawn, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { closeSync, copyFileSync, createWriteStream, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, copyFileSync, createWriteStream, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,6 +28,7 @@ import { builtinQueriesDir } from '../dist/package.js';
 import { openWarehouse } from '../dist/warehouse/index.js';
 import { schemaStatements } from '../dist/warehouse/schema.js';
 import { microsFromDate } from '../dist/time.js';
+import { newGeneration } from '../dist/warehouse/generation.js';
 
 const here = (f) => fileURLToPath(new URL(f, import.meta.url));
 const BIN = here('../bin/savedq.js');
@@ -34,7 +36,7 @@ const SIZES = (process.env.BENCH_ROWS ?? '1000000,10000000').split(',').map(Numb
 const REPS = Number(process.env.BENCH_REPS ?? 7);
 const LOAD_ROWS = Number(process.env.BENCH_LOAD_ROWS ?? 1_000_000);
 const HTTP_SECONDS = Number(process.env.BENCH_HTTP_SECONDS ?? 5);
-const ONLY = (process.env.BENCH_ONLY ?? 'scale,queries,load,tests,mcp,sandbox').split(',');
+const ONLY = (process.env.BENCH_ONLY ?? 'scale,queries,load,tests,mcp,sandbox,alerts').split(',');
 const AT = '2026-11-20T12:00:00Z';
 const PROJECTS = 200;
 
@@ -523,7 +525,7 @@ async function sandboxFigures() {
   const rows = SIZES[0];
   console.log(`\nsandbox: ${rows.toLocaleString('en-US')} rows a table`);
   const dataDir = join(work, `data-${rows}`);
-  if (!ONLY.includes('scale')) await generate(dataDir, rows);
+  if (!existsSync(dataDir)) await generate(dataDir, rows);
   // usage.api-counts as its author would open it to callers' SQL.
   const queries = join(work, 'sandboxed');
   mkdirSync(queries, { recursive: true });
@@ -552,6 +554,53 @@ async function sandboxFigures() {
   server.child.kill('SIGTERM');
   await new Promise((resolve) => server.child.once('exit', resolve));
   figure(`HTTP cached answer to SQL, against a plain cached answer (${loadGenerator()})`, median(ours), median(theirs), 'req/s', '>= 0.9');
+}
+
+/**
+ * `savedq alerts check` of 200 alerts whose calls are cached (each a project's functions.invocation-stats
+ * with a condition over it), against `savedq warm` refreshing the same 200 calls: what evaluating,
+ * deciding and keeping state costs besides the queries. Before each pair, a new generation of the
+ * data (as a load makes) makes warm's calls due; an untimed check then caches the alerts' calls again.
+ */
+async function alertsFigure() {
+  const COUNT = 200;
+  const rows = SIZES[0];
+  console.log(`\nalerts: ${COUNT} alerts, ${rows.toLocaleString('en-US')} rows a table`);
+  const dataDir = join(work, `data-${rows}`);
+  if (!existsSync(dataDir)) await generate(dataDir, rows);
+  const queries = join(work, 'alerts');
+  mkdirSync(queries, { recursive: true });
+  for (let i = 0; i < COUNT; i++) {
+    const alert = `query: functions.invocation-stats\nparams: { project: project-${i}, interval: 1day }\nwhen: error_count > count\nevery: 1m\nnotify:\n  - command: ["true"]\n`;
+    writeFileSync(join(queries, `team.alert-${String(i).padStart(3, '0')}.alert.yaml`), alert);
+  }
+  const cacheFile = join(work, 'cache-alerts.sqlite');
+  const env = { SAVEDQ_DATA_DIR: dataDir, SAVEDQ_CACHE_FILE: cacheFile, SAVEDQ_QUERIES: queries };
+  // The same calls, plain, served once: warm's warm set.
+  const { Savedq } = await import('../dist/library.js');
+  const { resolveConfig } = await import('../dist/config.js');
+  const lib = new Savedq(resolveConfig({ dataDir, cacheFile, queries: [queries] }, { XDG_CONFIG_HOME: join(work, 'no-config') }));
+  for (let i = 0; i < COUNT; i++) await lib.run({ nameOrId: 'functions.invocation-stats', params: [['project', `project-${i}`], ['interval', '1day']], at: AT });
+  await lib.close();
+  const check = ['alerts', 'check', '--force', '--at', AT, '--quiet'];
+  const alertsCheck = () => {
+    const r = spawnSync('node', [BIN, ...check], { env: { ...process.env, ...env }, encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`alerts check failed (${r.status}): ${r.stderr}`);
+  };
+  alertsCheck();
+  const checks = [];
+  const warms = [];
+  const fills = [];
+  for (let i = 0; i < Math.min(REPS, 5); i++) {
+    newGeneration(dataDir);
+    warms.push(timed('node', [BIN, 'warm', '--quiet'], env).ms);
+    const started = Date.now();
+    alertsCheck();
+    fills.push(Date.now() - started);
+    checks.push(timed('node', [BIN, ...check], env).ms);
+  }
+  console.log(`  alerts check of ${COUNT} alerts whose calls are not cached: ${fmt(median(fills))} ms`);
+  figure(`alerts check of ${COUNT} alerts on cached queries, against warm of the same ${COUNT} calls`, median(checks), median(warms), 'ms', '<= 2');
 }
 
 async function mcpFigures() {
@@ -625,5 +674,6 @@ if (ONLY.includes('load')) await loadFigure();
 if (ONLY.includes('tests')) await testsFigure();
 if (ONLY.includes('mcp')) await mcpFigures();
 if (ONLY.includes('sandbox')) await sandboxFigures();
+if (ONLY.includes('alerts')) await alertsFigure();
 console.log('\nsummary (ratio, goal):');
 for (const f of figures) console.log(`  ${f.ratio.toFixed(2).padStart(6)}  ${f.goal.padEnd(8)} ${f.name}`);

@@ -69,7 +69,7 @@ ${extra}notify:
 beforeAll(async () => {
   // Failing invocations an hour before AT, for a few projects; nothing else.
   await loadInvocations(
-    ['alerting', 'flaky', 'crashy', 'pending', 'busy'].flatMap((p) => [invocation(p, atOffset(-HOUR), 500), invocation(p, atOffset(-HOUR + MINUTE), 200)]),
+    ['alerting', 'flaky', 'crashy', 'pending', 'busy', 'gone'].flatMap((p) => [invocation(p, atOffset(-HOUR), 500), invocation(p, atOffset(-HOUR + MINUTE), 200)]),
   );
 }, LONG_TEST_MS);
 
@@ -165,6 +165,21 @@ describe('delivery', () => {
     expect(hook.got.map((g) => g.body.new_state)).toEqual(['firing']);
     await cli([...flags, 'alerts', 'check', '--at', atOffset(20_000)]);
     expect(hook.got).toHaveLength(1);
+  }, LONG_TEST_MS);
+
+  it('gives up on a notification after 24 h, saying so even with --quiet, and goes on with the next', async () => {
+    // A port nothing listens on: every attempt is refused.
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const { port } = closed.address() as AddressInfo;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const flags = folder('gone', { 'gone.alert.yaml': alertFile(`http://127.0.0.1:${port}/hooks/s3cr3t`, '', 'gone') });
+    const first = await cli([...flags, 'alerts', 'check', '--at', AT]);
+    expect(first.stderr).toContain(`could not notify gone firing to webhook http://127.0.0.1:${port}/… (ECONNREFUSED); tried again later`);
+    const day = await cli([...flags, 'alerts', 'check', '--at', atOffset(25 * HOUR), '--quiet']);
+    // The day before holds no error any more: resolved, and that one is tried in its turn.
+    expect(day).toMatchObject({ code: 0, stdout: '', stderr: `warning: gave up notifying gone firing to webhook http://127.0.0.1:${port}/… after 24 h: ECONNREFUSED\n` });
+    expect(JSON.parse((await cli([...flags, 'alerts', '-f', 'json'])).stdout)[0]).toMatchObject({ state: 'ok', waiting: 1, last_error: 'ECONNREFUSED' });
   }, LONG_TEST_MS);
 
   it('runs a command with the JSON on its standard input', async () => {

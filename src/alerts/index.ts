@@ -226,8 +226,10 @@ export class Alerts {
     const deliveries: DeliveryOutcome[] = [];
     const busy: string[] = [];
     const leaseMs = (this.#parts.timeoutSeconds + 120) * 1000;
+    // Taken again before each delivery, so that a long line of them never outlives the lease.
+    const lease = async (name: string) => store.lease(name, this.#owner, Date.now() + leaseMs, Date.now(), isGone);
     const underLease = async (name: string, work: (state: StateRecord) => Promise<void>) => {
-      const state = await store.lease(name, this.#owner, Date.now() + leaseMs, Date.now(), isGone);
+      const state = await lease(name);
       if (!state) return busy.push(name);
       try {
         await work(state);
@@ -236,25 +238,29 @@ export class Alerts {
       }
       return undefined;
     };
+    const isDue = (alert: AlertSpec, state: StateRecord | undefined) =>
+      options.force === true || state?.evaluatedAt == null || now >= state.evaluatedAt + alert.everyMs - slackMs(alert.everyMs);
+    // An alert neither due nor owing anything costs no lease (a write): most of a cron minute's alerts.
+    const [before, owing] = await Promise.all([store.states(), store.owing()]);
     for (const alert of chosen) {
       options.signal?.throwIfAborted();
+      if (!isDue(alert, before.get(alert.name)) && !owing.includes(alert.name)) continue;
       await underLease(alert.name, async (state) => {
-        const due = state.evaluatedAt === null || now >= state.evaluatedAt + alert.everyMs - slackMs(alert.everyMs);
-        if (due || options.force) {
+        if (isDue(alert, state)) {
           const { next, change, evaluation } = await this.#evaluate(alert, state, now, options.at);
           const payload = evaluation.notification ? JSON.stringify(evaluation.notification) : undefined;
           await store.decide(next, change, payload ? alert.notify.map((target) => ({ target, payload })) : [], now);
           evaluations.push(evaluation);
         }
-        deliveries.push(...(await this.#deliverOwed(store, alert.name, now)));
+        deliveries.push(...(await this.#deliverOwed(store, alert.name, now, lease)));
       });
     }
     // An alert whose file is gone still delivers what it owes.
     if (!options.names) {
-      for (const name of await store.owing()) {
+      for (const name of owing) {
         if (alerts.some((a) => a.name === name)) continue;
         await underLease(name, async () => {
-          deliveries.push(...(await this.#deliverOwed(store, name, now)));
+          deliveries.push(...(await this.#deliverOwed(store, name, now, lease)));
         });
       }
     }
@@ -410,7 +416,7 @@ export class Alerts {
   }
 
   /** Delivers an alert's notifications that are due, oldest first; a target's later ones wait behind one that failed. */
-  async #deliverOwed(store: AlertStore, name: string, now: number): Promise<DeliveryOutcome[]> {
+  async #deliverOwed(store: AlertStore, name: string, now: number, lease: (name: string) => Promise<StateRecord | undefined>): Promise<DeliveryOutcome[]> {
     const outcomes: DeliveryOutcome[] = [];
     const waitingBehind = new Set<string>();
     for (const d of await store.waiting(name)) {
@@ -420,6 +426,7 @@ export class Alerts {
         waitingBehind.add(key);
         continue;
       }
+      if (!(await lease(name))) break;
       const target = targetText(d.target);
       const newState = (JSON.parse(d.payload) as Notification).new_state;
       try {

@@ -111,7 +111,7 @@ export async function alertsTestCommand(lib: Savedq, options: CommonOptions & { 
   await writeOut(io.stdout, `${JSON.stringify(evaluation.notification, null, 2)}\n`);
   const sends = evaluation.wouldSend
     ? `would send this to ${evaluation.targets.join(', ')}`
-    : `would send nothing: it stays ${evaluation.newState}${evaluation.oldState === null ? ' (its first evaluation)' : ''}; above is what a change would carry`;
+    : `a change from ${evaluation.oldState ?? 'new'} to ${evaluation.newState} sends nothing; above is what a notification would carry`;
   report(io, options, `${evaluation.alert}: ${evaluation.oldState ?? 'new'} -> ${evaluation.newState} (${evaluation.error ?? `${evaluation.matched} row${evaluation.matched === 1 ? '' : 's'} matched`}); ${sends}. Nothing was sent.`);
   return evaluation;
 }
