@@ -163,28 +163,42 @@ export function serverLog(io: Io, options: CommonOptions): ServerLog {
   return { info: (line) => (options.quiet ? undefined : always(line)), warn: always, error: always, always };
 }
 
+/** A log in a file is written this often at most, unless this much is waiting. */
+const LOG_FLUSH_MS = 100;
+const LOG_FLUSH_BYTES = 64 * 1024;
+
 /**
  * How the log's batches reach standard error. Node writes to a file there synchronously, the event
  * loop waiting on the disk for every batch (a service manager's log file, `2>> serve.log`): so to a
- * file, the text is written by libuv's threads instead, one write at a time and in order, what came
- * while one was being written going in the next (under load, few large writes rather than many small
- * ones); the process does not exit before the last is written. A terminal, a pipe (already written
+ * file, the text is written by libuv's threads instead, in order, one write at a time and at most
+ * every LOG_FLUSH_MS (or once LOG_FLUSH_BYTES wait): under load, a write a request would keep those
+ * threads busy on a core the requests need. The process does not exit before the last is written; a
+ * process killed loses at most that last tenth of a second. A terminal, a pipe (already written
  * without waiting) or a test's stream: as they are.
  */
 function logWriter(io: Io): (text: string) => void {
   if (io.stderr !== process.stderr || !isFile(2)) return (text) => io.stderr.write(text);
   let queued = '';
   let writing = false;
-  const next = (): void => {
-    writing = queued !== '';
-    if (!writing) return;
+  let timer: NodeJS.Timeout | undefined;
+  const flush = (): void => {
+    clearTimeout(timer);
+    timer = undefined;
+    if (writing || queued === '') return;
     const text = queued;
     queued = '';
-    write(2, text, next);
+    writing = true;
+    write(2, text, () => {
+      writing = false;
+      if (queued.length >= LOG_FLUSH_BYTES) flush();
+      else if (queued !== '') timer ??= setTimeout(flush, LOG_FLUSH_MS);
+    });
   };
   return (text) => {
     queued += text;
-    if (!writing) next();
+    if (writing) return;
+    if (queued.length >= LOG_FLUSH_BYTES) flush();
+    else timer ??= setTimeout(flush, LOG_FLUSH_MS);
   };
 }
 
