@@ -1,25 +1,22 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import type { Node, YAMLError } from 'yaml';
+import type { Node } from 'yaml';
 import { errnoText } from '../errno.js';
 import type { DefinitionProblem } from '../queries/definition.js';
 import type { RawParams } from '../queries/params.js';
 import { NAME_PATTERN } from '../queries/types.js';
 import {
   describeNode,
-  isMap,
   isNull,
   isSeq,
   keyName,
-  LineIndex,
   mapEntries,
   Problem,
   scalarValue,
   text_,
   unknownKey,
   valueText,
-  yaml,
-  yamlMessage,
+  yamlKeysOf,
   type LineOf,
 } from '../queries/yaml-reading.js';
 
@@ -148,18 +145,12 @@ function target(node: Node, line: number, at: LineOf): Target {
 /** Reads an alert file (CONTRACT §16): every problem with its line; a file with any problem is no alert. */
 export function readAlertFile(file: string, text: string): ReadAlertFile {
   const name = basename(file).slice(0, -ALERT_FILE_SUFFIX.length);
-  const lines = new LineIndex(text);
   const problems: DefinitionProblem[] = [];
   const problem = (line: number, message: string) => problems.push({ file, line, message });
   if (!NAME_PATTERN.test(name)) problem(1, `${name} is not an alert name: lowercase letters, digits, ".", "_" and "-", as a saved query's.`);
-  const doc = yaml().parseDocument(text, { prettyErrors: false, intAsBigInt: true, uniqueKeys: true });
-  if (doc.errors.length > 0) {
-    const [err] = doc.errors as [YAMLError, ...YAMLError[]];
-    return { problems: [{ file, line: lines.lineAt(Math.min(err.pos[0], Math.max(0, text.trimEnd().length - 1))), message: `not valid YAML: ${yamlMessage(err.message)}` }] };
-  }
-  const at: LineOf = (node) => lines.lineAt(node?.range?.[0] ?? 0);
-  const root = doc.contents;
-  if (!isMap(root)) return { problems: [{ file, line: root ? at(root) : 1, message: `an alert file is YAML keys (${FILE_KEYS.join(', ')}), not ${describeNode(root)}.` }] };
+  const read = yamlKeysOf(text, 'an alert file', FILE_KEYS);
+  if ('message' in read) return { problems: [...problems, { file, ...read }] };
+  const { root, at } = read;
   let description: string | undefined;
   let query: string | undefined;
   let params: [string, string][] = [];

@@ -1,4 +1,4 @@
-import type { Node, Pair, Scalar, YAMLMap, YAMLSeq } from 'yaml';
+import type { Node, Pair, Scalar, YAMLError, YAMLMap, YAMLSeq } from 'yaml';
 import { lazyRequire } from '../lazy.js';
 import { closest } from '../suggest.js';
 
@@ -115,4 +115,21 @@ export class LineIndex {
     }
     return lo + 1;
   }
+}
+
+/**
+ * A file of YAML keys written by people (a test file, an alert file): its mapping, and where any node
+ * of it starts; or its first problem, at its line (a YAML error, or a file that is not keys).
+ */
+export function yamlKeysOf(text: string, what: string, keys: readonly string[]): { root: YAMLMap<Node, Node | null>; at: LineOf } | { line: number; message: string } {
+  const lines = new LineIndex(text);
+  const doc = yaml().parseDocument(text, { prettyErrors: false, intAsBigInt: true, uniqueKeys: true });
+  if (doc.errors.length > 0) {
+    const [err] = doc.errors as [YAMLError, ...YAMLError[]];
+    return { line: lines.lineAt(Math.min(err.pos[0], Math.max(0, text.trimEnd().length - 1))), message: `not valid YAML: ${yamlMessage(err.message)}` };
+  }
+  const at: LineOf = (node) => lines.lineAt(node?.range?.[0] ?? 0);
+  const root = doc.contents;
+  if (!isMap(root)) return { line: root ? at(root) : 1, message: `${what} is YAML keys (${keys.join(', ')}), not ${describeNode(root)}.` };
+  return { root: root as YAMLMap<Node, Node | null>, at };
 }

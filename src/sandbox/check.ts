@@ -167,6 +167,30 @@ export function withNamesOf(formatted: string): string[] {
 }
 
 /**
+ * The engine's formatting of a statement it makes of bound text (`formatting`, an expression over the
+ * bound parameters), and its parse of that statement (`EXPLAIN AST`, sent through exec so that no
+ * FORMAT or SETTINGS is appended to bind to it). What the engine cannot parse is a BadSqlError; a
+ * query parameter left in the text is refused.
+ */
+async function enginesParse(warehouse: Warehouse, formatting: string, values: Record<string, string>): Promise<{ formatted: string; lines: string[] }> {
+  let formatted: string;
+  try {
+    const [row] = await warehouse.query(`SELECT ${formatting} AS f`, values, { readonly: '1' });
+    formatted = String(row?.f ?? '');
+  } catch (err) {
+    throw sqlError(err);
+  }
+  try {
+    return { formatted, lines: await warehouse.explainAst(formatted) };
+  } catch (err) {
+    if (err instanceof WarehouseError && (err.engine?.type === 'UNKNOWN_QUERY_PARAMETER' || err.engine?.code === 456)) {
+      throw new SandboxRefusedError('refused: a query parameter ({name:Type}); write the value itself.');
+    }
+    throw sqlError(err);
+  }
+}
+
+/**
  * Checks a caller's SQL on the engine's own parse (CONTRACT §14): the text reaches the engine only as a
  * bound parameter of `formatQuerySingleLine`, which refuses more than one statement; the one statement
  * that comes back, in the engine's spelling, is explained (`EXPLAIN AST`) and walked. A refusal is a
@@ -176,22 +200,7 @@ export function withNamesOf(formatted: string): string[] {
 export async function checkSandboxSql(warehouse: Warehouse, sql: string): Promise<string> {
   if (Buffer.byteLength(sql) > MAX_SANDBOX_SQL_BYTES) throw new SandboxRefusedError(`the SQL is longer than ${MAX_SANDBOX_SQL_BYTES / 1024} KiB; send less.`);
   if (sql.trim() === '') throw new BadSqlError('the SQL is empty.');
-  let formatted: string;
-  try {
-    const [row] = await warehouse.query('SELECT formatQuerySingleLine({q:String}) AS f', { q: sql }, { readonly: '1' });
-    formatted = String(row?.f ?? '');
-  } catch (err) {
-    throw sqlError(err);
-  }
-  let lines: string[];
-  try {
-    lines = await warehouse.explainAst(formatted);
-  } catch (err) {
-    if (err instanceof WarehouseError && (err.engine?.type === 'UNKNOWN_QUERY_PARAMETER' || err.engine?.code === 456)) {
-      throw new SandboxRefusedError('refused: a query parameter ({name:Type}); write the value itself.');
-    }
-    throw sqlError(err);
-  }
+  const { formatted, lines } = await enginesParse(warehouse, 'formatQuerySingleLine({q:String})', { q: sql });
   const withNames = new Set(withNamesOf(formatted));
   if (withNames.has(RESULT_TABLE)) throw new SandboxRefusedError(`refused: a WITH element named ${RESULT_TABLE}, the query's own answer.`);
   // A WITH name that is a table of the engine's would be that table wherever the WITH is not seen.
@@ -218,19 +227,7 @@ const CONDITION_PREFIX = `SELECT * FROM ${RESULT_TABLE} WHERE `;
 export async function checkSandboxCondition(warehouse: Warehouse, when: string): Promise<string> {
   if (Buffer.byteLength(when) > MAX_SANDBOX_SQL_BYTES) throw new SandboxRefusedError(`the condition is longer than ${MAX_SANDBOX_SQL_BYTES / 1024} KiB.`);
   if (when.trim() === '') throw new BadSqlError('the condition is empty.');
-  let formatted: string;
-  try {
-    const [row] = await warehouse.query('SELECT formatQuerySingleLine(concat({prefix:String}, {w:String})) AS f', { prefix: CONDITION_PREFIX, w: when }, { readonly: '1' });
-    formatted = String(row?.f ?? '');
-  } catch (err) {
-    throw sqlError(err);
-  }
-  let lines: string[];
-  try {
-    lines = await warehouse.explainAst(formatted);
-  } catch (err) {
-    throw sqlError(err);
-  }
+  const { formatted, lines } = await enginesParse(warehouse, 'formatQuerySingleLine(concat({prefix:String}, {w:String}))', { prefix: CONDITION_PREFIX, w: when });
   const shape = conditionRefusal(lines);
   if (shape) throw new SandboxRefusedError(`refused: ${shape}.`);
   const refused = refusalOf(lines, new Set());

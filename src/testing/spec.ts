@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import type { Node, Pair, YAMLError, YAMLMap } from 'yaml';
+import type { Node, Pair, YAMLMap } from 'yaml';
 import { errnoText } from '../errno.js';
 import type { DefinitionProblem } from '../queries/definition.js';
 import type { RawParams } from '../queries/params.js';
@@ -19,8 +19,7 @@ import {
   text_,
   unknownKey,
   valueText,
-  yaml,
-  yamlMessage,
+  yamlKeysOf,
   type LineOf,
 } from '../queries/yaml-reading.js';
 import { parseIsoTimestamp, type Micros } from '../time.js';
@@ -129,16 +128,9 @@ export function readTestFile(file: string, text: string): ReadTestFile {
   const lines = new LineIndex(text);
   const problems: DefinitionProblem[] = [];
   const problem = (line: number, message: string) => problems.push({ file, line, message });
-  const doc = yaml().parseDocument(text, { prettyErrors: false, intAsBigInt: true, uniqueKeys: true });
-  if (doc.errors.length > 0) {
-    const [err] = doc.errors as [YAMLError, ...YAMLError[]];
-    return { problems: [{ file, line: lines.lineAt(Math.min(err.pos[0], Math.max(0, text.trimEnd().length - 1))), message: `not valid YAML: ${yamlMessage(err.message)}` }] };
-  }
-  const at: LineOf = (node) => lines.lineAt(node?.range?.[0] ?? 0);
-  const root = doc.contents;
-  if (!isMap(root)) {
-    return { problems: [{ file, line: root ? at(root) : 1, message: `a test file is YAML keys (${FILE_KEYS.join(', ')}), not ${describeNode(root)}.` }] };
-  }
+  const read = yamlKeysOf(text, 'a test file', FILE_KEYS);
+  if ('message' in read) return { problems: [{ file, ...read }] };
+  const { root, at } = read;
   const attempt = <T>(fn: () => T): T | undefined => {
     try {
       return fn();
