@@ -230,6 +230,18 @@ alerts
     await alertsCheckCommand(lib(flags), { ...flags, names: names.length > 0 ? names : undefined, at: opts.at, force: opts.force, format: opts.format, signal: interrupt.signal }, io);
   });
 alerts
+  .command('history')
+  .description("an alert's latest changes of state, newest first")
+  .argument('<alert>', "the alert's name")
+  .addOption(formatOption(['table', 'json', 'ndjson', 'csv']))
+  .option('-n, --limit <n>', 'how many changes (default 20, at most 1000)')
+  .addHelpText('after', examples('savedq alerts history fn-errors', 'savedq alerts history fn-errors -n 100 -f csv'))
+  .action(async (name: string, opts: { format?: string; limit?: string }, cmd: Command) => {
+    const flags = cmd.optsWithGlobals<GlobalFlags>();
+    const { alertsHistoryCommand } = await import('./commands/alerts.js');
+    await alertsHistoryCommand(lib(flags), { ...flags, name, format: opts.format, limit: opts.limit }, io);
+  });
+alerts
   .command('test')
   .description('evaluate one alert now and print the JSON it would send; sends nothing, changes nothing')
   .argument('<alert>', 'the alert\'s name (its file is <name>.alert.yaml)')

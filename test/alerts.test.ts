@@ -118,6 +118,13 @@ describe('an alert from firing to resolved', () => {
       expect.objectContaining({ alert: 'fn-errors', state: 'ok', since: new Date(Date.parse(atOffset(2 * DAY))).toISOString(), evaluated: new Date(Date.parse(atOffset(2 * DAY + 10 * MINUTE))).toISOString(), every: '5m', waiting: 0 }),
     ]);
     expect(listed.stdout).not.toContain('s3cr3t');
+    // Its history, newest first.
+    const history = await cli([...flags, 'alerts', 'history', 'fn-errors', '-f', 'json']);
+    expect(JSON.parse(history.stdout)).toEqual([
+      { at: new Date(Date.parse(atOffset(2 * DAY))).toISOString(), old_state: 'firing', new_state: 'ok', detail: '0 rows matched' },
+      { at: new Date(Date.parse(AT)).toISOString(), old_state: 'new', new_state: 'firing', detail: '1 row matched' },
+    ]);
+    expect(await cli([...flags, 'alerts', 'history', 'fn-errors', '-n', '0'])).toMatchObject({ code: 2, stderr: 'savedq: invalid --limit "0": a whole number from 1 to 1000.\n' });
   }, LONG_TEST_MS);
 });
 

@@ -1,5 +1,5 @@
 import type { CheckReport, Evaluation } from '../alerts/index.js';
-import { AlertsNotOkError } from '../errors.js';
+import { AlertsNotOkError, InputError } from '../errors.js';
 import type { Savedq } from '../library.js';
 import { problemText } from '../queries/catalog.js';
 import type { Row } from '../queries/types.js';
@@ -114,4 +114,28 @@ export async function alertsTestCommand(lib: Savedq, options: CommonOptions & { 
     : `a change from ${evaluation.oldState ?? 'new'} to ${evaluation.newState} sends nothing; above is what a notification would carry`;
   report(io, options, `${evaluation.alert}: ${evaluation.oldState ?? 'new'} -> ${evaluation.newState} (${evaluation.error ?? `${evaluation.matched} row${evaluation.matched === 1 ? '' : 's'} matched`}); ${sends}. Nothing was sent.`);
   return evaluation;
+}
+
+const HISTORY_FIELDS = [
+  { name: 'at', type: 'string', key: true },
+  { name: 'old_state', type: 'string' },
+  { name: 'new_state', type: 'string' },
+  { name: 'detail', type: 'string' },
+] as const;
+
+/** `savedq alerts history <name>`: an alert's latest changes of state, newest first. */
+export async function alertsHistoryCommand(lib: Savedq, options: CommonOptions & { name: string; format?: string | undefined; limit?: string | undefined }, io: Io): Promise<Row[]> {
+  const format = outputFormat(io, options.format, ['table', 'json', 'ndjson', 'csv']);
+  const limit = options.limit === undefined ? 20 : Number(options.limit);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new InputError(`invalid --limit ${JSON.stringify(options.limit)}: a whole number from 1 to 1000.`);
+  const alerts = await lib.alerts();
+  const { name } = alerts.find(options.name);
+  const rows: Row[] = (await alerts.history(name, limit)).map((c) => ({
+    at: format === 'table' ? when(c.at) : new Date(c.at).toISOString(),
+    old_state: c.oldState ?? 'new',
+    new_state: c.newState,
+    detail: c.detail,
+  }));
+  await writeRows(io, options, format, rows, HISTORY_FIELDS);
+  return rows;
 }
