@@ -255,12 +255,14 @@ describe('savedq check and broken alerts', () => {
       'no-column.alert.yaml': 'query: functions.invocation-stats\nparams: { project: a }\nwhen: error_cont > 0\nevery: 5m\nnotify:\n  - command: ["true"]\n',
       'escape.alert.yaml': "query: functions.invocation-stats\nparams: { project: a }\nwhen: error_count > (SELECT count() FROM system.tables)\nevery: 5m\nnotify:\n  - command: ['true']\n",
       'bad-param.alert.yaml': 'query: functions.invocation-stats\nparams: { project: a, interval: weekly }\nwhen: count > 0\nevery: 30s\nnotify:\n  - webhook: ftp://example.com/x\n',
+      'bad-interval.alert.yaml': 'query: functions.invocation-stats\nparams: { interval: 1day, colour: red }\nwhen: count > 0\nevery: 5m\nnotify:\n  - command: ["true"]\n',
       'no-query.alert.yaml': 'query: no.such-query\nwhen: count > 0\nevery: 5m\nnotify:\n  - command: mail\n',
     });
     const checked = await cli([...flags, 'check']);
     expect(checked.code).toBe(2);
     const errors = checked.stdout.split('\n').filter((l) => l.startsWith('error')).sort();
     expect(errors).toEqual([
+      expect.stringMatching(/^error {2}.*bad-interval\.alert\.yaml:2: .*colour/),
       expect.stringMatching(/^error {2}.*bad-param\.alert\.yaml:4: every must be at least 1m, not 30s\.$/),
       expect.stringMatching(/^error {2}.*bad-param\.alert\.yaml:6: webhook must be an http\(s\) address, not ftp\.$/),
       expect.stringMatching(/^error {2}.*escape\.alert\.yaml:3: when: refused: a subquery in a condition/),
