@@ -205,12 +205,15 @@ cache
 
 const alerts = program
   .command('alerts')
-  .description('alerts: saved queries that tell someone when their answer crosses a line (<name>.alert.yaml); lists them with their state')
-  .addOption(formatOption(['table', 'json', 'ndjson', 'csv']))
+  .description('alerts: saved queries that tell someone when their answer crosses a line (<name>.alert.yaml)')
   .addHelpText(
     'after',
     examples('savedq alerts', 'savedq alerts check', '# crontab: * * * * * savedq alerts check --quiet', 'savedq alerts test fn-errors', 'savedq alerts -f json | jq \'.[] | select(.state == "firing")\''),
-  )
+  );
+alerts
+  .command('list', { isDefault: true })
+  .description('each alert, its state and since when, its last evaluation (what savedq alerts does)')
+  .addOption(formatOption(['table', 'json', 'ndjson', 'csv']))
   .action(async (opts: { format?: string }, cmd: Command) => {
     const flags = cmd.optsWithGlobals<GlobalFlags>();
     const { alertsListCommand } = await import('./commands/alerts.js');

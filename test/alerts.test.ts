@@ -125,6 +125,11 @@ describe('an alert from firing to resolved', () => {
       { at: new Date(Date.parse(AT)).toISOString(), old_state: 'new', new_state: 'firing', detail: '1 row matched' },
     ]);
     expect(await cli([...flags, 'alerts', 'history', 'fn-errors', '-n', '0'])).toMatchObject({ code: 2, stderr: 'savedq: invalid --limit "0": a whole number from 1 to 1000.\n' });
+    // Each subcommand's own -f, and savedq alerts's as the default subcommand's.
+    const report = await cli([...flags, 'alerts', 'check', '--force', '--at', atOffset(2 * DAY + 20 * MINUTE), '-f', 'json']);
+    expect(JSON.parse(report.stdout)).toMatchObject({ evaluated: [{ alert: 'fn-errors', old_state: 'ok', new_state: 'ok', matched: 0, notified: false }], deliveries: [], states: { 'fn-errors': 'ok' } });
+    expect((await cli([...flags, 'alerts', 'history', 'fn-errors', '-f', 'csv'])).stdout.split('\r\n')[0]).toBe('at,old_state,new_state,detail');
+    expect((await cli([...flags, 'alerts', '-f', 'csv'])).stdout.split('\r\n')[0]).toBe('alert,state,since,evaluated,every,query,notify');
   }, LONG_TEST_MS);
 });
 

@@ -43,7 +43,7 @@ export async function alertsListCommand(lib: Savedq, options: CommonOptions & { 
     evaluated: format === 'table' ? when(a.evaluatedAt) : a.evaluatedAt === null ? null : new Date(a.evaluatedAt).toISOString(),
     every: durationText(a.every),
     query: a.query,
-    notify: format === 'table' ? a.targets.join(', ') : a.targets,
+    notify: format === 'table' || format === 'csv' ? a.targets.join(', ') : a.targets,
     ...(format === 'table' ? {} : { detail: a.detail, waiting: a.waiting, last_error: a.lastError }),
   }));
   await writeRows(io, options, format, rows, LIST_FIELDS);
