@@ -375,6 +375,11 @@ describe('serve', () => {
     expect(hook.got[0]?.body).toMatchObject({ alert: 'served', new_state: 'firing', matched: 1 });
     await serve.waitFor(/alert served: notified firing to webhook http:\/\/127\.0\.0\.1:\d+\/…/);
     expect(serve.stderr()).not.toContain('s3cr3t');
+    // Its state and what it sent, for Prometheus.
+    const metrics = await (await fetch(`${serve.url}/metrics`, { headers: { 'X-API-KEY': 'k' } })).text();
+    expect(metrics).toContain('savedq_alert_state{alert="served",state="firing"} 1');
+    expect(metrics).toContain('savedq_alert_state{alert="served",state="ok"} 0');
+    expect(metrics).toContain('savedq_alert_notifications_total{alert="served",outcome="delivered"} 1');
     serve.child.kill('SIGTERM');
     await serve.exited;
   }, LONG_TEST_MS);

@@ -1,3 +1,4 @@
+import { ALERT_STATES } from '../alerts/store.js';
 import type * as PromClient from 'prom-client';
 import type { EngineQueue } from '../warehouse/types.js';
 
@@ -11,6 +12,10 @@ export interface Metrics {
   /** A query run (not a cache hit): the rows and bytes the engine read for it. */
   ran(query: string, rowsRead: number, bytesRead: number): void;
   warmed(outcome: 'refreshed' | 'failed', n: number): void;
+  /** Every alert's state after serve's latest turn of the alerts (null: never evaluated). */
+  alertStates(states: ReadonlyMap<string, string | null>): void;
+  /** A notification serve tried to deliver: delivered, failed (tried again later) or given up. */
+  notified(alert: string, outcome: 'delivered' | 'failed' | 'given_up'): void;
   /** The Prometheus text format, and its content type. */
   text(): Promise<{ body: string; contentType: string }>;
 }
@@ -132,6 +137,19 @@ export async function serveMetrics(queue: () => EngineQueue | undefined): Promis
       this.set(queue()?.waiting ?? 0);
     },
   });
+  let alertStates: ReadonlyMap<string, string | null> = new Map();
+  new prom.Gauge({
+    name: 'savedq_alert_state',
+    help: "1 for each alert's state, 0 for its other states, as of serve's latest turn of the alerts (every 30 s).",
+    labelNames: ['alert', 'state'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [alert, current] of alertStates) for (const state of ALERT_STATES) this.set({ alert, state }, state === current ? 1 : 0);
+    },
+  });
+  const notifications = new Tally('savedq_alert_notifications_total', 'Notifications of alerts serve tried to deliver, by alert and outcome: delivered, failed (tried again later) or given_up.');
+  registry.registerMetric(notifications.metric() as unknown as PromClient.Metric);
   const outcomes: Record<string, string> = { HIT: 'hit', MISS: 'miss', '-': 'off' };
   const ownPaths = new Set(['/health', '/openapi.json', '/metrics', 'preflight']);
   limited.inc('', () => ({}), 0);
@@ -171,6 +189,8 @@ export async function serveMetrics(queue: () => EngineQueue | undefined): Promis
       bytesRead.inc(query, () => ({ query }), bytes);
     },
     warmed: (outcome, n) => warm.inc(outcome, () => ({ outcome }), n),
+    alertStates: (states) => (alertStates = states),
+    notified: (alert, outcome) => notifications.inc(`${alert}\n${outcome}`, () => ({ alert, outcome })),
     text: async () => ({ body: await registry.metrics(), contentType: registry.contentType }),
   };
 }

@@ -46,7 +46,7 @@ export function startUpkeep(lib: Savedq, log: Log, metrics: Metrics, every: Upke
       : undefined;
   let checking: Promise<void> | undefined;
   const checkAlerts = () => {
-    checking ??= alertsTurn(lib, log).finally(() => (checking = undefined));
+    checking ??= alertsTurn(lib, log, metrics).finally(() => (checking = undefined));
   };
   const alerting = every.alertsMs > 0 ? setInterval(checkAlerts, every.alertsMs) : undefined;
   if (alerting) checkAlerts();
@@ -63,14 +63,16 @@ export function startUpkeep(lib: Savedq, log: Log, metrics: Metrics, every: Upke
 }
 
 /** One turn of the alerts: what changed and what was delivered, in the log. */
-async function alertsTurn(lib: Savedq, log: Log): Promise<void> {
+async function alertsTurn(lib: Savedq, log: Log, metrics: Metrics): Promise<void> {
   try {
     const alerts = await lib.alerts();
     const report = await alerts.check();
     for (const e of report.evaluations) {
       if (e.newState !== e.oldState) log.info(`alert ${e.alert}: ${e.oldState ?? 'new'} -> ${e.newState} (${e.error ?? `${e.matched} rows matched`})`);
     }
+    metrics.alertStates(report.states);
     for (const d of report.deliveries) {
+      metrics.notified(d.alert, d.delivered ? 'delivered' : d.gaveUp ? 'given_up' : 'failed');
       if (d.delivered) log.info(`alert ${d.alert}: notified ${d.newState} to ${d.target}`);
       else log.warn(`alert ${d.alert}: ${d.gaveUp ? 'gave up notifying' : 'could not notify'} ${d.newState} to ${d.target}: ${d.error ?? ''}`);
     }
