@@ -2,9 +2,9 @@ import { spawn } from 'node:child_process';
 import type { Target } from './spec.js';
 
 /** A webhook that has not answered in this long has failed (CONTRACT §16). */
-export const WEBHOOK_TIMEOUT_MS = 10_000;
+const WEBHOOK_TIMEOUT_MS = 10_000;
 /** A command that has not ended in this long is stopped, and has failed. */
-export const COMMAND_TIMEOUT_MS = 60_000;
+const COMMAND_TIMEOUT_MS = 60_000;
 /** A notification is tried until it is delivered or this long has passed since it was decided. */
 export const DELIVERY_WINDOW_MS = 24 * 3_600_000;
 
@@ -14,7 +14,7 @@ export function retryDelayMs(attempts: number): number {
 }
 
 /** What a failed delivery says: one line, never the webhook's address (it may hold a secret). */
-export class DeliveryFailure extends Error {}
+class DeliveryFailure extends Error {}
 
 /**
  * Sends one notification: a webhook gets it as a POST of JSON (2xx is delivered; a redirect is not

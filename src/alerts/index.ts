@@ -10,11 +10,11 @@ import { deliver, DELIVERY_WINDOW_MS, retryDelayMs } from './deliver.js';
 import { readAlertFiles, targetText, type AlertSpec } from './spec.js';
 import { AlertStore, type AlertState, type Change, type StateRecord } from './store.js';
 
-export { ALERT_FILE_SUFFIX, durationText, targetText, type AlertSpec, type Target } from './spec.js';
-export { ALERT_STATES, type AlertState } from './store.js';
+export { durationText } from './spec.js';
+export type { AlertState } from './store.js';
 
 /** Rows of the answer a notification carries, at most (CONTRACT §16). */
-export const ROWS_SENT = 20;
+const ROWS_SENT = 20;
 
 /** What alerts need of the library: its calls, the cache file and the queries folders. */
 export interface AlertParts {

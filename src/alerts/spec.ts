@@ -23,7 +23,7 @@ import {
 /** How an alert file is named: `<name>.alert.yaml`, in a queries folder. */
 export const ALERT_FILE_SUFFIX = '.alert.yaml';
 /** An alert is looked at no more often than this (CONTRACT §16). */
-export const MIN_EVERY_MS = 60_000;
+const MIN_EVERY_MS = 60_000;
 
 const FILE_KEYS = ['description', 'query', 'params', 'when', 'when_sql', 'every', 'for', 'repeat', 'notify'];
 
@@ -57,7 +57,7 @@ export interface AlertSpec {
 export type ReadAlertFile = { readonly alert: AlertSpec; readonly problems?: undefined } | { readonly alert?: undefined; readonly problems: readonly DefinitionProblem[] };
 
 /** Whether a file name is an alert file's. */
-export function isAlertFileName(name: string): boolean {
+function isAlertFileName(name: string): boolean {
   return name.endsWith(ALERT_FILE_SUFFIX) && name.length > ALERT_FILE_SUFFIX.length;
 }
 
@@ -95,7 +95,7 @@ export function readAlertFiles(folders: readonly string[]): ReadAlertFile[] {
 }
 
 /** A duration as people write it: `90s`, `5m`, `4h`, `1d`. */
-export function durationMs(text: string): number | undefined {
+function durationMs(text: string): number | undefined {
   const m = /^(\d{1,6})\s*(s|m|h|d)$/.exec(text.trim());
   if (!m) return undefined;
   const unit = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 's' | 'm' | 'h' | 'd'];
