@@ -338,6 +338,10 @@ describe('alerts test', () => {
     expect(tried.stderr).toMatch(/dry: new -> firing \(1 row matched\); would send this to webhook http:\/\/127\.0\.0\.1:\d+\/…\. Nothing was sent\./);
     expect(hook.got).toHaveLength(0);
     expect(JSON.parse((await cli([...flags, 'alerts', '-f', 'json'])).stdout)[0]).toMatchObject({ state: 'new', evaluated: null });
+    // An --at that is no ISO 8601 instant is refused before anything is evaluated, as run refuses it.
+    const badAt = await cli([...flags, 'alerts', 'check', '--at', 'Nov 3 2026']);
+    expect(badAt).toMatchObject({ code: 2, stderr: 'savedq: invalid --at "Nov 3 2026": expected an ISO 8601 timestamp such as 2026-01-31T12:00:00Z.\n' });
+    expect(JSON.parse((await cli([...flags, 'alerts', '-f', 'json'])).stdout)[0]).toMatchObject({ state: 'new', evaluated: null });
     const unknown = await cli([...flags, 'alerts', 'test', 'drx']);
     expect(unknown).toMatchObject({ code: 2, stdout: '', stderr: 'savedq: no alert named drx; there are dry.\n' });
   }, LONG_TEST_MS);

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { CallRequest, PreparedCall } from '../calls/prepare.js';
+import { asOfMicros, type CallRequest, type PreparedCall } from '../calls/prepare.js';
 import type { RunResult } from '../calls/runner.js';
 import type { DefinitionProblem } from '../queries/definition.js';
 import type { Row } from '../queries/types.js';
@@ -148,11 +148,10 @@ function isGone(owner: string): boolean {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** An instant given with --at, in epoch ms. */
-function msOf(at: string): number {
-  const ms = Date.parse(at);
-  if (Number.isNaN(ms)) throw new InputError(`invalid --at ${JSON.stringify(at)}: expected an ISO 8601 timestamp such as 2026-01-31T12:00:00Z.`);
-  return ms;
+/** The alerts' clock: the instant given with --at (checked as a run checks it), else the library's. */
+function nowOf(at: AsOf, clock: () => number): number {
+  const micros = asOfMicros(at);
+  return micros === undefined ? clock() : Number(micros / 1000n);
 }
 
 /** What a failure says, on one line. */
@@ -217,7 +216,7 @@ export class Alerts {
    * evaluate it at once.
    */
   async check(options: CheckOptions = {}): Promise<CheckReport> {
-    const now = options.at !== undefined ? msOf(options.at) : this.#parts.clock();
+    const now = nowOf(options.at, this.#parts.clock);
     const { alerts, broken } = this.read();
     for (const name of options.names ?? []) if (!alerts.some((a) => a.name === name)) this.find(name);
     const chosen = options.names ? alerts.filter((a) => options.names?.includes(a.name)) : alerts;
@@ -273,7 +272,7 @@ export class Alerts {
   /** Evaluates one alert now (or as of `at`) and says what it would send, changing nothing and sending nothing (`alerts test`). */
   async test(name: string, at?: AsOf): Promise<Evaluation & { wouldSend: boolean }> {
     const alert = this.find(name);
-    const now = at !== undefined ? msOf(at) : this.#parts.clock();
+    const now = nowOf(at, this.#parts.clock);
     const state = (await (await this.#open()).states()).get(name) ?? { name, state: null, since: null, holdingSince: null, evaluatedAt: null, notifiedAt: null, detail: null };
     const { kind, evaluation, outcome, next } = await this.#evaluate(alert, state, now, at);
     // What it would send; when it owes nothing, what it would say of this state: the text and rows a receiver gets.

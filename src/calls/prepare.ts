@@ -50,6 +50,14 @@ export interface DataSource {
   readonly generation: string;
 }
 
+/** The instant a call runs as of (--at), checked: undefined for "now", an InputError for text that is no ISO 8601 instant. */
+export function asOfMicros(at: AsOf): Micros | undefined {
+  if (at === undefined) return undefined;
+  const micros = parseIsoTimestamp(at);
+  if (micros === undefined) throw new InputError(`invalid --at ${quoteValue(at)}: expected an ISO 8601 timestamp such as 2026-01-31T12:00:00Z.`);
+  return micros;
+}
+
 /**
  * Checks a request against the saved queries, for a data source (whose results, as of its data's
  * generation, the call's cache key names), without running anything: an unknown query is a
@@ -69,13 +77,7 @@ export async function prepareCall(catalog: QueryCatalog, source: DataSource, req
   const given = request.arguments === undefined ? request.params : [...request.params, ...argumentsAsParams(query, request.arguments)];
   const params = normaliseParams(query, withFixed(given, grant.fixed));
   await checkPatterns(query, params, patterns);
-  let at: Micros | undefined;
-  if (request.at !== undefined) {
-    at = parseIsoTimestamp(request.at);
-    if (at === undefined) {
-      throw new InputError(`invalid --at ${quoteValue(request.at)}: expected an ISO 8601 timestamp such as 2026-01-31T12:00:00Z.`);
-    }
-  }
+  const at = asOfMicros(request.at);
   let sql: string | undefined;
   if (request.sql !== undefined) {
     if (!checkSql) throw new SandboxDisabledError('this surface takes no SQL.');
