@@ -3,7 +3,9 @@ import { hostname } from 'node:os';
 import { asOfMicros, type CallRequest, type PreparedCall } from '../calls/prepare.js';
 import type { RunResult } from '../calls/runner.js';
 import type { DefinitionProblem } from '../queries/definition.js';
+import { paramsText } from '../queries/params.js';
 import type { Row } from '../queries/types.js';
+import { plural } from '../words.js';
 import { InputError, NotFoundError, SandboxRefusedError, BadSqlError } from '../errors.js';
 import type { AsOf } from '../time.js';
 import { deliver, DELIVERY_WINDOW_MS, retryDelayMs } from './deliver.js';
@@ -68,6 +70,8 @@ export interface Evaluation {
   readonly newState: AlertState;
   readonly matched: number;
   readonly error?: string | undefined;
+  /** What it found, in words: `3 rows matched`, or the error. */
+  readonly detail: string;
   /** The notification this evaluation owes, if any (alerts test: what it would send). */
   readonly notification?: Notification | undefined;
   readonly targets: readonly string[];
@@ -352,7 +356,7 @@ export class Alerts {
       'error' in outcome ? 'error' : matched === 0 ? 'ok' : old.state === 'firing' || now - (holdingSince ?? now) >= alert.forMs ? 'firing' : 'pending';
     const since = newState === old.state && old.since !== null ? old.since : now;
     const kind = notificationKind(alert, old, newState, now);
-    const detail = 'error' in outcome ? outcome.error : `${matched}${'rows' in outcome && outcome.truncated ? '+' : ''} row${matched === 1 ? '' : 's'} matched`;
+    const detail = 'error' in outcome ? outcome.error : `${rowsText(outcome)} matched`;
     const notification = kind ? this.#notification(alert, old, newState, outcome, now, since, kind) : undefined;
     const next: StateRecord = { name: alert.name, state: newState, since, holdingSince, evaluatedAt: now, notifiedAt: kind ? now : old.notifiedAt, detail };
     const change = newState !== old.state ? { alert: alert.name, at: now, oldState: old.state, newState, detail } : undefined;
@@ -363,6 +367,7 @@ export class Alerts {
       newState,
       matched,
       ...('error' in outcome ? { error: outcome.error } : {}),
+      detail,
       notification,
       targets: alert.notify.map(targetText),
     };
@@ -384,16 +389,17 @@ export class Alerts {
   #notification(alert: AlertSpec, old: StateRecord, newState: AlertState, outcome: Outcome, now: number, since: number, kind: Kind): Notification {
     const params = outcome.params ?? Object.fromEntries(alert.params);
     const rows = 'rows' in outcome ? outcome.rows : [];
-    const call = `${alert.query}${Object.keys(params).length > 0 ? ` (${Object.entries(params).filter(([, v]) => v !== '').map(([k, v]) => `${k}=${v}`).join(', ')})` : ''}`;
+    const given = paramsText(params, ', ');
+    const call = given === '' ? alert.query : `${alert.query} (${given})`;
     const condition = alert.when ?? alert.whenSql ?? '';
     const shown = condition.length > 120 ? `${condition.slice(0, 117)}...` : condition;
-    const n = `${rows.length}${'rows' in outcome && outcome.truncated ? '+' : ''}`;
+    const n = rowsText(outcome);
     const text = {
-      firing: `savedq alert ${alert.name} is FIRING: ${n} row${rows.length === 1 ? '' : 's'} of ${call} match ${shown}`,
-      'still firing': `savedq alert ${alert.name} is STILL FIRING (since ${iso(old.since ?? now)}): ${n} row${rows.length === 1 ? '' : 's'} of ${call} match ${shown}`,
+      firing: `savedq alert ${alert.name} is FIRING: ${n} of ${call} match ${shown}`,
+      'still firing': `savedq alert ${alert.name} is STILL FIRING (since ${iso(old.since ?? now)}): ${n} of ${call} match ${shown}`,
       error: `savedq alert ${alert.name} is in ERROR: ${call} could not be evaluated: ${'error' in outcome ? outcome.error : ''}`,
       resolved: `savedq alert ${alert.name} is RESOLVED: no row of ${call} matches ${shown} (it was ${old.state ?? 'unknown'} since ${iso(old.since ?? now)})`,
-      pending: `savedq alert ${alert.name} is PENDING: ${n} row${rows.length === 1 ? '' : 's'} of ${call} match ${shown}, for less than its for: so far`,
+      pending: `savedq alert ${alert.name} is PENDING: ${n} of ${call} match ${shown}, for less than its for: so far`,
       ok: `savedq alert ${alert.name} is OK: no row of ${call} matches ${shown}`,
     }[kind];
     return {
@@ -448,6 +454,12 @@ export class Alerts {
     this.#store = undefined;
     if (store) await (await store.catch(() => undefined))?.close();
   }
+}
+
+/** The rows that matched, in words: `1 row`, `3 rows`, `1000+ rows` when the query's row limit cut them. */
+function rowsText(outcome: Outcome): string {
+  const n = 'rows' in outcome ? outcome.rows.length : 0;
+  return plural(`${n}${'rows' in outcome && outcome.truncated ? '+' : ''}`, 'row', n);
 }
 
 /** The notification a change owes (CONTRACT §16), if any. */

@@ -1,9 +1,10 @@
-import type { CheckReport, Evaluation } from '../alerts/index.js';
+import { durationText, type CheckReport, type Evaluation } from '../alerts/index.js';
 import { AlertsNotOkError, InputError } from '../errors.js';
 import type { Savedq } from '../library.js';
 import { problemText } from '../queries/catalog.js';
 import type { Row } from '../queries/types.js';
 import type { AsOf } from '../time.js';
+import { plural } from '../words.js';
 import { checkInterrupted, commandLog, outputFormat, report, writeOut, writeRows, type CommonOptions, type Io } from './io.js';
 
 /** Options of `savedq alerts check`. */
@@ -28,19 +29,22 @@ const LIST_FIELDS = [
   { name: 'notify', type: 'string' },
 ] as const;
 
-/** An instant as a person reads it in a table: to the second, UTC. */
-const when = (ms: number | null) => (ms === null ? '' : new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z'));
+/** An instant as a table shows it (to the second, UTC), or as tools read it (ISO 8601 to the millisecond, null for none). */
+function instant(ms: number | null, format: string): string | null {
+  if (ms === null) return format === 'table' ? '' : null;
+  const iso = new Date(ms).toISOString();
+  return format === 'table' ? iso.replace(/\.\d{3}Z$/, 'Z') : iso;
+}
 
 /** `savedq alerts`: each alert, its state and since when, its last evaluation, and what it still owes. */
 export async function alertsListCommand(lib: Savedq, options: CommonOptions & { format?: string | undefined }, io: Io): Promise<Row[]> {
   const format = outputFormat(io, options.format, ['table', 'json', 'ndjson', 'csv']);
   const { alerts, broken } = await (await lib.alerts()).list();
-  const { durationText } = await import('../alerts/index.js');
   const rows: Row[] = alerts.map((a) => ({
     alert: a.name,
     state: a.state ?? 'new',
-    since: format === 'table' ? when(a.since) : a.since === null ? null : new Date(a.since).toISOString(),
-    evaluated: format === 'table' ? when(a.evaluatedAt) : a.evaluatedAt === null ? null : new Date(a.evaluatedAt).toISOString(),
+    since: instant(a.since, format),
+    evaluated: instant(a.evaluatedAt, format),
     every: durationText(a.every),
     query: a.query,
     notify: format === 'table' || format === 'csv' ? a.targets.join(', ') : a.targets,
@@ -49,15 +53,14 @@ export async function alertsListCommand(lib: Savedq, options: CommonOptions & { 
   await writeRows(io, options, format, rows, LIST_FIELDS);
   for (const b of broken) for (const p of b.problems) io.stderr.write(`warning: skipped ${problemText(p)}\n`);
   const owing = alerts.filter((a) => a.waiting > 0);
-  for (const a of owing) report(io, options, `${a.name}: ${a.waiting} notification${a.waiting === 1 ? '' : 's'} waiting to be delivered${a.lastError ? ` (last attempt: ${a.lastError})` : ''}`);
+  for (const a of owing) report(io, options, `${a.name}: ${plural(a.waiting, 'notification')} waiting to be delivered${a.lastError ? ` (last attempt: ${a.lastError})` : ''}`);
   if (alerts.length === 0 && broken.length === 0) report(io, options, 'no alerts: write <name>.alert.yaml files in a queries folder (see savedq alerts --help).');
   return rows;
 }
 
 /** A change of state as one line: `firing  fn-errors  (was ok): 3 rows matched`. */
 function changeLine(e: Evaluation): string {
-  const why = e.error ?? `${e.matched} row${e.matched === 1 ? '' : 's'} matched`;
-  return `${e.newState.padEnd(7)} ${e.alert} (was ${e.oldState ?? 'new'}): ${why}`;
+  return `${e.newState.padEnd(7)} ${e.alert} (was ${e.oldState ?? 'new'}): ${e.detail}`;
 }
 
 /**
@@ -99,7 +102,7 @@ export async function alertsCheckCommand(lib: Savedq, options: AlertsCheckOption
   const counts = (['ok', 'pending', 'firing', 'error'] as const).map((s) => `${[...result.states.values()].filter((v) => v === s).length} ${s}`).join(', ');
   report(io, options, `alerts: ${result.evaluations.length} evaluated; ${counts}`);
   if (bad.length > 0 || result.broken.length > 0) {
-    const parts = [...bad.map(([name, s]) => `${name} ${s}`), ...(result.broken.length > 0 ? [`${result.broken.length} alert file${result.broken.length === 1 ? '' : 's'} broken`] : [])];
+    const parts = [...bad.map(([name, s]) => `${name} ${s}`), ...(result.broken.length > 0 ? [`${plural(result.broken.length, 'alert file')} broken`] : [])];
     throw new AlertsNotOkError(`alerts not ok: ${parts.join(', ')}.`, { silent: options.quiet === true });
   }
   return result;
@@ -112,7 +115,7 @@ export async function alertsTestCommand(lib: Savedq, options: CommonOptions & { 
   const sends = evaluation.wouldSend
     ? `would send this to ${evaluation.targets.join(', ')}`
     : `a change from ${evaluation.oldState ?? 'new'} to ${evaluation.newState} sends nothing; above is what a notification would carry`;
-  report(io, options, `${evaluation.alert}: ${evaluation.oldState ?? 'new'} -> ${evaluation.newState} (${evaluation.error ?? `${evaluation.matched} row${evaluation.matched === 1 ? '' : 's'} matched`}); ${sends}. Nothing was sent.`);
+  report(io, options, `${evaluation.alert}: ${evaluation.oldState ?? 'new'} -> ${evaluation.newState} (${evaluation.detail}); ${sends}. Nothing was sent.`);
   return evaluation;
 }
 
@@ -131,7 +134,7 @@ export async function alertsHistoryCommand(lib: Savedq, options: CommonOptions &
   const alerts = await lib.alerts();
   const { name } = alerts.find(options.name);
   const rows: Row[] = (await alerts.history(name, limit)).map((c) => ({
-    at: format === 'table' ? when(c.at) : new Date(c.at).toISOString(),
+    at: instant(c.at, format),
     old_state: c.oldState ?? 'new',
     new_state: c.newState,
     detail: c.detail,

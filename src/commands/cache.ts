@@ -1,4 +1,5 @@
 import type { Savedq } from '../library.js';
+import { paramsText } from '../queries/params.js';
 import type { Row } from '../queries/types.js';
 import { outputFormat, report, writeRows, type CommonOptions, type Io } from './io.js';
 
@@ -23,7 +24,7 @@ export async function cacheListCommand(lib: Savedq, options: CacheListOptions, i
   const rows: Row[] = (await lib.cachedCalls()).map((c) => ({
     query: c.query,
     // In a table, as -p would give them (those given); for tools, the call's parameters whole.
-    params: format === 'table' ? asFlags(c.params) : c.params,
+    params: format === 'table' ? paramsText(c.params) : c.params,
     at: c.at,
     age_seconds: c.ageSeconds,
     served_seconds_ago: c.servedSecondsAgo,
@@ -34,14 +35,6 @@ export async function cacheListCommand(lib: Savedq, options: CacheListOptions, i
   const megabytes = (lib.cache.fileBytes() / 2 ** 20).toFixed(1);
   report(io, options, `${rows.length} cached ${rows.length === 1 ? 'call' : 'calls'}; ${lib.cache.file}: ${megabytes} MB (at most about ${lib.config.cacheMaxBytes / 2 ** 20} MB)`);
   return rows;
-}
-
-/** Parameters as `run` takes them, `name=value` each, leaving out the ones that are empty. */
-function asFlags(params: Readonly<Record<string, string>>): string {
-  return Object.entries(params)
-    .filter(([, value]) => value !== '')
-    .map(([name, value]) => `${name}=${value}`)
-    .join(' ');
 }
 
 /** `savedq cache clear`: forgets every cached result. */

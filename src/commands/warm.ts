@@ -1,5 +1,5 @@
 import type { AsOf } from '../time.js';
-import { parsePairs } from '../queries/params.js';
+import { paramsText, parsePairs } from '../queries/params.js';
 import { resolveSeconds } from '../config.js';
 import { WarmFailedError } from '../errors.js';
 import { warmCounts, type Savedq, type WarmOutcome } from '../library.js';
@@ -16,10 +16,7 @@ export interface WarmOptions extends CommonOptions {
 }
 
 function describeCall(outcome: WarmOutcome): string {
-  const params = Object.entries(outcome.call.params)
-    .filter(([, v]) => v !== '')
-    .map(([k, v]) => `${k}=${v}`)
-    .join(' ');
+  const params = paramsText(outcome.call.params);
   return `${outcome.name}${params ? ` ${params}` : ''}${outcome.call.at ? ` at ${outcome.call.at}` : ''}`;
 }
 

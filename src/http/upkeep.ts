@@ -68,7 +68,7 @@ async function alertsTurn(lib: Savedq, log: Log, metrics: Metrics): Promise<void
     const alerts = await lib.alerts();
     const report = await alerts.check();
     for (const e of report.evaluations) {
-      if (e.newState !== e.oldState) log.info(`alert ${e.alert}: ${e.oldState ?? 'new'} -> ${e.newState} (${e.error ?? `${e.matched} rows matched`})`);
+      if (e.newState !== e.oldState) log.info(`alert ${e.alert}: ${e.oldState ?? 'new'} -> ${e.newState} (${e.detail})`);
     }
     metrics.alertStates(report.states);
     for (const d of report.deliveries) {

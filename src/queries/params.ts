@@ -9,6 +9,14 @@ export type RawParams = ReadonlyArray<readonly [string, string]>;
 /** The longest value a parameter takes (a URL's whole length is 8 KiB): longer is a mistake or an attack. */
 export const MAX_VALUE_LENGTH = 8192;
 
+/** A call's parameters as `run -p` gives them, `name=value` each, those left empty left out, joined by `separator`. */
+export function paramsText(params: Readonly<Record<string, string>>, separator = ' '): string {
+  return Object.entries(params)
+    .filter(([, value]) => value !== '')
+    .map(([name, value]) => `${name}=${value}`)
+    .join(separator);
+}
+
 /** Quotes a user's value for an error message: JSON-escaped, and shortened when long. */
 export function quoteValue(value: string): string {
   const short = value.length > 60 ? `${value.slice(0, 57)}...` : value;

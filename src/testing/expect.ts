@@ -1,5 +1,6 @@
 import type { Row } from '../queries/types.js';
 import type { ErrorKind, ExpectedRow, Rewritable, TestCase } from './spec.js';
+import { plural } from '../words.js';
 
 /** What a case's call gave: rows and the engine's count of rows read, or an error. */
 export type CallOutcome =
@@ -93,10 +94,6 @@ export function canonical(value: unknown): string {
     return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
   }
   return JSON.stringify(value) ?? 'null';
-}
-
-function plural(n: number, noun: string): string {
-  return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }
 
 function article(kind: string): string {
