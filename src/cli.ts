@@ -1,6 +1,6 @@
 import { Command, CommanderError, Option } from 'commander';
 import { resolveConfig, settingHelp, SETTINGS, type ConfigFlags, type Setting } from './config.js';
-import { AlertsNotOkError, InterruptedError, SavedqError } from './errors.js';
+import { InterruptedError, SavedqError } from './errors.js';
 import { Savedq } from './library.js';
 import { packageVersion } from './package.js';
 import { FORMATS, RUN_FORMATS } from './output/index.js';
@@ -479,8 +479,8 @@ async function main(argv: string[]): Promise<number> {
     }
     const debug = program.opts<GlobalFlags>().debug === true;
     if (err instanceof InterruptedError) return err.exitCode;
-    if (err instanceof AlertsNotOkError && err.silent) return err.exitCode;
     if (err instanceof SavedqError) {
+      if (err.silent) return err.exitCode;
       io.stderr.write(`savedq: ${err.message}\n`);
       if (debug && err.cause instanceof Error) io.stderr.write(`${err.cause.stack ?? err.cause.message}\n`);
       return err.exitCode;

@@ -15,11 +15,14 @@ export class SavedqError extends Error {
    * name (the server's log keeps the whole message). By default the message itself.
    */
   readonly forCaller: string;
+  /** The command said all there was to say before it failed (`--quiet` asked for silence): the CLI prints nothing, only exits. */
+  readonly silent: boolean;
 
-  constructor(message: string, options?: { cause?: unknown; forCaller?: string }) {
+  constructor(message: string, options?: { cause?: unknown; forCaller?: string; silent?: boolean }) {
     super(message, options);
     this.name = new.target.name;
     this.forCaller = options?.forCaller ?? message;
+    this.silent = options?.silent === true;
   }
 }
 
@@ -146,14 +149,7 @@ export class TestsFailedError extends SavedqError {}
  * `savedq alerts check`: an alert is firing or in error, or an alert file is broken: exit 1. Silent
  * with --quiet (cron mails what a command prints; the alert told its people itself).
  */
-export class AlertsNotOkError extends SavedqError {
-  readonly silent: boolean;
-
-  constructor(message: string, options: { silent: boolean }) {
-    super(message);
-    this.silent = options.silent;
-  }
-}
+export class AlertsNotOkError extends SavedqError {}
 
 /** HTTP: no credential, an unknown API key, or a token that does not verify. */
 export class UnauthorizedError extends SavedqError {
