@@ -279,6 +279,26 @@ describe('savedq serve faults', () => {
     expect([isKey(key), isKey(key.slice(0, -1)), isKey(`${key}x`), isKey(long), isKey('other'), isKey('')]).toEqual([0, undefined, undefined, undefined, 1, undefined]);
   });
 
+  // Keys are compared in buffers as long as the longest needs, in blocks of 64 bytes: 63 bytes fit one.
+  const k63 = 'k'.repeat(63);
+  const k62e = `${'k'.repeat(61)}é`;
+  it.each([
+    ['the key itself', k63, 0],
+    ['the other key', 'short', 1],
+    ['one byte more (64: the whole buffer)', `${k63}k`, undefined],
+    ['a character of two bytes past the end', `${k63}é`, undefined],
+    ['a prefix', k63.slice(0, 40), undefined],
+    ['a key and a zero (the padding)', 'short\0', undefined],
+    ['a key of two-byte characters, whole', k62e, 2],
+    ['that key cut before its last character', k62e.slice(0, -1), undefined],
+    ['a prefix of the short key', 'shor', undefined],
+  ])('an API key compared in constant time: %s', (_what, presented, expected) => {
+    const isKey = keyChecker([k63, 'short', k62e]);
+    // Each after a long presented key, whose bytes must not stay in the buffer.
+    isKey('x'.repeat(200));
+    expect(isKey(presented)).toBe(expected);
+  });
+
   // A query that takes two seconds, whatever the machine: in flight long enough to be seen running.
   const napQueries = join(dir, 'nap-queries');
   mkdirSync(napQueries, { recursive: true });
