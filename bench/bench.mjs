@@ -4,10 +4,11 @@
 //   BENCH_ROWS=1000000,10000000  rows per table at each scale (default: both)
 //   BENCH_REPS=7                 repetitions per side
 //   BENCH_LOAD_ROWS=1000000      lines in the NDJSON file the load figure uses
-//   BENCH_HTTP_SECONDS=5         seconds per HTTP measurement
+//   BENCH_HTTP_SECONDS=2         seconds per HTTP measurement
+//   BENCH_HTTP_ROUNDS=11         HTTP measurements per side, each paired with the other side's next to it
 //   BENCH_ONLY=scale,queries,load,tests,mcp,sandbox which parts to run: scale (cache miss, hit, rows read,
 //                                and at the first size HTTP and what a running serve does for other
-//                                processes), queries (200 saved queries of a user's own), load,
+//                                processes), http (those HTTP figures alone, at the first size), queries (200 saved queries of a user's own), load,
 //                                tests (savedq test), mcp (tool calls over stdio, a cold savedq mcp),
 //                                sandbox (a caller's SQL over an answer, against the same call without),
 //                                alerts (alerts check of 200 alerts on cached queries, against warm of the same)
@@ -35,7 +36,8 @@ const BIN = here('../bin/savedq.js');
 const SIZES = (process.env.BENCH_ROWS ?? '1000000,10000000').split(',').map(Number);
 const REPS = Number(process.env.BENCH_REPS ?? 7);
 const LOAD_ROWS = Number(process.env.BENCH_LOAD_ROWS ?? 1_000_000);
-const HTTP_SECONDS = Number(process.env.BENCH_HTTP_SECONDS ?? 5);
+const HTTP_SECONDS = Number(process.env.BENCH_HTTP_SECONDS ?? 2);
+const HTTP_ROUNDS = Number(process.env.BENCH_HTTP_ROUNDS ?? 11);
 const ONLY = (process.env.BENCH_ONLY ?? 'scale,queries,load,tests,mcp,sandbox,alerts').split(',');
 const AT = '2026-11-20T12:00:00Z';
 const PROJECTS = 200;
@@ -52,6 +54,35 @@ const figures = [];
 function figure(name, ours, theirs, unit, goal, ratio = ours / theirs) {
   figures.push({ name, ours, theirs, unit, ratio, goal });
   console.log(`  ${name}: savedq ${fmt(ours)} ${unit}, reference ${fmt(theirs)} ${unit}, ratio ${fmt(ratio, 2)} (goal ${goal})`);
+}
+
+/**
+ * A figure of sides measured in rounds, each round's measurements next to each other: its ratio is the
+ * median of the rounds' ratios, so that what the machine does meanwhile (a shared machine's load
+ * comes and goes within seconds) weighs on both sides of each ratio alike; the medians of each side
+ * are quoted beside it.
+ */
+function pairedFigure(name, ours, theirs, unit, goal) {
+  const ratios = ours.map((x, i) => x / theirs[i]);
+  figure(name, median(ours), median(theirs), unit, goal, median(ratios));
+  console.log(`    the ${ratios.length} rounds' ratios: ${ratios.map((r) => fmt(r, 2)).join(' ')}`);
+}
+
+/**
+ * Measures sides in HTTP_ROUNDS rounds, after a round of warming that is not counted, each round in
+ * the order of the one before reversed (so that no side is always first); a measurement per side a round.
+ */
+function inRounds(sides) {
+  const results = sides.map(() => []);
+  for (let round = -1; round < HTTP_ROUNDS; round++) {
+    const order = sides.map((side, i) => [side, i]);
+    if (round % 2 !== 0) order.reverse();
+    for (const [side, i] of order) {
+      const measured = side();
+      if (round >= 0) results[i].push(measured);
+    }
+  }
+  return results;
 }
 
 /** Wall time of a command in ms, and its peak RSS in MB (GNU time), failing loudly on error. */
@@ -219,18 +250,16 @@ async function httpFigure(env) {
   const bearer = { Authorization: `Bearer ${token}` };
   const body = await (await fetch(`${server.url}${path}`, { headers })).text(); // warms the cache
   const bare = await startProcess([here('bare-server.mjs'), body], {});
-  const ours = [];
-  const tokens = [];
-  const theirs = [];
-  for (let i = 0; i < 3; i++) {
-    ours.push(hammer(`${server.url}${path}`, headers, HTTP_SECONDS));
-    tokens.push(hammer(`${server.url}${path}`, bearer, HTTP_SECONDS));
-    theirs.push(hammer(`${bare.url}${path}`, {}, HTTP_SECONDS));
-  }
+  // The bare server between savedq's two sides: each of them is next to it in every round.
+  const [ours, theirs, tokens] = inRounds([
+    () => hammer(`${server.url}${path}`, headers, HTTP_SECONDS),
+    () => hammer(`${bare.url}${path}`, {}, HTTP_SECONDS),
+    () => hammer(`${server.url}${path}`, bearer, HTTP_SECONDS),
+  ]);
   console.log(`  memory: peak RSS of serve under load ${fmt(peakRssMb(server.child.pid))} MB`);
   bare.child.kill('SIGTERM');
-  figure(`HTTP cached endpoint, 32 keep-alive connections (${loadGenerator()}), access log on`, median(ours), median(theirs), 'req/s', '>= 0.75');
-  figure(`the same with a signed token (Authorization: Bearer)`, median(tokens), median(theirs), 'req/s', '>= 0.75');
+  pairedFigure(`HTTP cached endpoint, 32 keep-alive connections (${loadGenerator()}), access log on`, ours, theirs, 'req/s', '>= 0.75');
+  pairedFigure(`the same with a signed token (Authorization: Bearer)`, tokens, theirs, 'req/s', '>= 0.75');
   await badTokenFigure(server, headers, path);
   await sharedFigures(env, server, headers);
   server.child.kill('SIGTERM');
@@ -545,15 +574,10 @@ async function sandboxFigures() {
   const base = `${server.url}/api/endpoints/query/usage.sandboxed?project=project-7%5C.&interval=daily`;
   const asked = `${base}&sql=${encodeURIComponent('SELECT toStartOfWeek(timestamp) AS week, sum(total_rest_requests) AS rest FROM result GROUP BY week ORDER BY week')}`;
   for (const url of [base, asked]) await (await fetch(url, { headers })).text(); // both cached
-  const ours = [];
-  const theirs = [];
-  for (let i = 0; i < 3; i++) {
-    ours.push(hammer(asked, headers, HTTP_SECONDS));
-    theirs.push(hammer(base, headers, HTTP_SECONDS));
-  }
+  const [ours, theirs] = inRounds([() => hammer(asked, headers, HTTP_SECONDS), () => hammer(base, headers, HTTP_SECONDS)]);
   server.child.kill('SIGTERM');
   await new Promise((resolve) => server.child.once('exit', resolve));
-  figure(`HTTP cached answer to SQL, against a plain cached answer (${loadGenerator()})`, median(ours), median(theirs), 'req/s', '>= 0.9');
+  pairedFigure(`HTTP cached answer to SQL, against a plain cached answer (${loadGenerator()})`, ours, theirs, 'req/s', '>= 0.9');
 }
 
 /**
@@ -659,6 +683,15 @@ async function mcpFigures() {
   figure('MCP initialize + tools/list from a cold savedq mcp, against a cache hit of run (whole processes)', cold, cached, 'ms', '<= 2');
 }
 
+/** The HTTP figures alone (they are part of scale at its first size), on a data directory of that size. */
+async function httpOnly() {
+  const rows = SIZES[0];
+  console.log(`\nhttp: ${rows.toLocaleString('en-US')} rows a table`);
+  const dataDir = join(work, `data-http-${rows}`);
+  await generate(dataDir, rows);
+  await httpFigure({ SAVEDQ_DATA_DIR: dataDir, SAVEDQ_CACHE_FILE: join(work, `cache-http-${rows}.sqlite`) });
+}
+
 console.log(`savedq bench: ${SIZES.join(', ')} rows a table, ${REPS} repetitions a side, medians`);
 const scaling = {};
 if (ONLY.includes('scale')) for (const rows of SIZES) scaling[rows] = await scale(rows);
@@ -669,6 +702,7 @@ if (ONLY.includes('scale') && SIZES.length > 1) {
     console.log(`  ${endpoint}: time x${fmt(scaling[large][endpoint].ms / scaling[small][endpoint].ms, 2)}, rows read x${fmt(scaling[large][endpoint].read / Math.max(1, scaling[small][endpoint].read), 2)}`);
   }
 }
+if (ONLY.includes('http') && !ONLY.includes('scale')) await httpOnly();
 if (ONLY.includes('queries')) await queriesFigure();
 if (ONLY.includes('load')) await loadFigure();
 if (ONLY.includes('tests')) await testsFigure();
