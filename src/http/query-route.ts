@@ -32,34 +32,29 @@ interface Body {
 }
 
 /**
- * A caller's prepared calls by path and query string, the one found last looked at first: a busy
- * caller asks the same call again and again, and comparing its address with the last one's costs less
- * than hashing it for the map, which a new string each request needs.
+ * A caller's prepared calls by path and query string (at most `max`), the one found last looked at
+ * first: a busy caller asks the same call again and again, and comparing its address with the last
+ * one's costs less than hashing it for the map, which a new string each request needs.
  */
-class PreparedCalls extends BoundedMap<string, PreparedCall> {
+class PreparedCalls {
+  readonly #calls: BoundedMap<string, PreparedCall>;
   #last: { readonly address: string; readonly call: PreparedCall } | undefined;
+
+  constructor(max: number) {
+    this.#calls = new BoundedMap(max);
+  }
 
   find(address: string): PreparedCall | undefined {
     const last = this.#last;
     if (last !== undefined && last.address === address) return last.call;
-    const call = this.get(address);
+    const call = this.#calls.get(address);
     if (call !== undefined) this.#last = { address, call };
     return call;
   }
 
-  override set(address: string, call: PreparedCall): this {
-    this.#last = undefined;
-    return super.set(address, call);
-  }
-
-  override delete(address: string): boolean {
-    this.#last = undefined;
-    return super.delete(address);
-  }
-
-  override clear(): void {
-    this.#last = undefined;
-    super.clear();
+  remember(address: string, call: PreparedCall): void {
+    this.#calls.set(address, call);
+    this.#last = { address, call };
   }
 }
 
@@ -185,11 +180,11 @@ export class QueryRoute implements Route {
       this.#calls.set(caller, mine);
     }
     const key = `${path}?${search}`;
-    let call = mine.get(key);
+    let call = mine.find(key);
     if (!call) {
       const [params, sql] = splitSql(search);
       call = await this.lib.prepare({ nameOrId: decode(path.slice(QUERY_PREFIX.length)), params, sql, caller });
-      mine.set(key, call);
+      mine.remember(key, call);
     }
     return call;
   }

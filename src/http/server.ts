@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import { Access, type Caller } from '../access/index.js';
+import { Access } from '../access/index.js';
 import { InterruptedError, MethodNotAllowedError, NotFoundError, SandboxRefusedError, UriTooLongError } from '../errors.js';
 import type { Savedq } from '../library.js';
 import type { Log } from '../report.js';
@@ -116,26 +116,14 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     return (await route.answer({ req, res, ctx, path, search, gone, credential })) ?? { what: route.label ?? path, cache: '-' };
   }
 
-  /**
-   * The access log's line but its time and request id, as of the request logged last: a busy server
-   * logs the same call again and again, and makes the line of one in a few pieces rather than a dozen.
-   */
-  let lastLine: { method: string | undefined; what: string; status: number; cache: string; caller: Caller | undefined; head: string; tail: string } | undefined;
-
   /** A request's metric and log line, once it is answered. */
   function finish(req: IncomingMessage, ctx: RequestContext, started: number, what: string, cache: string, status: number): void {
     const seconds = (performance.now() - started) / 1000;
     // A query's name once it was found, else its route's: the label never takes what a client made up.
     metrics.request(ctx.label ?? 'other', status, seconds, cache);
     if (options.logRequests === false) return;
-    const { method } = req;
-    const { caller } = ctx;
-    let line = lastLine;
-    if (line === undefined || line.method !== method || line.what !== what || line.status !== status || line.cache !== cache || line.caller !== caller) {
-      line = { method, what, status, cache, caller, head: `${method} ${what} ${status} `, tail: `ms cache=${cache} caller=${caller ? caller.quoted : '-'} id=` };
-      lastLine = line;
-    }
-    options.log.info(`${line.head}${Math.round(seconds * 1000)}${line.tail}${ctx.id}`);
+    const caller = ctx.caller;
+    options.log.info(`${req.method} ${what} ${status} ${Math.round(seconds * 1000)}ms cache=${cache} caller=${caller ? caller.quoted : '-'} id=${ctx.id}`);
   }
 
   /** Browsers on other origins, when --cors-origin names some: their headers set, and a preflight answered (true). */
