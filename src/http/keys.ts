@@ -13,8 +13,8 @@ const KEY_BLOCK = 64;
  *
  * The buffers are as long as the longest accepted key needs, in blocks of KEY_BLOCK bytes, rather than
  * the longest a key may be (MAX_API_KEY_BYTES): every request pays for the comparison, and 512 bytes a
- * key was a tenth of a cached answer's time in serve. That length is the same for every presented key,
- * so it says nothing about a guess; a presented key that does not fit is simply wrong.
+ * key were about 4 % of the instructions of a cached answer in serve. That length is the same for every
+ * presented key, so it says nothing about a guess; a presented key that does not fit is simply wrong.
  */
 export function keyChecker(keys: readonly string[]): (presented: string | undefined) => number | undefined {
   const longest = Math.max(0, ...keys.map((key) => Buffer.byteLength(key)));
