@@ -8,7 +8,8 @@
 //   BENCH_HTTP_ROUNDS=11         HTTP measurements per side, each paired with the other side's next to it
 //   BENCH_ONLY=scale,queries,load,tests,mcp,sandbox which parts to run: scale (cache miss, hit, rows read,
 //                                and at the first size HTTP and what a running serve does for other
-//                                processes), http (those HTTP figures alone, at the first size), queries (200 saved queries of a user's own), load,
+//                                processes), http (those HTTP figures alone, at the first size),
+//                                queries (200 saved queries of a user's own), load,
 //                                tests (savedq test), mcp (tool calls over stdio, a cold savedq mcp),
 //                                sandbox (a caller's SQL over an answer, against the same call without),
 //                                alerts (alerts check of 200 alerts on cached queries, against warm of the same)
@@ -69,12 +70,12 @@ function pairedFigure(name, ours, theirs, unit, goal) {
 }
 
 /**
- * Measures sides in HTTP_ROUNDS rounds, after a round of warming that is not counted, each round in
- * the order of the one before reversed (so that no side is always first); a measurement per side a round.
+ * Measures sides in rounds, a measurement per side a round, each round in the order of the one before
+ * reversed (so that no side is always first); with `warm`, after a round that is not counted.
  */
-function inRounds(sides) {
+function inRounds(sides, rounds, warm) {
   const results = sides.map(() => []);
-  for (let round = -1; round < HTTP_ROUNDS; round++) {
+  for (let round = warm ? -1 : 0; round < rounds; round++) {
     const order = sides.map((side, i) => [side, i]);
     if (round % 2 !== 0) order.reverse();
     for (const [side, i] of order) {
@@ -97,13 +98,7 @@ function timed(cmd, args, env = {}) {
 
 /** Alternates two sides REPS times; returns the median of each. */
 function sideBySide(a, b, reps = REPS) {
-  const as = [];
-  const bs = [];
-  for (let i = 0; i < reps; i++) {
-    as.push(a());
-    bs.push(b());
-  }
-  return [median(as), median(bs)];
+  return inRounds([a, b], reps, false).map(median);
 }
 
 async function generate(dataDir, rows) {
@@ -251,11 +246,11 @@ async function httpFigure(env) {
   const body = await (await fetch(`${server.url}${path}`, { headers })).text(); // warms the cache
   const bare = await startProcess([here('bare-server.mjs'), body], {});
   // The bare server between savedq's two sides: each of them is next to it in every round.
-  const [ours, theirs, tokens] = inRounds([
-    () => hammer(`${server.url}${path}`, headers, HTTP_SECONDS),
-    () => hammer(`${bare.url}${path}`, {}, HTTP_SECONDS),
-    () => hammer(`${server.url}${path}`, bearer, HTTP_SECONDS),
-  ]);
+  const [ours, theirs, tokens] = inRounds(
+    [() => hammer(`${server.url}${path}`, headers, HTTP_SECONDS), () => hammer(`${bare.url}${path}`, {}, HTTP_SECONDS), () => hammer(`${server.url}${path}`, bearer, HTTP_SECONDS)],
+    HTTP_ROUNDS,
+    true,
+  );
   console.log(`  memory: peak RSS of serve under load ${fmt(peakRssMb(server.child.pid))} MB`);
   bare.child.kill('SIGTERM');
   pairedFigure(`HTTP cached endpoint, 32 keep-alive connections (${loadGenerator()}), access log on`, ours, theirs, 'req/s', '>= 0.75');
@@ -574,7 +569,7 @@ async function sandboxFigures() {
   const base = `${server.url}/api/endpoints/query/usage.sandboxed?project=project-7%5C.&interval=daily`;
   const asked = `${base}&sql=${encodeURIComponent('SELECT toStartOfWeek(timestamp) AS week, sum(total_rest_requests) AS rest FROM result GROUP BY week ORDER BY week')}`;
   for (const url of [base, asked]) await (await fetch(url, { headers })).text(); // both cached
-  const [ours, theirs] = inRounds([() => hammer(asked, headers, HTTP_SECONDS), () => hammer(base, headers, HTTP_SECONDS)]);
+  const [ours, theirs] = inRounds([() => hammer(asked, headers, HTTP_SECONDS), () => hammer(base, headers, HTTP_SECONDS)], HTTP_ROUNDS, true);
   server.child.kill('SIGTERM');
   await new Promise((resolve) => server.child.once('exit', resolve));
   pairedFigure(`HTTP cached answer to SQL, against a plain cached answer (${loadGenerator()})`, ours, theirs, 'req/s', '>= 0.9');
