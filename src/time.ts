@@ -94,6 +94,19 @@ export function toIsoMicros(micros: Micros): string {
 let stamp = { ms: 0, text: '' };
 export function isoNow(): string {
   const ms = Date.now();
-  if (ms !== stamp.ms) stamp = { ms, text: new Date(ms).toISOString() };
+  if (ms !== stamp.ms) stamp = { ms, text: isoAt(ms) };
   return stamp.text;
+}
+
+/**
+ * A time in milliseconds as ISO 8601 (as `toISOString` says it): its date and second made once a
+ * second, the milliseconds added to them. `toISOString` costs about 6,500 instructions, which every
+ * request paid in a serve answering one request a millisecond or less.
+ */
+let second = { start: NaN, text: '' };
+export function isoAt(ms: number): string {
+  const start = ms - (((ms % 1000) + 1000) % 1000);
+  // `…:SS.` of the second's text, whatever the year's form (`+010000-…` past 9999).
+  if (start !== second.start) second = { start, text: new Date(start).toISOString().slice(0, -4) };
+  return `${second.text}${String(ms - start).padStart(3, '0')}Z`;
 }

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { InputError, NotFoundError } from '../src/errors.js';
 import { normaliseParams, parsePairs } from '../src/queries/params.js';
 import { toClickHouseParams } from '../src/queries/sql.js';
-import { parseIsoTimestamp, toClickHouseDateTime, toIsoMicros } from '../src/time.js';
+import { isoAt, parseIsoTimestamp, toClickHouseDateTime, toIsoMicros } from '../src/time.js';
 import { builtins, endpoints, findEndpoint } from './helpers.js';
 
 describe('timestamps', () => {
@@ -24,6 +24,14 @@ describe('timestamps', () => {
     expect(toClickHouseDateTime(1773146096000001n)).toBe('2026-03-10 12:34:56.000001');
     expect(toIsoMicros(-1n)).toBe('1969-12-31T23:59:59.999999Z');
   });
+
+  // In this order: the second kept from the call before is used, or must not be.
+  it.each([1773146096000, 1773146096007, 1773146096056, 1773146096999, 1773146097000, 1773146096999, 0, 999, 1000, -1, -1000, -1001, 253402300799999, 253402300800000])(
+    'says a log line\'s time as toISOString does: %d',
+    (ms) => {
+      expect(isoAt(ms)).toBe(new Date(ms).toISOString());
+    },
+  );
 });
 
 describe('parameters', () => {
