@@ -10,26 +10,36 @@ const RECENT_ENTRIES = 1_000;
 /** The warm set needs "served in the last 900 s": a record every 30 s per call is plenty. */
 const SERVED_EVERY_MS = 30_000;
 
-/**
- * What this process served lately, by cache key (`serve`'s hot path): the result, trusted for
- * RECENT_MS, and when the call was last recorded as served, which a busy server does at most every
- * SERVED_EVERY_MS per call.
- */
 /** A result this process served lately, and when its served record was last written. */
 export interface RecentResult {
   readonly result: CachedResult;
   /** When the result was read from the cache file or computed: it is trusted RECENT_MS from then. */
   readonly seenAt: number;
   markedAt: number;
+  /** The cache file is being read again for it (it is past RECENT_MS). */
+  rereading: boolean;
 }
 
+/**
+ * What this process served lately, by cache key (`serve`'s hot path): the result, trusted for
+ * RECENT_MS, and when the call was last recorded as served, which a busy server does at most every
+ * SERVED_EVERY_MS per call. Past RECENT_MS a result is still answered while it is fresh, and the cache
+ * file is read again meanwhile, once: no request waits for the file while an answer is at hand (under
+ * load, the one that did waited behind every other request of a few turns of the event loop).
+ */
 export class RecentResults {
   readonly #recent = new BoundedMap<string, RecentResult>(RECENT_ENTRIES);
 
-  /** The result served for a key in the last moments (read or computed less than RECENT_MS ago), if any. */
-  get(key: string, now: number): RecentResult | undefined {
-    const recent = this.#recent.get(key);
-    return recent && now - recent.seenAt < RECENT_MS ? recent : undefined;
+  /** The result served for a key lately, if any, however long ago it was read (see `reread`). */
+  get(key: string): RecentResult | undefined {
+    return this.#recent.get(key);
+  }
+
+  /** Whether the cache file is to be read again for a recent result now (past RECENT_MS); if so, it counts as being read. */
+  reread(recent: RecentResult, now: number): boolean {
+    if (recent.rereading || (now >= recent.seenAt && now - recent.seenAt < RECENT_MS)) return false;
+    recent.rereading = true;
+    return true;
   }
 
   /** Whether a recent result's served record is due to be written now; if so, it counts as written. */
@@ -46,8 +56,13 @@ export class RecentResults {
   served(key: string, result: CachedResult, now: number, force = false): boolean {
     const previous = this.#recent.get(key);
     const due = force || !previous || now < previous.markedAt || now - previous.markedAt >= SERVED_EVERY_MS;
-    this.#recent.set(key, { result, seenAt: now, markedAt: due ? now : (previous?.markedAt ?? now) });
+    this.#recent.set(key, { result, seenAt: now, markedAt: due ? now : (previous?.markedAt ?? now), rereading: false });
     return due;
+  }
+
+  /** Forgets a key's result (the cache file no longer holds it fresh). */
+  forget(key: string): void {
+    this.#recent.delete(key);
   }
 
   clear(): void {

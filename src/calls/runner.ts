@@ -1,5 +1,5 @@
 import type { CachedResult, ResultsCache } from '../cache/index.js';
-import { RecentResults } from '../cache/recent.js';
+import { RecentResults, type RecentResult } from '../cache/recent.js';
 import type { NormalisedParams, Row, SavedQuery } from '../queries/types.js';
 import type { PreparedCall } from './prepare.js';
 import { SharedWork, type Joined } from './sharing.js';
@@ -108,12 +108,32 @@ export class CallRunner {
   answerRecent(call: PreparedCall): RunResult | undefined {
     if (call.query.cacheSeconds === 0) return undefined;
     const now = this.#clock();
-    const recent = this.#recent.get(call.key, now);
+    const recent = this.#recent.get(call.key);
     if (!recent || !fresh(call, recent.result, now)) return undefined;
-    // Trusted for a moment from when it was read, however often it is served meanwhile: a result
-    // another process (a cron warm) stored is read within RECENT_MS.
+    // Trusted for a moment from when it was read, however often it is served meanwhile; then the cache
+    // file is read again while it is still answered, so a result another process (a cron warm) stored
+    // is taken a moment later.
+    if (this.#recent.reread(recent, now)) void this.#reread(call, recent);
     if (this.#recent.due(recent, now)) void this.#cache.markServed(call.key, { call: call.cached, servedAt: now, computedAt: recent.result.computedAt });
     return result(call, recent.result, 'hit');
+  }
+
+  /**
+   * Reads the cache file again for a result served from memory past its moment of trust: a fresh entry
+   * there takes its place (the one in memory kept when it is the same run's, so its rows stay the same
+   * object); none (a cache file that fails yields none), and it is forgotten, so the next request looks
+   * the call up itself.
+   */
+  async #reread(call: PreparedCall, recent: RecentResult): Promise<void> {
+    const stored = await this.#cache.get(call.key);
+    // A result computed or read meanwhile (a refresh) is newer than what this read began with.
+    if (this.#recent.get(call.key) !== recent) return;
+    const now = this.#clock();
+    if (!stored || !fresh(call, stored, now)) {
+      this.#recent.forget(call.key);
+      return;
+    }
+    await this.#served(call, stored.computedAt === recent.result.computedAt ? recent.result : stored, now);
   }
 
   /** Runs a call and stores its result (warming): shared with an identical run under way. */
