@@ -82,9 +82,9 @@ export class Access {
    */
   known(credential: string | undefined): Caller | undefined {
     if (credential === undefined || credential === '') return undefined;
-    // A token verified before is found by its text first: comparing it with every key, in constant
-    // time, is for credentials that are not known tokens.
-    const verified = this.#verified.get(credential);
+    // A token verified before is found by its text first (a token holds dots: a key without any is not
+    // hashed for the lookup); comparing with every key, in constant time, is for the rest.
+    const verified = credential.includes('.') ? this.#verified.get(credential) : undefined;
     if (verified && (verified.exp ?? 0) > this.#clock() / 1000) return verified;
     const index = this.#options.isKey(credential);
     return index === undefined ? undefined : this.#keyCaller(index);

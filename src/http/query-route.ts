@@ -29,6 +29,23 @@ interface Body {
   readonly head: string;
   /** Its length in bytes. */
   readonly bytes: number;
+  /** The whole body last sent, by its age and outcome: a busy server sends the same one for a second. */
+  last?: Whole;
+}
+
+interface Whole {
+  readonly age: number;
+  readonly hit: boolean;
+  readonly ageText: string;
+  readonly text: string;
+  readonly length: string;
+}
+
+/** A body whole: its head, then whether it came from the cache and how old it is. */
+function wholeBody(body: Body, age: number, hit: boolean): Whole {
+  const ageText = String(age);
+  const tail = `${hit},"age_seconds":${ageText}}`;
+  return { age, hit, ageText, text: body.head + tail, length: String(body.bytes + tail.length) };
 }
 
 /**
@@ -224,14 +241,13 @@ export class QueryRoute implements Route {
   #reply(res: ServerResponse, ctx: RequestContext, result: RunResult, body: Body): Answered {
     ctx.label = result.query.name;
     const hit = result.cache === 'hit';
-    const age = String(Math.max(0, Math.floor((this.lib.clock() - result.computedAt) / 1000)));
-    const tail = `${hit},"age_seconds":${age}}`;
-    const headers = ['Content-Type', JSON_TYPE, 'Content-Length', String(body.bytes + tail.length)];
+    const age = Math.max(0, Math.floor((this.lib.clock() - result.computedAt) / 1000));
+    const whole = body.last?.age === age && body.last.hit === hit ? body.last : (body.last = wholeBody(body, age, hit));
     const cache = result.query.cacheSeconds === 0 ? '-' : hit ? 'HIT' : 'MISS';
-    if (cache !== '-') headers.push('X-Cache', cache, 'Age', age);
+    const headers = cache === '-' ? ['Content-Type', JSON_TYPE, 'Content-Length', whole.length] : ['Content-Type', JSON_TYPE, 'Content-Length', whole.length, 'X-Cache', cache, 'Age', whole.ageText];
     if (!res.hasHeader('X-Request-Id')) headers.push('X-Request-Id', ctx.id);
     res.writeHead(200, headers);
-    res.end(body.head + tail);
+    res.end(whole.text);
     return { what: result.query.name, cache };
   }
 
