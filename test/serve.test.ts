@@ -12,7 +12,8 @@ import { has } from './system.js';
 
 const dir = tempDir();
 const dataDir = join(dir, 'data');
-const KEYS = ['first-key-0123456789', 'second-key-abcdefghij'];
+// The second has dots, as a token has: still a key.
+const KEYS = ['first-key-0123456789', 'second.key.abcdefghij'];
 const lib = libraryOf({ dataDir, cacheFile: join(dir, 'cache.sqlite') }, { ownsEngine: true });
 const logLines: string[] = [];
 let server: RunningServer;
@@ -97,7 +98,7 @@ describe('savedq serve', () => {
     expect(refreshed.headers.get('x-cache')).toBe('MISS');
   });
 
-  it('refuses a missing key, a wrong key of the same length and of another length, with 401', async () => {
+  it('refuses a missing key, a wrong key of the same length and of another length, and one shaped as a token, with 401', async () => {
     const path = '/api/endpoints/query/logs.all?project=http-proj';
     const sameLength = (KEYS[0] as string).replace(/.$/, 'X');
     const none = 'no credential: send an API key or a token in X-API-KEY or Authorization: Bearer.';
@@ -107,6 +108,8 @@ describe('savedq serve', () => {
       [{ 'X-API-KEY': 'short' }, 'unknown API key.'],
       [{ 'X-API-KEY': '' }, none],
       [{ Authorization: `Bearer ${sameLength}` }, 'unknown API key.'],
+      // A mistyped key with dots may have been meant as either; this server takes no tokens.
+      [{ 'X-API-KEY': (KEYS[1] as string).replace(/.$/, 'X') }, 'unknown API key, and this server takes no tokens (no token secret is configured).'],
     ];
     for (const [headers, message] of attempts) {
       const r = await get(path, headers);

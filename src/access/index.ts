@@ -96,7 +96,7 @@ export class Access {
     const known = this.known(credential);
     if (known) return known;
     if (!looksLikeToken(credential)) throw new UnauthorizedError('unknown API key.');
-    if (this.#options.secrets.length === 0) throw new UnauthorizedError('this server takes no tokens (no token secret is configured).');
+    if (this.#options.secrets.length === 0) throw new UnauthorizedError('unknown API key, and this server takes no tokens (no token secret is configured).');
     // A token refused a moment ago is refused again without verifying it: a flood of bad tokens costs a lookup each.
     const refused = this.#refused.get(credential);
     if (refused && refused.until > this.#clock()) throw new UnauthorizedError(refused.message);
