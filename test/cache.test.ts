@@ -282,6 +282,15 @@ describe('what a process served a moment ago', () => {
     expect(recent.reread(entry(), 5_200)).toBe(true);
   });
 
+  it('takes a clock set back as past its moment: the file read again, the served record written', () => {
+    const recent = new RecentResults();
+    recent.served('k', { rows: [], computedAt: 0 }, 10_000);
+    const entry = recent.get('k') as RecentResult;
+    expect(recent.reread(entry, 9_000)).toBe(true);
+    expect(recent.due(entry, 9_000)).toBe(true);
+    expect(recent.served('k', { rows: [], computedAt: 0 }, 8_000)).toBe(true);
+  });
+
   it('is answered past its moment of trust without waiting, while the cache file is read again: a result another process stored there is taken, and none there is forgotten', async () => {
     const params: Array<[string, string]> = [['project', 'moment'], ['interval', 'hourly']];
     const call = await lib.prepare({ nameOrId: 'usage.api-counts', params });

@@ -10,6 +10,9 @@ const RECENT_ENTRIES = 1_000;
 /** The warm set needs "served in the last 900 s": a record every 30 s per call is plenty. */
 const SERVED_EVERY_MS = 30_000;
 
+/** Whether `now` is less than `ms` after `since`: a clock set back meanwhile counts as past it. */
+const within = (since: number, now: number, ms: number): boolean => now >= since && now - since < ms;
+
 /** A result this process served lately, and when its served record was last written. */
 export interface RecentResult {
   readonly result: CachedResult;
@@ -37,14 +40,14 @@ export class RecentResults {
 
   /** Whether the cache file is to be read again for a recent result now (past RECENT_MS); if so, it counts as being read. */
   reread(recent: RecentResult, now: number): boolean {
-    if (recent.rereading || (now >= recent.seenAt && now - recent.seenAt < RECENT_MS)) return false;
+    if (recent.rereading || within(recent.seenAt, now, RECENT_MS)) return false;
     recent.rereading = true;
     return true;
   }
 
   /** Whether a recent result's served record is due to be written now; if so, it counts as written. */
   due(recent: RecentResult, now: number): boolean {
-    if (now >= recent.markedAt && now - recent.markedAt < SERVED_EVERY_MS) return false;
+    if (within(recent.markedAt, now, SERVED_EVERY_MS)) return false;
     recent.markedAt = now;
     return true;
   }
@@ -55,7 +58,7 @@ export class RecentResults {
    */
   served(key: string, result: CachedResult, now: number, force = false): boolean {
     const previous = this.#recent.get(key);
-    const due = force || !previous || now < previous.markedAt || now - previous.markedAt >= SERVED_EVERY_MS;
+    const due = force || !previous || !within(previous.markedAt, now, SERVED_EVERY_MS);
     this.#recent.set(key, { result, seenAt: now, markedAt: due ? now : (previous?.markedAt ?? now), rereading: false });
     return due;
   }
