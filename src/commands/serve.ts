@@ -144,22 +144,12 @@ export async function reloadQueries(lib: Savedq, log: Log): Promise<boolean> {
 
 /**
  * The server's log on standard error, each line with its time (one line a request, and what the server
- * does: reloads, warming, stopping): gathered and written once per turn of the event loop, so a busy
- * server does not stop to write each line. With --quiet, warnings and errors only, by their level.
+ * does: reloads, warming, stopping): gathered and written in batches (logWriter), so a busy server
+ * does not stop to write each line. With --quiet, warnings and errors only, by their level.
  */
 export function serverLog(io: Io, options: CommonOptions): ServerLog {
-  let pending: string[] = [];
   const write = logWriter(io);
-  const always = (line: string) => {
-    if (pending.length === 0) {
-      setImmediate(() => {
-        const text = pending.join('');
-        pending = [];
-        write(text);
-      });
-    }
-    pending.push(`${isoNow()} ${line}\n`);
-  };
+  const always = (line: string) => write(`${isoNow()} ${line}\n`);
   return { info: (line) => (options.quiet ? undefined : always(line)), warn: always, error: always, always };
 }
 
@@ -168,36 +158,47 @@ const LOG_FLUSH_MS = 100;
 const LOG_FLUSH_BYTES = 64 * 1024;
 
 /**
- * How the log's batches reach standard error. Node writes to a file there synchronously, the event
- * loop waiting on the disk for every batch (a service manager's log file, `2>> serve.log`): so to a
- * file, the text is written by libuv's threads instead, in order, one write at a time and at most
- * every LOG_FLUSH_MS (or once LOG_FLUSH_BYTES wait): under load, a write a request would keep those
- * threads busy on a core the requests need. The process does not exit before the last is written; a
- * process killed loses at most that last tenth of a second. A terminal, a pipe (already written
- * without waiting) or a test's stream: as they are.
+ * How the log's lines reach standard error, in batches joined once each. To a terminal, a pipe
+ * (written without waiting) or a test's stream: at the end of the event loop's turn. To a file, which
+ * Node writes synchronously, the event loop waiting on the disk (a service manager's log file,
+ * `2>> serve.log`): by libuv's threads instead, in order, one write at a time and at most every
+ * LOG_FLUSH_MS (or once LOG_FLUSH_BYTES wait): under load, a write a turn would keep those threads
+ * busy on a core the requests need. The process does not exit before the last is written; a process
+ * killed loses at most that last tenth of a second.
  */
-function logWriter(io: Io): (text: string) => void {
-  if (io.stderr !== process.stderr || !isFile(2)) return (text) => io.stderr.write(text);
-  let queued = '';
+function logWriter(io: Io): (line: string) => void {
+  let pending: string[] = [];
+  const take = (): string => {
+    const text = pending.join('');
+    pending = [];
+    return text;
+  };
+  if (io.stderr !== process.stderr || !isFile(2)) {
+    return (line) => {
+      if (pending.length === 0) setImmediate(() => io.stderr.write(take()));
+      pending.push(line);
+    };
+  }
+  let bytes = 0;
   let writing = false;
   let timer: NodeJS.Timeout | undefined;
   const flush = (): void => {
     clearTimeout(timer);
     timer = undefined;
-    if (writing || queued === '') return;
-    const text = queued;
-    queued = '';
+    if (writing || pending.length === 0) return;
+    bytes = 0;
     writing = true;
-    write(2, text, () => {
+    write(2, take(), () => {
       writing = false;
-      if (queued.length >= LOG_FLUSH_BYTES) flush();
-      else if (queued !== '') timer ??= setTimeout(flush, LOG_FLUSH_MS);
+      if (bytes >= LOG_FLUSH_BYTES) flush();
+      else if (pending.length > 0) timer ??= setTimeout(flush, LOG_FLUSH_MS);
     });
   };
-  return (text) => {
-    queued += text;
+  return (line) => {
+    pending.push(line);
+    bytes += line.length;
     if (writing) return;
-    if (queued.length >= LOG_FLUSH_BYTES) flush();
+    if (bytes >= LOG_FLUSH_BYTES) flush();
     else timer ??= setTimeout(flush, LOG_FLUSH_MS);
   };
 }
