@@ -102,6 +102,13 @@ GROUP BY path ORDER BY errors DESC;`,
     expect(read('-- just SQL\nSELECT 1 AS one\n', 'plain')).toMatchObject({ name: 'plain', description: '', sql: '-- just SQL\nSELECT 1 AS one' });
   });
 
+  it.each([
+    ['a banner of comments', '---\n-- daily counts\n---\nSELECT 1 AS one'],
+    ['YAML-like lines that are no header', '---\n-- owner: data team\n---\nSELECT 1 AS one'],
+  ])('takes SQL between --- comment lines as SQL: %s', (_, text) => {
+    expect(read(`${text}\n`, 'plain').sql).toBe(text);
+  });
+
   const lineCases: [string, string][] = [
     [definition('description: a\ndescription: b', 'SELECT 1'), '3: the header is not valid YAML: Map keys must be unique'],
     [definition('params:\n  v: {type: integer', 'SELECT 1'), '3: the header is not valid YAML'],
@@ -131,6 +138,7 @@ GROUP BY path ORDER BY errors DESC;`,
     [definition('description: x', '  '), '3: no SQL after the header'],
     ['\n\n/* description: x\nSELECT 1\n', '3: the header comment never ends'],
     [definition('- a list', 'SELECT 1'), '2: the header must be YAML keys'],
+    ['\n---\nname: daily\nparams:\n  project: {}\n---\nSELECT @project\n', '2: the header is written between --- lines; savedq reads it from a block comment'],
   ];
   // Named by the problem each case expects.
   it.each(lineCases.map(([text, expected]) => [expected, text]))('names the line of every problem: %s', (expected, text) => {

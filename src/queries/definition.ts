@@ -82,6 +82,8 @@ export function readDefinition(file: string, text: string, defaultName: string, 
     headerOffset = start + 2;
     headerText = text.slice(headerOffset, end);
     sqlOffset = end + 2;
+  } else if (frontMatter(text.slice(start))) {
+    return { problems: [{ file, line: lines.lineAt(start), message: 'the header is written between --- lines; savedq reads it from a block comment before the SQL: /* name: … */, with the same keys.' }] };
   }
 
   const header = parseHeader(headerText, (offset) => lines.lineAt(headerOffset + offset), problem);
@@ -167,6 +169,21 @@ interface Header {
   warm: number;
   timeout: number | undefined;
   sandbox: boolean;
+}
+
+/**
+ * Whether a file opens with a header written as Markdown's front matter (YAML between `---` lines, keys
+ * savedq knows among them): to SQL, its first line is a comment and its keys a syntax error.
+ */
+function frontMatter(text: string): boolean {
+  const block = /^---[ \t]*\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/.exec(text)?.[1];
+  if (block === undefined) return false;
+  try {
+    const parsed: unknown = yaml().parse(block);
+    return typeof parsed === 'object' && parsed !== null && Object.keys(parsed).some((key) => HEADER_KEYS.includes(key));
+  } catch {
+    return false;
+  }
 }
 
 /** Reads the YAML header; reports each problem and returns undefined if there was any. */
