@@ -245,17 +245,29 @@ async function httpFigure(env) {
   const bearer = { Authorization: `Bearer ${token}` };
   const body = await (await fetch(`${server.url}${path}`, { headers })).text(); // warms the cache
   const bare = await startProcess([here('bare-server.mjs'), body], {});
+  // What any server answering under the contract sends and logs (its headers, a log line), on bare
+  // node:http: how much of the gap to the bare server is the contract's own, and how much savedq's.
+  const floor = await startProcess([here('contract-server.mjs'), body], {});
   // The bare server gets the very requests savedq gets, the credential's header too (which it reads
   // past, as Node parses every header), each next to savedq's side in every round.
-  const [ours, theirs, tokens, theirsForTokens] = inRounds(
-    [headers, bearer].flatMap((sent) => [() => hammer(`${server.url}${path}`, sent, HTTP_SECONDS), () => hammer(`${bare.url}${path}`, sent, HTTP_SECONDS)]),
+  const [ours, theirs, floors, tokens, theirsForTokens] = inRounds(
+    [
+      () => hammer(`${server.url}${path}`, headers, HTTP_SECONDS),
+      () => hammer(`${bare.url}${path}`, headers, HTTP_SECONDS),
+      () => hammer(`${floor.url}${path}`, headers, HTTP_SECONDS),
+      () => hammer(`${server.url}${path}`, bearer, HTTP_SECONDS),
+      () => hammer(`${bare.url}${path}`, bearer, HTTP_SECONDS),
+    ],
     HTTP_ROUNDS,
     true,
   );
   console.log(`  memory: peak RSS of serve under load ${fmt(peakRssMb(server.child.pid))} MB`);
   bare.child.kill('SIGTERM');
+  floor.child.kill('SIGTERM');
   pairedFigure(`HTTP cached endpoint, 32 keep-alive connections (${loadGenerator()}), access log on`, ours, theirs, 'req/s', '>= 0.75');
   pairedFigure(`the same with a signed token (Authorization: Bearer)`, tokens, theirsForTokens, 'req/s', '>= 0.75');
+  pairedFigure(`the contract's headers and log line alone (bench/contract-server.mjs), against the bare server`, floors, theirs, 'req/s', '(for comparison)');
+  pairedFigure(`HTTP cached endpoint against the contract's headers and log line alone`, ours, floors, 'req/s', '(for comparison)');
   await badTokenFigure(server, headers, path);
   await sharedFigures(env, server, headers);
   server.child.kill('SIGTERM');
