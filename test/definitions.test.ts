@@ -109,6 +109,19 @@ GROUP BY path ORDER BY errors DESC;`,
     expect(read(`${text}\n`, 'plain').sql).toBe(text);
   });
 
+  it('tells a --- header apart without a warning of the YAML library on standard error (an unknown tag in it)', async () => {
+    const warned: Error[] = [];
+    const onWarning = (warning: Error) => warned.push(warning);
+    process.on('warning', onWarning);
+    try {
+      expect(problems('---\nname: !daily x\n---\nSELECT 1\n')).toEqual([expect.stringMatching(/^1: the header is written between --- lines/)]);
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(warned.map((w) => w.message)).toEqual([]);
+  });
+
   const lineCases: [string, string][] = [
     [definition('description: a\ndescription: b', 'SELECT 1'), '3: the header is not valid YAML: Map keys must be unique'],
     [definition('params:\n  v: {type: integer', 'SELECT 1'), '3: the header is not valid YAML'],

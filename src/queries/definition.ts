@@ -22,6 +22,7 @@ import {
   valueText,
   wholeNumber,
   yaml,
+  yamlKeysOf,
   yamlMessage,
   type LineOf,
 } from './yaml-reading.js';
@@ -178,12 +179,8 @@ interface Header {
 function frontMatter(text: string): boolean {
   const block = /^---[ \t]*\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/.exec(text)?.[1];
   if (block === undefined) return false;
-  try {
-    const parsed: unknown = yaml().parse(block);
-    return typeof parsed === 'object' && parsed !== null && Object.keys(parsed).some((key) => HEADER_KEYS.includes(key));
-  } catch {
-    return false;
-  }
+  const read = yamlKeysOf(block, 'a header', HEADER_KEYS);
+  return 'root' in read && read.root.items.some(({ key }) => isScalar(key) && HEADER_KEYS.includes(String(key.value)));
 }
 
 /** Reads the YAML header; reports each problem and returns undefined if there was any. */
