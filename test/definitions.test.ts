@@ -114,7 +114,7 @@ GROUP BY path ORDER BY errors DESC;`,
     const onWarning = (warning: Error) => warned.push(warning);
     process.on('warning', onWarning);
     try {
-      expect(problems('---\nname: !daily x\n---\nSELECT 1\n')).toEqual([expect.stringMatching(/^1: the header is written between --- lines/)]);
+      expect(problems('---\nname: !daily x\n---\nSELECT 1\n')).toEqual([expect.stringMatching(/^1: a header between --- lines is read as SQL: put it in a \/\* … \*\/ comment/)]);
       await new Promise((resolve) => setImmediate(resolve));
     } finally {
       process.off('warning', onWarning);
@@ -151,7 +151,7 @@ GROUP BY path ORDER BY errors DESC;`,
     [definition('description: x', '  '), '3: no SQL after the header'],
     ['\n\n/* description: x\nSELECT 1\n', '3: the header comment never ends'],
     [definition('- a list', 'SELECT 1'), '2: the header must be YAML keys'],
-    ['\n---\nname: daily\nparams:\n  project: {}\n---\nSELECT @project\n', '2: the header is written between --- lines; savedq reads it from a block comment'],
+    ['\n---\nname: daily\nparams:\n  project: {}\n---\nSELECT @project\n', '2: a header between --- lines is read as SQL: put it in a /* … */ comment before the SQL.'],
   ];
   // Named by the problem each case expects.
   it.each(lineCases.map(([text, expected]) => [expected, text]))('names the line of every problem: %s', (expected, text) => {

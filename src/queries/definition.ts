@@ -84,7 +84,7 @@ export function readDefinition(file: string, text: string, defaultName: string, 
     headerText = text.slice(headerOffset, end);
     sqlOffset = end + 2;
   } else if (frontMatter(text.slice(start))) {
-    return { problems: [{ file, line: lines.lineAt(start), message: 'the header is written between --- lines; savedq reads it from a block comment before the SQL: /* name: … */, with the same keys.' }] };
+    return { problems: [{ file, line: lines.lineAt(start), message: 'a header between --- lines is read as SQL: put it in a /* … */ comment before the SQL.' }] };
   }
 
   const header = parseHeader(headerText, (offset) => lines.lineAt(headerOffset + offset), problem);
