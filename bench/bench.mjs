@@ -66,7 +66,24 @@ function figure(name, ours, theirs, unit, goal, ratio = ours / theirs) {
 function pairedFigure(name, ours, theirs, unit, goal) {
   const ratios = ours.map((x, i) => x / theirs[i]);
   figure(name, median(ours), median(theirs), unit, goal, median(ratios));
-  console.log(`    the ${ratios.length} rounds' ratios: ${ratios.map((r) => fmt(r, 2)).join(' ')}`);
+  const within = medianInterval(ratios);
+  figures[figures.length - 1].within = within;
+  console.log(`    the ${ratios.length} rounds' ratios: ${ratios.map((r) => fmt(r, 2)).join(' ')}${within ? `; their median within ${fmt(within[0], 2)}–${fmt(within[1], 2)} (95 %)` : ''}`);
+}
+
+/**
+ * A 95 % interval for the median of measurements, assuming nothing of their distribution: from the
+ * k-th smallest to the k-th largest, k the largest for which at most 2.5 % of binomial(n, ½) draws
+ * fall below k (undefined for fewer than 6). Rounds of one run share the machine's slow and quick
+ * stretches, so runs differ by more than it says; a goal is met for sure when the whole interval is.
+ */
+function medianInterval(xs) {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const n = sorted.length;
+  let k = 0;
+  let below = 0;
+  for (let p = 0.5 ** n; 2 * (below + p) <= 0.05; p = (p * (n - k)) / (k + 1), k += 1) below += p;
+  return k === 0 ? undefined : [sorted[k - 1], sorted[n - k]];
 }
 
 /**
@@ -718,4 +735,4 @@ if (ONLY.includes('mcp')) await mcpFigures();
 if (ONLY.includes('sandbox')) await sandboxFigures();
 if (ONLY.includes('alerts')) await alertsFigure();
 console.log('\nsummary (ratio, goal):');
-for (const f of figures) console.log(`  ${f.ratio.toFixed(2).padStart(6)}  ${f.goal.padEnd(8)} ${f.name}`);
+for (const f of figures) console.log(`  ${f.ratio.toFixed(2).padStart(6)}  ${f.goal.padEnd(8)} ${f.name}${f.within ? ` (median within ${fmt(f.within[0], 2)}–${fmt(f.within[1], 2)})` : ''}`);
