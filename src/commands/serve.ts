@@ -153,18 +153,18 @@ export function serverLog(io: Io, options: CommonOptions): ServerLog {
   return { info: (line) => (options.quiet ? undefined : always(line)), warn: always, error: always, always };
 }
 
-/** A log in a file is written this often at most, unless this much is waiting. */
+/** A log in a file is written this often at most, unless this many characters wait (lines are mostly ASCII). */
 const LOG_FLUSH_MS = 100;
-const LOG_FLUSH_BYTES = 64 * 1024;
+const LOG_FLUSH_CHARS = 64 * 1024;
 
 /**
  * How the log's lines reach standard error, in batches joined once each. To a terminal, a pipe
  * (written without waiting) or a test's stream: at the end of the event loop's turn. To a file, which
  * Node writes synchronously, the event loop waiting on the disk (a service manager's log file,
  * `2>> serve.log`): by libuv's threads instead, in order, one write at a time and at most every
- * LOG_FLUSH_MS (or once LOG_FLUSH_BYTES wait): under load, a write a turn would keep those threads
- * busy on a core the requests need. The process does not exit before the last is written; a process
- * killed loses at most that last tenth of a second.
+ * LOG_FLUSH_MS (or once LOG_FLUSH_CHARS characters wait): under load, a write a turn would keep those
+ * threads busy on a core the requests need. The process does not exit before the last is written; a
+ * process killed loses at most that last tenth of a second.
  */
 function logWriter(io: Io): (line: string) => void {
   let pending: string[] = [];
@@ -179,26 +179,26 @@ function logWriter(io: Io): (line: string) => void {
       pending.push(line);
     };
   }
-  let bytes = 0;
+  let waiting = 0;
   let writing = false;
   let timer: NodeJS.Timeout | undefined;
   const flush = (): void => {
     clearTimeout(timer);
     timer = undefined;
     if (writing || pending.length === 0) return;
-    bytes = 0;
+    waiting = 0;
     writing = true;
     write(2, take(), () => {
       writing = false;
-      if (bytes >= LOG_FLUSH_BYTES) flush();
+      if (waiting >= LOG_FLUSH_CHARS) flush();
       else if (pending.length > 0) timer ??= setTimeout(flush, LOG_FLUSH_MS);
     });
   };
   return (line) => {
     pending.push(line);
-    bytes += line.length;
+    waiting += line.length;
     if (writing) return;
-    if (bytes >= LOG_FLUSH_BYTES) flush();
+    if (waiting >= LOG_FLUSH_CHARS) flush();
     else timer ??= setTimeout(flush, LOG_FLUSH_MS);
   };
 }
