@@ -52,8 +52,8 @@ const openEngine = (dataDir, createTables = true) => openWarehouse({ url: undefi
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const fmt = (x, d = 1) => x.toFixed(d);
 const figures = [];
-function figure(name, ours, theirs, unit, goal, ratio = ours / theirs) {
-  figures.push({ name, ours, theirs, unit, ratio, goal });
+function figure(name, ours, theirs, unit, goal, ratio = ours / theirs, within = undefined) {
+  figures.push({ name, ours, theirs, unit, ratio, goal, within });
   console.log(`  ${name}: savedq ${fmt(ours)} ${unit}, reference ${fmt(theirs)} ${unit}, ratio ${fmt(ratio, 2)} (goal ${goal})`);
 }
 
@@ -65,9 +65,8 @@ function figure(name, ours, theirs, unit, goal, ratio = ours / theirs) {
  */
 function pairedFigure(name, ours, theirs, unit, goal) {
   const ratios = ours.map((x, i) => x / theirs[i]);
-  figure(name, median(ours), median(theirs), unit, goal, median(ratios));
   const within = medianInterval(ratios);
-  figures[figures.length - 1].within = within;
+  figure(name, median(ours), median(theirs), unit, goal, median(ratios), within);
   console.log(`    the ${ratios.length} rounds' ratios: ${ratios.map((r) => fmt(r, 2)).join(' ')}${within ? `; their median within ${fmt(within[0], 2)}–${fmt(within[1], 2)} (95 %)` : ''}`);
 }
 
