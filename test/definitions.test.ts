@@ -353,6 +353,15 @@ describe('the catalog of saved queries', () => {
     await expect(catalog.find('logs.al')).rejects.toThrow(/Did you mean logs\.all\?/);
   });
 
+  it.each([
+    ['name', 'errs.daily'],
+    ['id', '1B4E28BA-2FA1-41D2-883F-0016D3CCA427'],
+  ])('answers a broken query asked for by the %s in its header, not only by its file name, with its file and line', async (_, asked) => {
+    const header = 'name: errs.daily\nid: 1b4e28ba-2fa1-41d2-883f-0016d3cca427\ndescripton: errors a day\nparams:\n  p: {type: strng}';
+    const catalog = new QueryCatalog({ builtin: builtinQueriesDir, user: [folder({ 'typo.sql': definition(header, 'SELECT @p') })] });
+    await expect(catalog.find(asked)).rejects.toThrow(/^.*typo\.sql:4: unknown key 'descripton' in the header\. Did you mean description\? \(and 1 more; see savedq check\)$/);
+  });
+
   it('reports a queries folder that cannot be read, and goes on with the others', async () => {
     const missing = join(tempDir(), 'no-such-folder');
     const { queries, broken } = await new QueryCatalog({ builtin: builtinQueriesDir, user: [missing] }).scan();

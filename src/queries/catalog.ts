@@ -40,7 +40,7 @@ export interface QueryFolders {
 export interface BrokenDefinition {
   readonly file: string;
   readonly problems: readonly DefinitionProblem[];
-  /** The name and id it gives, when it reads well but clashes with another file. */
+  /** The name and id its header gives, those that read well (a clash, or a problem elsewhere in the file). */
   readonly name?: string | undefined;
   readonly id?: string | undefined;
 }
@@ -92,6 +92,8 @@ interface ReadFile {
   readonly query?: SavedQuery;
   readonly lines?: { readonly name: number; readonly id: number };
   readonly problems: DefinitionProblem[];
+  /** A broken file's name and id as its header gives them (ReadDefinition's `declared`). */
+  readonly declared?: { readonly name: string | undefined; readonly id: string | undefined } | undefined;
 }
 
 /** Which file defines each usable name and id, for a set of folders whose files have not changed. */
@@ -159,7 +161,7 @@ export class QueryCatalog {
     markClashes(files, 'id', (f) => f.query?.id);
 
     const queries = files.filter((f) => f.query && f.problems.length === 0).map((f) => f.query as SavedQuery);
-    for (const f of files) if (f.problems.length > 0) broken.push({ file: f.file, problems: f.problems, name: f.query?.name, id: f.query?.id });
+    for (const f of files) if (f.problems.length > 0) broken.push({ file: f.file, problems: f.problems, name: f.query?.name ?? f.declared?.name, id: f.query?.id ?? f.declared?.id });
     return {
       queries,
       broken,
@@ -265,7 +267,7 @@ export class QueryCatalog {
       return { file, stem, builtin, query: { ...query, file }, lines, problems: [] };
     }
     const definition = (await definitionReader())(file, text.text, stem, builtin);
-    if (!definition.query) return { file, stem, builtin, problems: [...definition.problems] };
+    if (!definition.query) return { file, stem, builtin, problems: [...definition.problems], declared: definition.declared };
     // The file is the reading process's own to name: a reading is taken for a file of the same text.
     await this.#memo?.set(key, { ...definition.query, file: undefined, lines: definition.lines });
     return { file, stem, builtin, query: definition.query, lines: definition.lines, problems: [] };

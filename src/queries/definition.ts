@@ -49,7 +49,12 @@ export interface DefinitionProblem {
 /** A definition read from its file: the query, or what is wrong with it. */
 export type ReadDefinition =
   | { readonly query: SavedQuery; readonly problems?: undefined; readonly lines: { readonly name: number; readonly id: number } }
-  | { readonly query?: undefined; readonly problems: readonly DefinitionProblem[] };
+  | {
+      readonly query?: undefined;
+      readonly problems: readonly DefinitionProblem[];
+      /** The name and id the header gives, those that read well: a run by that name is told what is wrong. */
+      readonly declared?: { readonly name: string | undefined; readonly id: string | undefined };
+    };
 
 /** The id a query gets when its header has none: the same on every machine. */
 export function derivedId(name: string): string {
@@ -89,7 +94,7 @@ export function readDefinition(file: string, text: string, defaultName: string, 
 
   const header = parseHeader(headerText, (offset) => lines.lineAt(headerOffset + offset), problem);
   const sql = text.slice(sqlOffset);
-  if (!header) return { problems };
+  if (!header || problems.length > 0) return { problems, declared: header && { name: header.name, id: header.id } };
 
   const sqlStart = sqlOffset + (/^\s*/.exec(sql)?.[0].length ?? 0);
   if (sql.trim() === '') problem(lines.lineAt(sqlOffset), 'no SQL after the header.');
@@ -183,7 +188,10 @@ function frontMatter(text: string): boolean {
   return 'root' in read && read.root.items.some(({ key }) => isScalar(key) && HEADER_KEYS.includes(String(key.value)));
 }
 
-/** Reads the YAML header; reports each problem and returns undefined if there was any. */
+/**
+ * Reads the YAML header and reports each problem: undefined when it is no YAML map, else what read
+ * well of it (a key with a problem is left at its default).
+ */
 function parseHeader(
   text: string,
   lineOf: (offset: number) => number,
@@ -211,14 +219,12 @@ function parseHeader(
     return undefined;
   }
 
-  let failed = false;
   const attempt = (fn: () => void) => {
     try {
       fn();
     } catch (err) {
       if (!(err instanceof Problem)) throw err;
       problem(err.line, err.message);
-      failed = true;
     }
   };
   let warmLine = 0;
@@ -284,7 +290,7 @@ function parseHeader(
       throw new Problem(warmLine, `warm (${header.warm} s) must be less than cache (${header.cache} s), or the result expires before it is warmed.`);
     }
   });
-  return failed ? undefined : header;
+  return header;
 }
 
 function readParam(pair: Pair<Node, Node | null>, line: number, at: LineOf): ParamDefinition {
