@@ -19,6 +19,7 @@ mkdirSync(folder, { recursive: true });
 const numbers = (rows: number, maxRows: number) => `/*\nfields:\n  n: { type: integer }\nmax_rows: ${maxRows}\ncache: 60\n*/\nSELECT number AS n FROM system.numbers LIMIT ${rows}\n`;
 writeFileSync(join(folder, 'stats.five.sql'), numbers(5, 3));
 writeFileSync(join(folder, 'stats.three.sql'), numbers(3, 3));
+writeFileSync(join(folder, 'stats.none.sql'), numbers(0, 3));
 // A scan of the whole table: the engine reads every row loaded, a figure known here.
 writeFileSync(join(folder, 'stats.scan.sql'), '/*\nfields:\n  chars: { type: integer }\ncache: 60\n*/\nSELECT sum(length(event_message)) AS chars FROM edge_logs\n');
 writeFileSync(join(folder, 'stats.slow.sql'), '/*\ntimeout: 1\n*/\nSELECT count() AS n FROM numbers(100000000000)\n');
@@ -47,6 +48,15 @@ describe('an answer', () => {
   it('says truncated: true with max_rows rows over more, false over exactly max_rows, over HTTP', async () => {
     expect((await get('stats.five')).body).toMatchObject({ result: [{ n: 0 }, { n: 1 }, { n: 2 }], truncated: true });
     expect((await get('stats.three')).body).toMatchObject({ result: [{ n: 0 }, { n: 1 }, { n: 2 }], truncated: false });
+  });
+
+  it.each([
+    ['stats.three', '{"result":[\n{"n":0},\n{"n":1},\n{"n":2}\n],"truncated":false,"statistics":{'],
+    ['stats.none', '{"result":[],"truncated":false,"statistics":{'],
+  ])('%s reads as curl shows it: a row a line, the envelope going on after the closing bracket', async (name, start) => {
+    const text = await (await fetch(`${server.url}/api/endpoints/query/${name}`, { headers: { 'X-API-KEY': KEY } })).text();
+    expect(text.startsWith(start)).toBe(true);
+    expect(text).toMatch(/"cached":(true|false),"age_seconds":\d+\}$/);
   });
 
   it("carries the engine's own figures: a scan of the table reads every row loaded", async () => {

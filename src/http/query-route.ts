@@ -255,7 +255,8 @@ export class QueryRoute implements Route {
   async #bodyOf(result: RunResult): Promise<Body> {
     let body = this.#bodies.get(result.rows);
     if (!body) {
-      const rows = [...(await render('json', result.rows, BODY_OPTIONS))].join('');
+      // The rows as `run -f json` prints them, one a line, the envelope going on after the closing bracket.
+      const rows = [...(await render('json', result.rows, BODY_OPTIONS))].join('').trimEnd();
       const head = `{"result":${rows},"truncated":${result.truncated},"statistics":${JSON.stringify(statisticsOf(result.statistics))},"cached":`;
       body = { head, bytes: Buffer.byteLength(head) };
       this.#bodies.set(result.rows, body);
