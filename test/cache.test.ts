@@ -5,6 +5,9 @@ import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { WarehouseError } from '../src/errors.js';
 import { Savedq } from '../src/library.js';
 import { RecentResults, type RecentResult } from '../src/cache/recent.js';
+import { ResultsCache, type CachedResult } from '../src/cache/index.js';
+import { SqliteStore } from '../src/cache/store.js';
+import { CallRunner } from '../src/calls/runner.js';
 import { BoundedMap } from '../src/bounded.js';
 import { AT, eventually, load, tempDir, testLibrary, libraryOf } from './helpers.js';
 
@@ -314,6 +317,56 @@ describe('what a process served a moment ago', () => {
     expect(lib.answerRecent(call)?.computedAt).toBe(stored.computedAt);
     await eventually('the emptied file read', () => lib.answerRecent(call) === undefined);
     expect((await lib.runPrepared(call)).cache).toBe('miss');
+  });
+});
+
+/** A results cache whose next read, once asked to, reads the file at once and keeps its answer back until let go. */
+class HeldRead extends ResultsCache {
+  #held: { read: () => void; release: Promise<void> } | undefined;
+
+  /** Holds the next read: `read` settles once the file was read, `release` lets its answer go. */
+  holdNext(): { read: Promise<void>; release: () => void } {
+    let read!: () => void;
+    let release!: () => void;
+    const wasRead = new Promise<void>((resolve) => (read = resolve));
+    this.#held = { read, release: new Promise<void>((resolve) => (release = resolve)) };
+    return { read: wasRead, release };
+  }
+
+  override async get(key: string): Promise<CachedResult | undefined> {
+    const held = this.#held;
+    this.#held = undefined;
+    const stored = await super.get(key);
+    if (held) {
+      held.read();
+      await held.release;
+    }
+    return stored;
+  }
+}
+
+describe('a re-read of the cache file', () => {
+  it('that ends after a newer result was computed leaves the newer one answered, not the older it read', async () => {
+    const store = new SqliteStore(join(tempDir(), 'cache.sqlite'), () => undefined);
+    const cache = new HeldRead(store);
+    const runner = new CallRunner(cache, lib.executor, () => now);
+    const call = await lib.prepare({ nameOrId: 'usage.api-counts', params: [['project', 'race'], ['interval', 'hourly']] });
+    const first = await runner.run(call, 'use');
+    expect(first.cache).toBe('miss');
+    // Past its moment of trust: answered at once, and the file read again, that read's answer held back.
+    now += 3 * SECOND;
+    const held = cache.holdNext();
+    expect(runner.answerRecent(call)?.computedAt).toBe(first.computedAt);
+    await held.read;
+    // Meanwhile the call is run again (Cache-Control: no-cache), its newer result answered from then on.
+    const second = await runner.run(call, 'refresh');
+    expect(second.computedAt).toBeGreaterThan(first.computedAt);
+    expect(runner.answerRecent(call)?.computedAt).toBe(second.computedAt);
+    // The re-read ends with what it read before the run: it does not put that older result back.
+    held.release();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(runner.answerRecent(call)?.computedAt).toBe(second.computedAt);
+    await store.close();
   });
 });
 
