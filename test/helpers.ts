@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess, type ChildProcessByStdio } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -211,28 +211,46 @@ export function startCli(args: readonly string[], options: { env?: Record<string
     timeout: LONG_TEST_MS,
     killSignal: 'SIGKILL',
   });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
   child.stdin.on('error', () => undefined); // a command that exits without reading its input
   child.stdin.end(options.input ?? '');
-  const done = new Promise<CliResult>((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+  const { done, stderr } = gathered(child);
   return {
     child,
-    stderr: () => stderr,
+    stderr,
     waitFor: async (pattern) => {
       await eventually(`${args.join(' ')} to print ${pattern}`, () => {
-        if (pattern.test(stderr)) return true;
-        if (child.exitCode !== null) throw new Error(`${args.join(' ')} exited before printing ${pattern}; it printed:\n${stderr}`);
+        if (pattern.test(stderr())) return true;
+        if (child.exitCode !== null) throw new Error(`${args.join(' ')} exited before printing ${pattern}; it printed:\n${stderr()}`);
         return false;
       });
     },
     done,
   };
+}
+
+/** A child's standard output and error as they come, and its end with both whole. */
+function gathered(child: ChildProcessByStdio<Writable | null, Readable, Readable>): { stderr: () => string; done: Promise<CliResult> } {
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  const done = new Promise<CliResult>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+  return { stderr: () => stderr, done };
+}
+
+/**
+ * Runs another program (a linter, a generator, a compiler) to its end, killed past `timeoutMs`; in this
+ * process's environment unless `env` is given. Not
+ * spawnSync while this file has a server: a test process held up for seconds keeps its server's timers
+ * and its client's from running, and the server then closes a kept-alive connection in the very turn
+ * the next fetch takes it up ("other side closed", ECONNRESET; seen beside busy loops).
+ */
+export function runProgram(command: string, args: readonly string[], options: { env?: Record<string, string>; timeoutMs: number }): Promise<CliResult> {
+  const child = spawn(command, args, { env: options.env, stdio: ['ignore', 'pipe', 'pipe'], timeout: options.timeoutMs, killSignal: 'SIGKILL' });
+  return gathered(child).done;
 }
 
 /** A log that keeps every line, whatever its level, in `lines` (none given: a log that keeps nothing). */

@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -8,7 +7,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QueryTimeoutError } from '../src/errors.js';
 import { startServer, type RunningServer } from '../src/http/server.js';
-import { binPath, cli, EVENT_DEADLINE_MS, LONG_TEST_MS, load, logInto, NO_CONFIG, tempDir, testLibrary } from './helpers.js';
+import { binPath, cli, EVENT_DEADLINE_MS, LONG_TEST_MS, load, logInto, NO_CONFIG, runProgram, tempDir, testLibrary } from './helpers.js';
 import { has } from './system.js';
 
 // Every answer says whether it is whole, how old it is and what it cost (CONTRACT §15), on every
@@ -129,10 +128,10 @@ describe('on the command line', () => {
     expect([whole.stdout, whole.stderr]).toEqual(['n\r\n0\r\n1\r\n2\r\n', expect.stringMatching(/^3 rows · computed now · \d+\.\d{3} s · read [\d,]+ rows?, [\d.]+ k?B\n$/)]);
   });
 
-  it.runIf(has.script)('says a cut answer in a terminal without being asked', () => {
+  it.runIf(has.script)('says a cut answer in a terminal without being asked', async () => {
     const command = [process.execPath, binPath, '--queries', folder, 'run', 'stats.five'].map((a) => `'${a}'`).join(' ');
-    const shown = spawnSync('script', ['-qec', `stty cols 80 rows 40; exec ${command}`, '/dev/null'], { env: { PATH: process.env.PATH ?? '', ...env }, encoding: 'utf8', timeout: EVENT_DEADLINE_MS });
-    expect(shown.status, shown.stderr).toBe(0);
+    const shown = await runProgram('script', ['-qec', `stty cols 80 rows 40; exec ${command}`, '/dev/null'], { env: { PATH: process.env.PATH ?? '', ...env }, timeoutMs: EVENT_DEADLINE_MS });
+    expect(shown.code, shown.stderr).toBe(0);
     expect(shown.stdout.replace(/\r/g, '')).toMatch(/^showing the first 3 rows: the query has more \(max_rows 3\)$/m);
   });
 
@@ -152,8 +151,8 @@ describe('the OpenAPI document', () => {
     const doc = join(dir, 'openapi.json');
     writeFileSync(doc, await (await fetch(`${server.url}/openapi.json`)).text());
     const bin = fileURLToPath(new URL('../node_modules/.bin/', import.meta.url));
-    const made = spawnSync(join(bin, 'openapi-typescript'), [doc, '-o', join(dir, 'api.d.ts')], { encoding: 'utf8', timeout: LONG_TEST_MS });
-    expect(made.status, made.stderr).toBe(0);
+    const made = await runProgram(join(bin, 'openapi-typescript'), [doc, '-o', join(dir, 'api.d.ts')], { timeoutMs: LONG_TEST_MS });
+    expect(made.code, made.stderr).toBe(0);
     writeFileSync(
       join(dir, 'client.ts'),
       `import type { paths } from './api';
@@ -162,7 +161,7 @@ export const rowsRead = (a: Answer): number => a.statistics.rows_read + (a.trunc
 export const chars = (a: Answer): number | undefined => a.result[0]?.chars;
 `,
     );
-    const checked = spawnSync(join(bin, 'tsc'), ['--ignoreConfig', '--noEmit', '--strict', '--skipLibCheck', '--module', 'nodenext', '--moduleResolution', 'nodenext', join(dir, 'client.ts')], { encoding: 'utf8', timeout: LONG_TEST_MS });
-    expect(checked.status, checked.stdout).toBe(0);
+    const checked = await runProgram(join(bin, 'tsc'), ['--ignoreConfig', '--noEmit', '--strict', '--skipLibCheck', '--module', 'nodenext', '--moduleResolution', 'nodenext', join(dir, 'client.ts')], { timeoutMs: LONG_TEST_MS });
+    expect(checked.code, checked.stdout).toBe(0);
   }, LONG_TEST_MS);
 });

@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -8,7 +7,7 @@ import { DefinitionError, InputError } from '../src/errors.js';
 import { startServer, type RunningServer } from '../src/http/server.js';
 import { builtinQueriesDir } from '../src/package.js';
 import { QueryCatalog } from '../src/queries/catalog.js';
-import { AT, atOffset, captureIo, DAY, HOUR, load, MINUTE, tempDir, testLibrary, logInto, libraryOf, EVENT_DEADLINE_MS } from './helpers.js';
+import { AT, atOffset, captureIo, DAY, HOUR, load, MINUTE, tempDir, testLibrary, logInto, libraryOf, EVENT_DEADLINE_MS, runProgram } from './helpers.js';
 
 /** The example queries savedq ships (sql/examples), run here like a user's own. */
 const examples = fileURLToPath(new URL('../sql/examples/', import.meta.url));
@@ -249,16 +248,15 @@ describe('a user query over HTTP', () => {
     const file = join(tempDir(), 'openapi.json');
     writeFileSync(file, await (await fetch(`${server.url}/openapi.json`)).text());
     const redocly = fileURLToPath(new URL('../node_modules/.bin/redocly', import.meta.url));
-    const lint = spawnSync(redocly, ['lint', file, '--format=json'], {
+    const lint = await runProgram(redocly, ['lint', file, '--format=json'], {
       // No telemetry, no update check: tests talk to 127.0.0.1 only.
       env: { PATH: process.env.PATH ?? '', HOME: tempDir(), REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
-      encoding: 'utf8',
-      timeout: EVENT_DEADLINE_MS,
+      timeoutMs: EVENT_DEADLINE_MS,
     });
     const report = JSON.parse(lint.stdout) as { totals: object; problems: { ruleId: string; message: string }[] };
     expect(report.problems.map((p) => `${p.ruleId}: ${p.message}`)).toEqual([]);
     expect(report.totals).toEqual({ errors: 0, warnings: 0, ignored: 0 });
-    expect(lint.status).toBe(0);
+    expect(lint.code).toBe(0);
   });
 
   it("is in an OpenAPI document that Stoplight Spectral's spectral:oas rules pass without a warning", async () => {
@@ -267,14 +265,13 @@ describe('a user query over HTTP', () => {
     writeFileSync(file, await (await fetch(`${server.url}/openapi.json`)).text());
     writeFileSync(join(dir, '.spectral.yaml'), 'extends: ["spectral:oas"]\n');
     const spectral = fileURLToPath(new URL('../node_modules/.bin/spectral', import.meta.url));
-    const lint = spawnSync(spectral, ['lint', file, '--ruleset', join(dir, '.spectral.yaml'), '--format', 'json', '--fail-severity', 'hint', '--quiet'], {
+    const lint = await runProgram(spectral, ['lint', file, '--ruleset', join(dir, '.spectral.yaml'), '--format', 'json', '--fail-severity', 'hint', '--quiet'], {
       env: { PATH: process.env.PATH ?? '', HOME: dir },
-      encoding: 'utf8',
-      timeout: EVENT_DEADLINE_MS,
+      timeoutMs: EVENT_DEADLINE_MS,
     });
     const results = JSON.parse(lint.stdout || '[]') as { code: string; message: string; path: string[] }[];
     expect(results.map((r) => `${r.code}: ${r.message} (${r.path.join('.')})`)).toEqual([]);
-    expect(lint.status, lint.stderr).toBe(0);
+    expect(lint.code, lint.stderr).toBe(0);
   });
 
   const get = async (path: string) => {
