@@ -353,13 +353,15 @@ describe('the catalog of saved queries', () => {
     await expect(catalog.find('logs.al')).rejects.toThrow(/Did you mean logs\.all\?/);
   });
 
+  const ids = 'name: errs.daily\nid: 1b4e28ba-2fa1-41d2-883f-0016d3cca427';
   it.each([
-    ['name', 'errs.daily'],
-    ['id', '1B4E28BA-2FA1-41D2-883F-0016D3CCA427'],
-  ])('answers a broken query asked for by the %s in its header, not only by its file name, with its file and line', async (_, asked) => {
-    const header = 'name: errs.daily\nid: 1b4e28ba-2fa1-41d2-883f-0016d3cca427\ndescripton: errors a day\nparams:\n  p: {type: strng}';
-    const catalog = new QueryCatalog({ builtin: builtinQueriesDir, user: [folder({ 'typo.sql': definition(header, 'SELECT @p') })] });
-    await expect(catalog.find(asked)).rejects.toThrow(/^.*typo\.sql:4: unknown key 'descripton' in the header\. Did you mean description\? \(and 1 more; see savedq check\)$/);
+    ['its header', 'name', 'errs.daily', `${ids}\ndescripton: errors a day\nparams:\n  p: {type: strng}`, 'SELECT @p', /typo\.sql:4: unknown key 'descripton' in the header\. Did you mean description\? \(and 1 more; see savedq check\)$/],
+    ['its header', 'id', '1B4E28BA-2FA1-41D2-883F-0016D3CCA427', `${ids}\ndescripton: errors a day\nparams:\n  p: {type: strng}`, 'SELECT @p', /typo\.sql:4: unknown key 'descripton' in the header\./],
+    ['its SQL', 'name', 'errs.daily', `${ids}\nparams:\n  project: {type: string}`, 'SELECT @projct', /typo\.sql:5: parameter 'project' is declared but the SQL never uses @project\. \(and 1 more; see savedq check\)$/],
+    ['its SQL', 'id', '1b4e28ba-2fa1-41d2-883f-0016d3cca427', `${ids}\nparams:\n  project: {type: string}`, 'SELECT @projct', /typo\.sql:5: parameter 'project' is declared/],
+  ])('answers a query broken in %s, asked for by the %s its header gives, with its file and line', async (_, __, asked, header, sql, message) => {
+    const catalog = new QueryCatalog({ builtin: builtinQueriesDir, user: [folder({ 'typo.sql': definition(header, sql) })] });
+    await expect(catalog.find(asked)).rejects.toThrow(message);
   });
 
   it('reports a queries folder that cannot be read, and goes on with the others', async () => {

@@ -52,7 +52,7 @@ export type ReadDefinition =
   | {
       readonly query?: undefined;
       readonly problems: readonly DefinitionProblem[];
-      /** The name and id the header gives, those that read well: a run by that name is told what is wrong. */
+      /** The name and id the header gives, those that read well (none when the header is no YAML map). */
       readonly declared?: { readonly name: string | undefined; readonly id: string | undefined };
     };
 
@@ -94,7 +94,10 @@ export function readDefinition(file: string, text: string, defaultName: string, 
 
   const header = parseHeader(headerText, (offset) => lines.lineAt(headerOffset + offset), problem);
   const sql = text.slice(sqlOffset);
-  if (!header || problems.length > 0) return { problems, declared: header && { name: header.name, id: header.id } };
+  if (!header) return { problems };
+  // A run by the name or id the header gives is told what is wrong, wherever in the file that is.
+  const broken = (): ReadDefinition => ({ problems: problems.sort((a, b) => a.line - b.line), declared: { name: header.name, id: header.id } });
+  if (problems.length > 0) return broken();
 
   const sqlStart = sqlOffset + (/^\s*/.exec(sql)?.[0].length ?? 0);
   if (sql.trim() === '') problem(lines.lineAt(sqlOffset), 'no SQL after the header.');
@@ -125,7 +128,7 @@ export function readDefinition(file: string, text: string, defaultName: string, 
     if (!used.has(definition.name)) problem(line, `parameter '${definition.name}' is declared but the SQL never uses @${definition.name}.`);
   }
   // In the order of the file, as an editor walks them (the checks above go by kind).
-  if (problems.length > 0) return { problems: problems.sort((a, b) => a.line - b.line) };
+  if (problems.length > 0) return broken();
 
   const params = header.params.map((p) => p.definition);
   const types = new Map(params.map((p) => [p.name, clickhouseType(p)]));
