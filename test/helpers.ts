@@ -242,11 +242,11 @@ function gathered(child: ChildProcessByStdio<Writable | null, Readable, Readable
 }
 
 /**
- * Runs another program (a linter, a generator, a compiler) to its end, killed past `timeoutMs`; in this
- * process's environment unless `env` is given. Not
- * spawnSync while this file has a server: a test process held up for seconds keeps its server's timers
- * and its client's from running, and the server then closes a kept-alive connection in the very turn
- * the next fetch takes it up ("other side closed", ECONNRESET; seen beside busy loops).
+ * Runs another program (a linter, a generator, a compiler) to its end, killed past `timeoutMs`, in this
+ * process's environment unless `env` is given. Not spawnSync where the test file has a server: a test
+ * process held up for seconds keeps its server's timers and its client's from running, and the server
+ * then closes a kept-alive connection in the very turn the next fetch takes it up ("other side
+ * closed", ECONNRESET; seen beside busy loops).
  */
 export function runProgram(command: string, args: readonly string[], options: { env?: Record<string, string>; timeoutMs: number }): Promise<CliResult> {
   const child = spawn(command, args, { env: options.env, stdio: ['ignore', 'pipe', 'pipe'], timeout: options.timeoutMs, killSignal: 'SIGKILL' });
