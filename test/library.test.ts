@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import sqlite3 from 'sqlite3';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { cacheKey } from '../src/cache/index.js';
-import { InterruptedError } from '../src/errors.js';
+import { InputError, InterruptedError, UnauthorizedError } from '../src/errors.js';
 import { AT, eventually, tempDir, testLibrary, libraryOf } from './helpers.js';
 
 // The library's shared work, its cache records and its warming, as every surface meets them.
@@ -96,5 +96,21 @@ describe('the one way in', () => {
     const other = libraryOf({ ...lib.config, queryFolders: [] });
     await expect(other.run({ nameOrId: 'cached', params: [['p', 'x']] })).rejects.toThrow(/unknown query 'cached'/);
     await other.close();
+  });
+});
+
+describe('the error family', () => {
+  // An answer carries no stack (none is ever shown, and a refused request paid for the walk); a fault
+  // that is not savedq's keeps its own, and the limit every other error is captured with is left as it was.
+  it.each([
+    ['InputError', () => new InputError('bad')],
+    ['UnauthorizedError', () => new UnauthorizedError('unknown API key.')],
+    ['InterruptedError', () => new InterruptedError('stopped')],
+  ])('%s captures no frames', (name, make) => {
+    const limit = Error.stackTraceLimit;
+    const err = make();
+    expect(err.stack).toBe(`${name}: ${err.message}`);
+    expect(Error.stackTraceLimit).toBe(limit);
+    expect(new Error('a fault').stack).toMatch(/\n\s+at /);
   });
 });
