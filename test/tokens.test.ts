@@ -2,6 +2,9 @@ import { createHmac } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { Access, secretKeys } from '../src/access/index.js';
+import { UnauthorizedError } from '../src/errors.js';
+import { keyChecker } from '../src/http/keys.js';
 import { cli, eventually, startServe, tempDir, type ServeProcess } from './helpers.js';
 
 // Signed tokens on a real serve: minted by `savedq token create`, and by hand with node:crypto, so a
@@ -186,5 +189,34 @@ describe('signed tokens', () => {
     }
     const short = await cli(['token', 'create', '--name', 'x', '--query', 'logs.all'], { env: { ...env, SAVEDQ_TOKEN_SECRETS: 'short' } });
     expect(short).toMatchObject({ code: 2, stderr: expect.stringMatching(/token secret 1 is 5 bytes long; a secret is at least 32/) });
+  });
+});
+
+describe('a credential decided at once', () => {
+  // serve answers a refusal decided at once without a promise or an abort signal (http/server.ts): a
+  // flood of unknown keys or forged tokens costs it about what cached answers do. What is decided at
+  // once, and what waits for a verification:
+  const access = new Access({ isKey: keyChecker(['a-key']), secrets: secretKeys([SECRET]) });
+  const good = handMade(acme());
+  const forged = handMade(acme(), 'not-the-secret-of-this-server-0123456789');
+
+  it.each([
+    ['an API key', 'a-key', 'caller'],
+    ['an unknown key', 'not-a-key', 'refused'],
+    ['a token not seen before', good, 'promise'],
+    ['that token, verified', good, 'caller'],
+    ['a forged token not seen before', forged, 'promise'],
+    ['that token, refused', forged, 'refused'],
+  ])('%s', async (_what, credential, expected) => {
+    let decided: 'caller' | 'refused' | 'promise';
+    try {
+      const caller = access.authenticate(credential);
+      decided = caller instanceof Promise ? 'promise' : 'caller';
+      await caller;
+    } catch (err) {
+      if (!(err instanceof UnauthorizedError)) throw err;
+      decided ??= 'refused';
+    }
+    expect(decided).toBe(expected);
   });
 });

@@ -90,8 +90,13 @@ export class Access {
     return index === undefined ? undefined : this.#keyCaller(index);
   }
 
-  /** The caller of a credential: an API key, or a token that verifies; else an UnauthorizedError saying why. */
-  async authenticate(credential: string | undefined): Promise<Caller> {
+  /**
+   * The caller of a credential: an API key, or a token that verifies; else an UnauthorizedError saying
+   * why. Decided at once (the caller returned, the error thrown) for a key, a token verified or refused
+   * before, and a credential that is neither a key nor shaped as a token; a token not seen before is
+   * verified in a promise.
+   */
+  authenticate(credential: string | undefined): Caller | Promise<Caller> {
     if (credential === undefined || credential === '') throw new UnauthorizedError('no credential: send an API key or a token in X-API-KEY or Authorization: Bearer.');
     const known = this.known(credential);
     if (known) return known;
@@ -100,6 +105,11 @@ export class Access {
     // A token refused a moment ago is refused again without verifying it: a flood of bad tokens costs a lookup each.
     const refused = this.#refused.get(credential);
     if (refused && refused.until > this.#clock()) throw new UnauthorizedError(refused.message);
+    return this.#verify(credential);
+  }
+
+  /** A token's caller once its signature and claims verify (remembered either way, for a while). */
+  async #verify(credential: string): Promise<Caller> {
     let claims: TokenClaims;
     try {
       claims = await verifyToken(credential, this.#options.secrets, Math.floor(this.#clock() / 1000));

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import { Access } from '../access/index.js';
+import { Access, type Caller } from '../access/index.js';
 import { InterruptedError, MethodNotAllowedError, NotFoundError, SandboxRefusedError, UriTooLongError } from '../errors.js';
 import type { Savedq } from '../library.js';
 import type { Log } from '../report.js';
@@ -68,6 +68,14 @@ export interface RunningServer {
   toolsChanged(): void;
 }
 
+/** A request decided: its route, the path and query string it asked for, and its credential. */
+interface Admitted {
+  readonly route: Route;
+  readonly path: string;
+  readonly search: string;
+  readonly credential: string | undefined;
+}
+
 /** Starts `savedq serve`: the thin HTTP mode over the library. */
 export async function startServer(lib: Savedq, options: ServeOptions): Promise<RunningServer> {
   const cors = options.corsOrigins && options.corsOrigins.length > 0 ? new Set(options.corsOrigins) : undefined;
@@ -95,7 +103,13 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
   const routeOf = (path: string): Route | undefined => routes.table.find((r) => r.matches(path));
   const pathOf = (rawUrl: string) => rawUrl.split('?')[0] ?? '';
 
-  async function handle(req: IncomingMessage, res: ServerResponse, ctx: RequestContext, gone: AbortSignal): Promise<Answered> {
+  /**
+   * Decides a request's route, its method and its caller, in that order, or throws the refusal: at once
+   * whenever it can (all but /mcp's check of Host and Origin, and a token not seen before, verified in
+   * a promise). A refusal decided at once is answered without a promise or an abort signal (onRequest):
+   * a flood of unknown keys or forged tokens costs serve about what as many cached answers do.
+   */
+  function admit(req: IncomingMessage, ctx: RequestContext): Admitted | Promise<Admitted> {
     const rawUrl = req.url ?? '/';
     if (rawUrl.length > MAX_URL_LENGTH) throw new UriTooLongError(`the request URL is longer than ${MAX_URL_LENGTH} bytes.`);
     const q = rawUrl.indexOf('?');
@@ -104,16 +118,45 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     const route = routeOf(path);
     if (!route) throw new NotFoundError('no such path; queries are at /api/endpoints/query/<name|id>.');
     ctx.label = route.label;
-    await route.before?.(req);
+    const asked: Admitted = { route, path, search, credential: credentialOf(req) };
+    return route.before ? route.before(req).then(() => allowed(req, ctx, asked)) : allowed(req, ctx, asked);
+  }
+
+  /** A request's method, then its caller, as its route takes them. */
+  function allowed(req: IncomingMessage, ctx: RequestContext, asked: Admitted): Admitted | Promise<Admitted> {
+    const { route, credential } = asked;
     if (!route.methods.includes(req.method ?? '')) {
       throw new MethodNotAllowedError(`${req.method ?? 'this method'} is not allowed here; use ${route.methods.filter((m) => m !== 'HEAD').join(' or ')}.`, route.methods.join(', '));
     }
-    const credential = credentialOf(req);
-    if (route.credential !== 'none' && (route.credential !== 'optional' || credential !== undefined)) {
-      ctx.caller = await access.authenticate(credential);
-      if (route.credential === 'key') access.authorizeMetrics(ctx.caller);
-    }
+    if (route.credential === 'none' || (route.credential === 'optional' && credential === undefined)) return asked;
+    const known = (caller: Caller): Admitted => {
+      ctx.caller = caller;
+      if (route.credential === 'key') access.authorizeMetrics(caller);
+      return asked;
+    };
+    const caller = access.authenticate(credential);
+    return caller instanceof Promise ? caller.then(known) : known(caller);
+  }
+
+  /** The answer of an admitted request: its route's. */
+  async function answer(req: IncomingMessage, res: ServerResponse, ctx: RequestContext, asked: Admitted, gone: AbortSignal): Promise<Answered> {
+    const { route, path, search, credential } = asked;
     return (await route.answer({ req, res, ctx, path, search, gone, credential })) ?? { what: route.label ?? path, cache: '-' };
+  }
+
+  /** A refusal's answer (sendError's); SQL the sandbox refused is counted by its query too. */
+  function refuse(res: ServerResponse, ctx: RequestContext, err: unknown): void {
+    if (err instanceof SandboxRefusedError) {
+      ctx.label = err.query ?? ctx.label;
+      routes.refusedSql(err, ctx.caller, ctx.id);
+    }
+    sendError(res, err, options.log);
+  }
+
+  /** The log word of a request no query answered: the name asked for, else the path (both cut short). */
+  function wordOf(rawUrl: string): string {
+    const path = pathOf(rawUrl);
+    return path.startsWith(QUERY_PREFIX) ? path.slice(QUERY_PREFIX.length, QUERY_PREFIX.length + 64) : path.slice(0, 64);
   }
 
   /** A request's metric and log line, once it is answered. */
@@ -153,7 +196,10 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     return true;
   }
 
-  /** One request: its id, CORS, the fast path, else its route; its metric and log line whatever the answer. */
+  /**
+   * One request: its id, CORS, the fast path, else its route (a refusal decided at once is answered at
+   * once); its metric and log line whatever the answer.
+   */
   function onRequest(req: IncomingMessage, res: ServerResponse): void {
     const started = performance.now();
     // The caller's own request id when it is well formed, else a fresh one: on every answer and its log
@@ -170,6 +216,14 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     }
     // Answers other than a query's rows (reply's) are sent with the headers set so far: the id too.
     res.setHeader('X-Request-Id', requestId);
+    let admitted: Admitted | Promise<Admitted>;
+    try {
+      admitted = admit(req, ctx);
+    } catch (err) {
+      refuse(res, ctx, err);
+      finish(req, ctx, started, wordOf(req.url ?? '/'), '-', res.statusCode);
+      return;
+    }
     inFlight += 1;
     let what = '-';
     let cache = '-';
@@ -177,22 +231,13 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     res.once('close', () => {
       if (!res.writableEnded) gone.abort(new InterruptedError('the client closed the connection before the answer.'));
     });
-    handle(req, res, ctx, gone.signal)
+    Promise.resolve(admitted)
+      .then((asked) => answer(req, res, ctx, asked, gone.signal))
       .then((r) => ({ what, cache } = r))
-      .catch((err: unknown) => {
-        if (err instanceof SandboxRefusedError) {
-          ctx.label = err.query ?? ctx.label;
-          routes.refusedSql(err, ctx.caller, ctx.id);
-        }
-        sendError(res, err, options.log);
-      })
+      .catch((err: unknown) => refuse(res, ctx, err))
       .finally(() => {
-        if (what === '-') {
-          const path = pathOf(req.url ?? '/');
-          what = path.startsWith(QUERY_PREFIX) ? path.slice(QUERY_PREFIX.length, QUERY_PREFIX.length + 64) : path.slice(0, 64);
-        }
         // 499, as nginx logs it: the client closed the connection before the answer.
-        finish(req, ctx, started, what, cache, gone.signal.aborted ? 499 : res.statusCode);
+        finish(req, ctx, started, what === '-' ? wordOf(req.url ?? '/') : what, cache, gone.signal.aborted ? 499 : res.statusCode);
         inFlight -= 1;
         if (inFlight === 0) drained?.();
       });
