@@ -193,9 +193,9 @@ describe('signed tokens', () => {
 });
 
 describe('a credential decided at once', () => {
-  // serve answers a refusal decided at once without a promise or an abort signal (http/server.ts): a
-  // flood of unknown keys or forged tokens costs it about what cached answers do. What is decided at
-  // once, and what waits for a verification:
+  // serve answers a refusal decided at once without a promise or an abort signal (http/server.ts),
+  // which makes a flood of forged tokens much cheaper. What is decided at once, and what waits for a
+  // verification:
   const access = new Access({ isKey: keyChecker(['a-key']), secrets: secretKeys([SECRET]) });
   const good = handMade(acme());
   const forged = handMade(acme(), 'not-the-secret-of-this-server-0123456789');
