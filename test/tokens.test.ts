@@ -60,15 +60,15 @@ describe('signed tokens', () => {
     expect(inspected.stdout).toMatch(/^verifies: yes$/m);
     expect(inspected.stdout).toMatch(/^expires: \d{4}-.*Z \(in 3[56]\d\d s\)$/m);
     const elsewhere = await cli(['token', 'inspect', token], { env: { ...env, SAVEDQ_TOKEN_SECRETS: 'another-secret-entirely-0123456789abcdef' } });
-    expect(elsewhere.stdout).toMatch(/^verifies: no: the token’s signature does not verify\.$/m);
+    expect(elsewhere.stdout).toMatch(/^verifies: no: the token's signature does not verify\.$/m);
   });
 
   it('refuses with 401 and WWW-Authenticate: Bearer what is not a valid token, saying why', async () => {
     const cases: [string, string][] = [
       [handMade(acme(), undefined, { alg: 'none', typ: 'JWT' }), 'the token is not signed with HS256.'],
       [handMade(acme(), SECRET, { alg: 'HS512', typ: 'JWT' }), 'the token is not signed with HS256.'],
-      [`${handMade(acme()).split('.').slice(0, 1).join('.')}.${b64({ ...acme(), scopes: [{ query: '*' }] })}.${handMade(acme()).split('.')[2]}`, 'the token’s signature does not verify.'],
-      [handMade(acme(), 'a-secret-that-is-no-longer-listed-012345'), 'the token’s signature does not verify.'],
+      [`${handMade(acme()).split('.').slice(0, 1).join('.')}.${b64({ ...acme(), scopes: [{ query: '*' }] })}.${handMade(acme()).split('.')[2]}`, "the token's signature does not verify."],
+      [handMade(acme(), 'a-secret-that-is-no-longer-listed-012345'), "the token's signature does not verify."],
       [handMade(acme({ exp: now() - 10 })), 'token expired.'],
       [handMade(acme({ nbf: now() + 600 })), 'token not yet valid.'],
       [handMade({ name: 'no-exp', scopes: [{ query: 'logs.all' }] }), 'the token has no expiry (exp).'],

@@ -81,7 +81,7 @@ function reasonOf(err: unknown, errors: typeof Jose.errors): string {
   if (err instanceof errors.JWTClaimValidationFailed && err.claim === 'nbf') return 'token not yet valid.';
   if (err instanceof errors.JWTClaimValidationFailed && err.claim === 'exp') return 'the token has no expiry (exp).';
   if (err instanceof errors.JOSEAlgNotAllowed) return 'the token is not signed with HS256.';
-  if (err instanceof errors.JWSSignatureVerificationFailed) return 'the token’s signature does not verify.';
+  if (err instanceof errors.JWSSignatureVerificationFailed) return "the token's signature does not verify.";
   return 'the token is malformed.';
 }
 

@@ -23,22 +23,24 @@ export function errorBody(code: string, message: string): object {
 
 /**
  * The one place errors become HTTP answers: the family's status and code in the JSON envelope (and
- * Retry-After for a busy data directory); anything else is a 500 with no detail, logged.
+ * Retry-After for a busy data directory); anything else is a 500 with no detail, logged. `headers`, any
+ * the answer has besides its own (the request id, when it is not set yet): all of them go in one
+ * `writeHead`, as Node checks each header set before it once more.
  */
-export function sendError(res: ServerResponse, err: unknown, log: Log): void {
+export function sendError(res: ServerResponse, err: unknown, log: Log, headers: Record<string, string> = {}): void {
   if (!(err instanceof SavedqError)) {
     log.error(`internal error: ${err instanceof Error ? err.message : String(err)}`);
-    send(res, 500, errorBody('internal', 'internal error.'));
+    send(res, 500, errorBody('internal', 'internal error.'), headers);
     return;
   }
   // Which file, which address, which user, what the engine quoted of the SQL: for the server's owner
   // (the log), not its callers, who are told what went wrong for them.
   if (err.forCaller !== err.message) log.error(err.message);
-  if (err instanceof MethodNotAllowedError) res.setHeader('Allow', err.allowed);
-  if (err instanceof UnauthorizedError) res.setHeader('WWW-Authenticate', 'Bearer');
-  const headers: Record<string, string> =
-    err instanceof BusyError || err instanceof OverloadedError || err instanceof RateLimitedError ? { 'Retry-After': String(err.retryAfterSeconds) } : {};
-  send(res, err.httpStatus, errorBody(err.code, err.forCaller), headers);
+  const own = { ...headers };
+  if (err instanceof MethodNotAllowedError) own['Allow'] = err.allowed;
+  if (err instanceof UnauthorizedError) own['WWW-Authenticate'] = 'Bearer';
+  if (err instanceof BusyError || err instanceof OverloadedError || err instanceof RateLimitedError) own['Retry-After'] = String(err.retryAfterSeconds);
+  send(res, err.httpStatus, errorBody(err.code, err.forCaller), own);
 }
 
 /**

@@ -144,13 +144,13 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     return (await route.answer({ req, res, ctx, path, search, gone, credential })) ?? { what: route.label ?? path, cache: '-' };
   }
 
-  /** A refusal's answer (sendError's); SQL the sandbox refused is counted by its query too. */
-  function refuse(res: ServerResponse, ctx: RequestContext, err: unknown): void {
+  /** A refusal's answer (sendError's, with `headers` besides its own); SQL the sandbox refused is counted by its query too. */
+  function refuse(res: ServerResponse, ctx: RequestContext, err: unknown, headers?: Record<string, string>): void {
     if (err instanceof SandboxRefusedError) {
       ctx.label = err.query ?? ctx.label;
       routes.refusedSql(err, ctx.caller, ctx.id);
     }
-    sendError(res, err, options.log);
+    sendError(res, err, options.log, headers);
   }
 
   /** The log word of a request no query answered: the name asked for, else the path (both cut short). */
@@ -214,16 +214,16 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
       finish(req, ctx, started, answered.what, answered.cache, 200);
       return;
     }
-    // Answers other than a query's rows (reply's) are sent with the headers set so far: the id too.
-    res.setHeader('X-Request-Id', requestId);
     let admitted: Admitted | Promise<Admitted>;
     try {
       admitted = admit(req, ctx);
     } catch (err) {
-      refuse(res, ctx, err);
+      refuse(res, ctx, err, { 'X-Request-Id': requestId });
       finish(req, ctx, started, wordOf(req.url ?? '/'), '-', res.statusCode);
       return;
     }
+    // Answers other than a query's rows (reply's) are sent with the headers set so far: the id too.
+    res.setHeader('X-Request-Id', requestId);
     inFlight += 1;
     let what = '-';
     let cache = '-';
