@@ -23,9 +23,9 @@ export function errorBody(code: string, message: string): object {
 
 /**
  * The one place errors become HTTP answers: the family's status and code in the JSON envelope (and
- * Retry-After for a busy data directory); anything else is a 500 with no detail, logged. `headers`, any
- * the answer has besides its own (the request id, when it is not set yet): all of them go in one
- * `writeHead`, as Node checks each header set before it once more.
+ * Retry-After for a busy data directory); anything else is a 500 with no detail, logged. `headers`, the
+ * answer's besides its own (the request id): all of them go in one `writeHead`, as Node checks each
+ * header set before it once more.
  */
 export function sendError(res: ServerResponse, err: unknown, log: Log, headers: Record<string, string> = {}): void {
   if (!(err instanceof SavedqError)) {

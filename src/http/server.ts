@@ -144,13 +144,13 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     return (await route.answer({ req, res, ctx, path, search, gone, credential })) ?? { what: route.label ?? path, cache: '-' };
   }
 
-  /** A refusal's answer (sendError's, with `headers` besides its own); SQL the sandbox refused is counted by its query too. */
-  function refuse(res: ServerResponse, ctx: RequestContext, err: unknown, headers?: Record<string, string>): void {
+  /** A refusal's answer (sendError's, the request id with its own headers); SQL the sandbox refused is counted by its query too. */
+  function refuse(res: ServerResponse, ctx: RequestContext, err: unknown): void {
     if (err instanceof SandboxRefusedError) {
       ctx.label = err.query ?? ctx.label;
       routes.refusedSql(err, ctx.caller, ctx.id);
     }
-    sendError(res, err, options.log, headers);
+    sendError(res, err, options.log, { 'X-Request-Id': ctx.id });
   }
 
   /** The log word of a request no query answered: the name asked for, else the path (both cut short). */
@@ -218,7 +218,7 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     try {
       admitted = admit(req, ctx);
     } catch (err) {
-      refuse(res, ctx, err, { 'X-Request-Id': requestId });
+      refuse(res, ctx, err);
       finish(req, ctx, started, wordOf(req.url ?? '/'), '-', res.statusCode);
       return;
     }
