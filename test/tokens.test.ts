@@ -129,6 +129,21 @@ describe('signed tokens', () => {
     expect(mine.headers.get('x-request-id')).toBe('dash-42.a_b');
     const bad = await fetch(`${server.url}/health`, { headers: { 'X-Request-Id': 'no spaces allowed' } });
     expect(bad.headers.get('x-request-id')).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-z]+$/);
+    // Refusals too, those answered at once (an unknown key, a forged token once refused, a path, a method)
+    // as those answered later (a token verified first).
+    const forged = handMade(acme(), 'not-the-secret-of-this-server-0123456789');
+    const refusals: [string, RequestInit, number][] = [
+      ['/api/endpoints/query/logs.all', { headers: { 'X-API-KEY': 'no-such-key' } }, 401],
+      ['/api/endpoints/query/logs.all', { headers: { Authorization: `Bearer ${forged}` } }, 401],
+      ['/api/endpoints/query/logs.all', { headers: { Authorization: `Bearer ${forged}` } }, 401],
+      ['/no/such/path', {}, 404],
+      ['/api/endpoints/query/logs.all', { method: 'PUT' }, 405],
+    ];
+    for (const [i, [path, init, status]] of refusals.entries()) {
+      const r = await fetch(`${server.url}${path}`, { ...init, headers: { ...init.headers, 'X-Request-Id': `refused-${i}` } });
+      await r.text();
+      expect([r.status, r.headers.get('x-request-id')], `${i}`).toEqual([status, `refused-${i}`]);
+    }
     await server.waitFor(/GET logs\.all 200 \d+ms cache=- caller="acme-dashboard" id=dash-42\.a_b$/m);
     expect(server.stderr()).not.toContain(token);
     expect(server.stderr()).not.toContain(SECRET);
