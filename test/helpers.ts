@@ -253,6 +253,23 @@ export function runProgram(command: string, args: readonly string[], options: { 
   return gathered(child).done;
 }
 
+/** savedq run with `args`, as a POSIX shell's command line: each word in single quotes, its own quotes escaped. */
+export function savedqCommandLine(args: readonly string[]): string {
+  return [process.execPath, binPath, ...args].map((word) => `'${word.replace(/'/g, "'\\''")}'`).join(' ');
+}
+
+/**
+ * savedq run with `args` in a real terminal (a pseudo-terminal `script` makes) of `columns` × `rows`,
+ * in `env` (and the PATH); what the terminal shows, without its carriage returns. With `piped`, its
+ * standard output goes into a pipe (`| cat`) and only standard error stays the terminal.
+ */
+export async function inTerminal(args: readonly string[], { columns = 80, rows = 40, env = {}, piped = false }: { columns?: number; rows?: number; env?: Record<string, string>; piped?: boolean } = {}): Promise<CliResult> {
+  const command = savedqCommandLine(args);
+  const line = piped ? `stty cols ${columns} rows ${rows}; ${command} | cat` : `stty cols ${columns} rows ${rows}; exec ${command}`;
+  const shown = await runProgram('script', ['-qec', line, '/dev/null'], { env: { PATH: process.env.PATH ?? '', ...env }, timeoutMs: EVENT_DEADLINE_MS });
+  return { ...shown, stdout: shown.stdout.replace(/\r/g, '') };
+}
+
 /** A log that keeps every line, whatever its level, in `lines` (none given: a log that keeps nothing). */
 export function logInto(lines?: string[]): Log {
   const keep = (line: string) => void lines?.push(line);

@@ -2,7 +2,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { binPath, cli, eventually, NO_CONFIG, tempDir, EVENT_DEADLINE_MS } from './helpers.js';
+import { binPath, cli, eventually, NO_CONFIG, savedqCommandLine, tempDir, EVENT_DEADLINE_MS } from './helpers.js';
 
 // savedq in shell pipelines and on paths that are not what they seem: a reader that stops early, a
 // cache file or data directory under /proc, a key file that is a pipe, an interrupt while it waits.
@@ -18,7 +18,7 @@ const env = { SAVEDQ_DATA_DIR: join(dir, 'data'), SAVEDQ_CACHE_FILE: join(dir, '
 
 /** Runs savedq into a reader in a shell pipeline; its exit code and what it wrote on standard error. */
 function piped(args: readonly string[], reader: string, extraEnv: Record<string, string> = env): { code: number; stderr: string } {
-  const command = [process.execPath, binPath, ...args].map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(' ');
+  const command = savedqCommandLine(args);
   const errFile = join(dir, `stderr-${Math.random().toString(36).slice(2)}`);
   const r = spawnSync('bash', ['-c', `${command} 2>'${errFile}' | ${reader} >/dev/null; echo "\${PIPESTATUS[0]}"; cat '${errFile}'`], {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', XDG_CONFIG_HOME: NO_CONFIG, ...extraEnv },

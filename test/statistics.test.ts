@@ -7,7 +7,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QueryTimeoutError } from '../src/errors.js';
 import { startServer, type RunningServer } from '../src/http/server.js';
-import { binPath, cli, EVENT_DEADLINE_MS, LONG_TEST_MS, load, logInto, NO_CONFIG, runProgram, tempDir, testLibrary } from './helpers.js';
+import { cli, inTerminal, LONG_TEST_MS, load, logInto, NO_CONFIG, runProgram, tempDir, testLibrary } from './helpers.js';
 import { has } from './system.js';
 
 // Every answer says whether it is whole, how old it is and what it cost (CONTRACT §15), on every
@@ -129,10 +129,9 @@ describe('on the command line', () => {
   });
 
   it.runIf(has.script)('says a cut answer in a terminal without being asked', async () => {
-    const command = [process.execPath, binPath, '--queries', folder, 'run', 'stats.five'].map((a) => `'${a}'`).join(' ');
-    const shown = await runProgram('script', ['-qec', `stty cols 80 rows 40; exec ${command}`, '/dev/null'], { env: { PATH: process.env.PATH ?? '', ...env }, timeoutMs: EVENT_DEADLINE_MS });
+    const shown = await inTerminal(['--queries', folder, 'run', 'stats.five'], { env });
     expect(shown.code, shown.stderr).toBe(0);
-    expect(shown.stdout.replace(/\r/g, '')).toMatch(/^showing the first 3 rows: the query has more \(max_rows 3\)$/m);
+    expect(shown.stdout).toMatch(/^showing the first 3 rows: the query has more \(max_rows 3\)$/m);
   });
 
   it('savedq test expects truncated, and says when it is not as expected', async () => {

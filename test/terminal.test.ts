@@ -7,7 +7,7 @@ import { resolveColor as useColor, SETTINGS, type Setting } from '../src/config.
 import { render } from '../src/output/index.js';
 import { examplesDir } from '../src/package.js';
 import { schemaDdl } from '../src/warehouse/schema.js';
-import { binPath, captureIo, cli, endpoints, findEndpoint, NO_CONFIG, tempDir, testLibrary, EVENT_DEADLINE_MS } from './helpers.js';
+import { captureIo, cli, endpoints, findEndpoint, inTerminal, NO_CONFIG, tempDir, testLibrary } from './helpers.js';
 import { has } from './system.js';
 
 const lib = testLibrary();
@@ -201,77 +201,64 @@ describe.runIf(has.script)('tables and charts in a real terminal', () => {
   });
 
   /** What a terminal of `columns` shows of a command (through `script`, a real pseudo-terminal), without colour codes. */
-  function inTerminal(columns: number, args: readonly string[], { raw = false } = {}): string {
-    const command = [process.execPath, binPath, ...args].map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(' ');
-    const shown = spawnSync('script', ['-qec', `stty cols ${columns} rows 50; exec ${command}`, '/dev/null'], {
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', XDG_CONFIG_HOME: NO_CONFIG, ...termEnv },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      encoding: 'utf8',
-      timeout: EVENT_DEADLINE_MS,
-    });
-    expect(shown.status, shown.stderr).toBe(0);
-    const text = shown.stdout.replace(/\r/g, '');
+  async function shownIn(columns: number, args: readonly string[], { raw = false } = {}): Promise<string> {
+    const shown = await inTerminal(args, { columns, rows: 50, env: { HOME: process.env.HOME ?? '', XDG_CONFIG_HOME: NO_CONFIG, ...termEnv } });
+    expect(shown.code, shown.stderr).toBe(0);
     // eslint-disable-next-line no-control-regex
-    return raw ? text : text.replace(/\u001b\[[\d;]*m/g, '');
+    return raw ? shown.stdout : shown.stdout.replace(/\u001b\[[\d;]*m/g, '');
   }
   const widest = (text: string) => Math.max(...text.split('\n').map((line) => [...line].length));
   const stats = ['run', 'functions.invocation-stats', '-p', 'project=acme-shop', '-p', 'interval=7day'];
 
-  it('never draws a line wider than the terminal, at 80, 100 and 200 columns', () => {
+  it('never draws a line wider than the terminal, at 80, 100 and 200 columns', async () => {
     for (const columns of [80, 100, 200]) {
       for (const args of [['list'], stats, ['run', 'logs.all', '-p', 'project=acme-shop'], ['run', 'usage.api-counts', '-p', 'project=acme', '-p', 'interval=daily']]) {
-        const text = inTerminal(columns, args);
+        const text = await shownIn(columns, args);
         expect(widest(text), `${columns}: ${args.join(' ')}\n${text}`).toBeLessThanOrEqual(columns);
         expect(text, args.join(' ')).toMatch(/^\d+ rows?$/m);
       }
     }
   });
 
-  it('keeps the key columns whole: every name and id in list, every timestamp in run', () => {
+  it('keeps the key columns whole: every name and id in list, every timestamp in run', async () => {
     for (const columns of [80, 100, 200]) {
-      const list = inTerminal(columns, ['list']);
+      const list = await shownIn(columns, ['list']);
       for (const e of endpoints) {
         expect(list, `${columns}`).toContain(e.name);
         expect(list, `${columns}`).toContain(e.id);
       }
-      const logs = inTerminal(columns, ['run', 'logs.all', '-p', 'project=acme-shop']);
+      const logs = await shownIn(columns, ['run', 'logs.all', '-p', 'project=acme-shop']);
       expect(logs.match(/\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}/g)?.length, `${columns}`).toBe(100);
     }
   });
 
-  it('shows records when the columns cannot fit, a table when they can, and obeys --expanded and --no-expanded', () => {
-    const narrow = inTerminal(80, stats);
+  it('shows records when the columns cannot fit, a table when they can, and obeys --expanded and --no-expanded', async () => {
+    const narrow = await shownIn(80, stats);
     expect(narrow).toMatch(/^─\[ record 1 \]─+\ntimestamp {10}│ \d{4}-\d\d-\d\d 00:00:00\nmin_execution_time │ [\d.]+\n/m);
-    expect(inTerminal(100, stats)).toMatch(/^│ timestamp {11}│ +min │ +max │/m); // headers wrap at _ to fit
-    const wide = inTerminal(200, stats);
+    expect(await shownIn(100, stats)).toMatch(/^│ timestamp {11}│ +min │ +max │/m); // headers wrap at _ to fit
+    const wide = await shownIn(200, stats);
     expect(wide).toMatch(/^│ timestamp +│ min_execution_time │/m);
     expect(wide).toMatch(/│ +\d+ │ +\d+ │\n/); // numbers right-aligned
-    expect(inTerminal(200, ['--expanded', ...stats])).toMatch(/^─\[ record 1 \]/m);
-    const forced = inTerminal(80, ['--no-expanded', ...stats]);
+    expect(await shownIn(200, ['--expanded', ...stats])).toMatch(/^─\[ record 1 \]/m);
+    const forced = await shownIn(80, ['--no-expanded', ...stats]);
     expect(forced).toMatch(/^│ timestamp/m);
     expect(widest(forced)).toBeGreaterThan(80);
   });
 
-  it('shows logs.all at 80 columns as records, each message and metadata whole', () => {
-    const logs = inTerminal(80, ['run', 'logs.all', '-p', 'project=acme-shop']);
+  it('shows logs.all at 80 columns as records, each message and metadata whole', async () => {
+    const logs = await shownIn(80, ['run', 'logs.all', '-p', 'project=acme-shop']);
     expect(logs).toMatch(/^─\[ record 1 \]─+\nid {12}│ [0-9a-f-]{36}\ntimestamp {5}│ \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}\nevent_message │ [A-Z]+ \| \d{3} \| /m);
     expect(logs).not.toContain('…');
   });
 
-  it('says how old a cached answer is only when both outputs are the terminal: never inside what a pipe prints', () => {
+  it('says how old a cached answer is only when both outputs are the terminal: never inside what a pipe prints', async () => {
     const call = ['run', 'usage.api-counts', '-p', 'project=acme-shop', '-p', 'interval=hourly'];
-    inTerminal(80, call); // cached now
-    expect(inTerminal(80, call)).toMatch(/^usage\.api-counts: from cache, computed \d+ s ago$/m);
-    const command = [process.execPath, binPath, ...call].map((a) => `'${a}'`).join(' ');
-    const piped = spawnSync('script', ['-qec', `${command} | cat`, '/dev/null'], {
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', XDG_CONFIG_HOME: NO_CONFIG, ...termEnv },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      encoding: 'utf8',
-      timeout: EVENT_DEADLINE_MS,
-    });
-    expect(piped.status, piped.stderr).toBe(0);
+    await shownIn(80, call); // cached now
+    expect(await shownIn(80, call)).toMatch(/^usage\.api-counts: from cache, computed \d+ s ago$/m);
+    const piped = await inTerminal(call, { piped: true, env: { HOME: process.env.HOME ?? '', XDG_CONFIG_HOME: NO_CONFIG, ...termEnv } });
+    expect(piped.code, piped.stderr).toBe(0);
     expect(piped.stdout).not.toContain('from cache');
-    expect(JSON.parse(piped.stdout.replace(/\r/g, ''))).toBeInstanceOf(Array);
+    expect(JSON.parse(piped.stdout)).toBeInstanceOf(Array);
   });
 
   // One instant for every chart below, so a terminal's picture and a pipe's are of the same rows.
@@ -285,7 +272,7 @@ describe.runIf(has.script)('tables and charts in a real terminal', () => {
     const rows = JSON.parse(json.stdout) as Record<string, number | string>[];
     expect(rows.length).toBeGreaterThan(10);
     for (const columns of [80, 100, 200]) {
-      const text = inTerminal(columns, traffic);
+      const text = await shownIn(columns, traffic);
       expect(widest(text), `${columns}\n${text}`).toBeLessThanOrEqual(columns);
       for (const field of counters) {
         const values = rows.map((r) => r[field] as number);
@@ -305,9 +292,9 @@ describe.runIf(has.script)('tables and charts in a real terminal', () => {
     const piped = await cli(traffic, { env: termEnv });
     expect(piped.code, piped.stderr).toBe(0);
     expect(piped.stdout).not.toContain('\u001b');
-    expect(inTerminal(80, ['--quiet', ...traffic])).toBe(piped.stdout); // --quiet: the terminal shows standard error too
-    expect(inTerminal(80, traffic, { raw: true })).toContain('\u001b[1mtotal_rest_requests');
-    expect(inTerminal(80, ['--no-color', ...traffic], { raw: true })).not.toContain('\u001b');
+    expect(await shownIn(80, ['--quiet', ...traffic])).toBe(piped.stdout); // --quiet: the terminal shows standard error too
+    expect(await shownIn(80, traffic, { raw: true })).toContain('\u001b[1mtotal_rest_requests');
+    expect(await shownIn(80, ['--no-color', ...traffic], { raw: true })).not.toContain('\u001b');
   });
 
   it('draws a text field and numbers as bars, one a row, the value at its end', async () => {
@@ -315,7 +302,7 @@ describe.runIf(has.script)('tables and charts in a real terminal', () => {
     const rows = JSON.parse((await cli([...args, '-f', 'json'], { env: termEnv })).stdout) as { path: string; errors: number }[];
     expect(rows.length).toBeGreaterThan(3);
     for (const columns of [80, 100, 200]) {
-      const text = inTerminal(columns, [...args, '-f', 'chart']);
+      const text = await shownIn(columns, [...args, '-f', 'chart']);
       expect(widest(text), `${columns}\n${text}`).toBeLessThanOrEqual(columns);
       const block = text.slice(text.indexOf('errors\n') + 7, text.indexOf('\n\nserver_errors'));
       const bars = block.split('\n').map((line) => /^(\S+) +([█▏▎▍▌▋▊▉]*) (\d+)$/.exec(line));
