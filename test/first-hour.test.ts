@@ -1,6 +1,9 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { sqliteModuleError } from '../src/cache/sqlite-module.js';
 import { cli, startServe, tempDir } from './helpers.js';
 
 // What a newcomer meets in the first hour, through the built CLI: the quick start run twice, a load
@@ -170,5 +173,50 @@ describe('the sample looks like traffic', () => {
     );
     const [quick, slow] = stats.map((r) => r.reduce((sum, row) => sum + Number(row.avg_execution_time) * Number(row.count), 0) / r.reduce((sum, row) => sum + Number(row.count), 0));
     expect((slow as number) / (quick as number)).toBeGreaterThan(8);
+  });
+});
+
+describe('installing', () => {
+  const root = fileURLToPath(new URL('..', import.meta.url));
+  const manifest = (folder: string) => JSON.parse(readFileSync(join(folder, 'package.json'), 'utf8')) as { name: string; scripts?: Record<string, string>; allowScripts?: Record<string, boolean>; scarfSettings?: { enabled?: boolean } };
+  /** Every installed package's folder, nested ones and scoped ones too. */
+  function packages(modules: string): string[] {
+    if (!existsSync(modules)) return [];
+    return readdirSync(modules).flatMap((name) => {
+      if (name.startsWith('.')) return [];
+      if (name.startsWith('@')) return packages(join(modules, name));
+      const folder = join(modules, name);
+      return existsSync(join(folder, 'package.json')) ? [folder, ...packages(join(folder, 'node_modules'))] : [];
+    });
+  }
+
+  it("names in package.json's allowScripts every package whose install runs a script (npm 12 runs no other): sqlite3 is built, Scarf's telemetry is not sent", () => {
+    const own = manifest(root);
+    const scripted = [...new Set(packages(join(root, 'node_modules')).flatMap((folder) => {
+      const { name, scripts = {} } = manifest(folder);
+      // npm runs node-gyp for a binding.gyp of a package with no install script of its own.
+      const runs = ['preinstall', 'install', 'postinstall'].some((hook) => scripts[hook] !== undefined) || existsSync(join(folder, 'binding.gyp'));
+      return runs ? [name] : [];
+    }))].sort();
+    expect(scripted).toContain('sqlite3');
+    expect(scripted.filter((name) => own.allowScripts?.[name] === undefined), 'not in allowScripts').toEqual([]);
+    expect(own.allowScripts?.sqlite3).toBe(true);
+    expect([own.allowScripts?.['@scarf/scarf'], own.scarfSettings?.enabled]).toEqual([false, false]);
+  });
+
+  it('says in one line that SQLite has no build here, and what to do, rather than the paths the loader tried', () => {
+    // The very loader sqlite3 uses, asked for a build that is not there.
+    const bindings = createRequire(createRequire(import.meta.url).resolve('sqlite3'))('bindings') as (options: object) => unknown;
+    let failure: unknown;
+    try {
+      bindings({ bindings: 'no_such_module.node', module_root: tempDir() });
+    } catch (err) {
+      failure = err;
+    }
+    expect(String(failure)).toMatch(/Could not locate the bindings file/);
+    const said = sqliteModuleError(failure);
+    expect(said?.message).toBe(`SQLite's native module, sqlite3, has no build for Node ${process.version} here: run npm rebuild sqlite3 where savedq is installed.`);
+    expect(said?.cause).toBe(failure);
+    expect(sqliteModuleError(new Error('SQLITE_BUSY: database is locked'))).toBeUndefined();
   });
 });

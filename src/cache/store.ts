@@ -1,7 +1,9 @@
 import { renameSync } from 'node:fs';
 import type Keyv from 'keyv';
 import { errnoText } from '../errno.js';
+import { SavedqError } from '../errors.js';
 import { ownFile } from '../fs.js';
+import { sqliteModuleError } from './sqlite-module.js';
 
 /** Every key savedq keeps in its SQLite file sits under this namespace, after a prefix of its kind. */
 export const NAMESPACE = 'savedq';
@@ -29,7 +31,9 @@ export class SqliteStore {
   }
 
   async #open(): Promise<Keyv> {
-    const [{ default: KeyvClass }, { default: KeyvSqlite }] = await Promise.all([import('keyv'), import('@keyv/sqlite')]);
+    const [{ default: KeyvClass }, { default: KeyvSqlite }] = await Promise.all([import('keyv'), import('@keyv/sqlite')]).catch((err: unknown) => {
+      throw sqliteModuleError(err) ?? err;
+    });
     const unsafe = ownFile(this.file);
     if (unsafe !== undefined) throw new Error(unsafe);
     const connect = async (): Promise<Keyv> => {
@@ -68,7 +72,8 @@ export class SqliteStore {
     if (this.#disabled) return;
     this.#disabled = true;
     const code = (err as NodeJS.ErrnoException).code;
-    const reason = code !== undefined && !code.startsWith('SQLITE') ? errnoText(err) : err instanceof Error ? err.message.replace(/^SQLITE_\w+:\s*/, '') : String(err);
+    const reason =
+      err instanceof SavedqError ? err.message.replace(/\.$/, '') : code !== undefined && !code.startsWith('SQLITE') ? errnoText(err) : err instanceof Error ? err.message.replace(/^SQLITE_\w+:\s*/, '') : String(err);
     this.#warn(`results cache ${this.file} is not usable (${reason}); answering without it.`);
   }
 

@@ -1,0 +1,14 @@
+import { SavedqError } from '../errors.js';
+
+/**
+ * A failure to load SQLite's native module (sqlite3, which @keyv/sqlite loads too) as a user should
+ * read it, or undefined for any other failure. The module has no build for this Node, most often
+ * because npm ran no install script for it: npm 12 runs only those package.json's `allowScripts`
+ * names (savedq's names sqlite3), and a copy of node_modules made for another Node has none that
+ * fits. The loader's own error (the `bindings` package's, known by the paths it `tries`) lists a dozen
+ * paths and says nothing of what to do.
+ */
+export function sqliteModuleError(err: unknown): SavedqError | undefined {
+  if (!Array.isArray((err as { tries?: unknown } | null | undefined)?.tries)) return undefined;
+  return new SavedqError(`SQLite's native module, sqlite3, has no build for Node ${process.version} here: run npm rebuild sqlite3 where savedq is installed.`, { cause: err });
+}
