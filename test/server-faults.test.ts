@@ -26,24 +26,42 @@ function freePort(): Promise<number> {
   });
 }
 
+/**
+ * Starts clickhouse-server on two free ports. A port found free may be taken by another test file's
+ * server before clickhouse-server binds it: then it exits, and is started again on two others (its
+ * errors, on standard error, say why when it cannot start at all).
+ */
 async function startClickHouse(): Promise<void> {
-  port = await freePort();
-  const tcp = await freePort();
-  mkdirSync(join(dir, 'data'), { recursive: true });
-  writeFileSync(
-    join(dir, 'config.xml'),
-    `<?xml version="1.0"?><yandex><logger><level>error</level><console>1</console></logger>
+  const said: string[] = [];
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    port = await freePort();
+    const tcp = await freePort();
+    mkdirSync(join(dir, 'data'), { recursive: true });
+    writeFileSync(
+      join(dir, 'config.xml'),
+      `<?xml version="1.0"?><yandex><logger><level>error</level><console>1</console></logger>
 <listen_host>127.0.0.1</listen_host><http_port>${port}</http_port><tcp_port>${tcp}</tcp_port>
 <path>${dir}/data/</path><tmp_path>${dir}/tmp/</tmp_path><users_config>${dir}/users.xml</users_config>
 <default_profile>default</default_profile><default_database>default</default_database><mark_cache_size>5368709</mark_cache_size></yandex>`,
-  );
-  writeFileSync(
-    join(dir, 'users.xml'),
-    `<?xml version="1.0"?><yandex><profiles><default></default></profiles><quotas><default></default></quotas>
+    );
+    writeFileSync(
+      join(dir, 'users.xml'),
+      `<?xml version="1.0"?><yandex><profiles><default></default></profiles><quotas><default></default></quotas>
 <users><tester><password>${PASSWORD}</password><networks><ip>::/0</ip></networks><profile>default</profile><quota>default</quota></tester></users></yandex>`,
-  );
-  server = spawn(SERVER, [`--config-file=${join(dir, 'config.xml')}`], { stdio: 'ignore', cwd: dir });
-  await eventually('clickhouse-server to answer /ping', () => fetch(`http://127.0.0.1:${port}/ping`).then((r) => r.ok, () => false));
+    );
+    const child = spawn(SERVER, [`--config-file=${join(dir, 'config.xml')}`], { stdio: ['ignore', 'ignore', 'pipe'], cwd: dir });
+    child.stderr?.setEncoding('utf8').on('data', (text: string) => said.push(text));
+    let exited = false;
+    child.once('exit', () => (exited = true));
+    const up = await eventually('clickhouse-server to answer /ping or exit', (): Promise<'up' | 'exited' | false> | 'exited' =>
+      exited ? 'exited' : fetch(`http://127.0.0.1:${port}/ping`).then((r) => (r.ok ? 'up' : false), () => false),
+    );
+    if (up === 'up') {
+      server = child;
+      return;
+    }
+  }
+  throw new Error(`clickhouse-server did not start, three times: ${said.join('').slice(-2000)}`);
 }
 
 const url = (user = 'tester', password = PASSWORD) => `http://${user}:${password}@127.0.0.1:${port}`;
