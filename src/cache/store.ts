@@ -71,10 +71,7 @@ export class SqliteStore {
   #fail(err: unknown): void {
     if (this.#disabled) return;
     this.#disabled = true;
-    const code = (err as NodeJS.ErrnoException).code;
-    const reason =
-      err instanceof SavedqError ? err.message.replace(/\.$/, '') : code !== undefined && !code.startsWith('SQLITE') ? errnoText(err) : err instanceof Error ? err.message.replace(/^SQLITE_\w+:\s*/, '') : String(err);
-    this.#warn(`results cache ${this.file} is not usable (${reason}); answering without it.`);
+    this.#warn(`results cache ${this.file} is not usable (${reasonOf(err)}); answering without it.`);
   }
 
   /** Runs an operation on the store; any failure disables it and yields `fallback`. */
@@ -133,6 +130,14 @@ export class SqliteStore {
     this.#keyv = undefined;
     if (keyv) await (await keyv.catch(() => undefined))?.disconnect().catch(() => undefined);
   }
+}
+
+/** Why the store failed, in a few words: savedq's own message, a file system's error, or SQLite's without its code. */
+function reasonOf(err: unknown): string {
+  if (err instanceof SavedqError) return err.message.replace(/\.$/, '');
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code !== undefined && !code.startsWith('SQLITE')) return errnoText(err);
+  return err instanceof Error ? err.message.replace(/^SQLITE_\w+:\s*/, '') : String(err);
 }
 
 function isCorrupt(err: unknown): boolean {
