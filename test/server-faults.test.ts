@@ -55,7 +55,10 @@ async function startClickHouse(): Promise<void> {
     child.once('exit', () => (exited = true));
     const up = await eventually('clickhouse-server to answer /ping or exit', (): Promise<'up' | 'exited' | false> | 'exited' =>
       exited ? 'exited' : fetch(`http://127.0.0.1:${port}/ping`).then((r) => (r.ok ? 'up' : false), () => false),
-    );
+    ).catch((err: unknown) => {
+      child.kill('SIGKILL'); // neither answering nor gone: not left running after the suite
+      throw new Error(`${String(err)}: ${said.join('').slice(-2000)}`);
+    });
     if (up === 'up') {
       server = child;
       return;
