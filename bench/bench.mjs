@@ -64,10 +64,11 @@ function figure(name, ours, theirs, unit, goal, ratio = ours / theirs, within = 
  * A figure of sides measured in rounds, each round's measurements next to each other: its ratio is the
  * median of the rounds' ratios, so that what the machine does meanwhile (a shared machine's load
  * comes and goes within seconds) weighs on both sides of each ratio alike; the medians of each side
- * are quoted beside it.
+ * are quoted beside it. A cost's ratio is the reference's against savedq's (`ratioOf`), so that it reads
+ * as a rate's does: 1 as good as the reference, less worse.
  */
-function pairedFigure(name, ours, theirs, unit, goal) {
-  const ratios = ours.map((x, i) => x / theirs[i]);
+function pairedFigure(name, ours, theirs, unit, goal, ratioOf = (a, b) => a / b) {
+  const ratios = ours.map((x, i) => ratioOf(x, theirs[i]));
   const within = medianInterval(ratios);
   figure(name, median(ours), median(theirs), unit, goal, median(ratios), within);
   console.log(`    the ${ratios.length} rounds' ratios: ${ratios.map((r) => fmt(r, 2)).join(' ')}${within ? `; their median within ${fmt(within[0], 2)}–${fmt(within[1], 2)} (95 %)` : ''}`);
@@ -213,17 +214,40 @@ function loadGenerator() {
   return spawnSync('wrk', ['--version']).error ? 'autocannon' : 'wrk';
 }
 
-function hammer(url, headers, seconds) {
+/**
+ * Sends a server `seconds` of requests from 32 keep-alive connections; its rate (req/s), and the CPU
+ * time the server's process (all its threads) spent a request (µs).
+ */
+function hammer(server, path, headers, seconds) {
+  const url = `${server.url}${path}`;
+  const cpu0 = cpuMs(server.child.pid);
+  let rate;
+  let requests;
   if (loadGenerator() === 'wrk') {
     const args = ['-t1', '-c32', `-d${seconds}s`, ...Object.entries(headers).flatMap(([k, v]) => ['-H', `${k}: ${v}`]), url];
     const out = spawnSync('wrk', args, { encoding: 'utf8' }).stdout;
     if (/Non-2xx/.test(out)) throw new Error(`non-2xx answers: ${out}`);
-    return Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]);
+    rate = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]);
+    requests = Number(/(\d+) requests in/.exec(out)?.[1]);
+  } else {
+    const args = [here('../node_modules/autocannon/autocannon.js'), '-c', '32', '-d', String(seconds), '-j', ...Object.entries(headers).flatMap(([k, v]) => ['-H', `${k}=${v}`]), url];
+    const report = JSON.parse(spawnSync('node', args, { encoding: 'utf8' }).stdout);
+    if (report.non2xx > 0) throw new Error(`${report.non2xx} non-2xx answers`);
+    rate = report.requests.average;
+    requests = report.requests.total;
   }
-  const args = [here('../node_modules/autocannon/autocannon.js'), '-c', '32', '-d', String(seconds), '-j', ...Object.entries(headers).flatMap(([k, v]) => ['-H', `${k}=${v}`]), url];
-  const report = JSON.parse(spawnSync('node', args, { encoding: 'utf8' }).stdout);
-  if (report.non2xx > 0) throw new Error(`${report.non2xx} non-2xx answers`);
-  return report.requests.average;
+  return { rate, cpuUs: ((cpuMs(server.child.pid) - cpu0) * 1000) / requests };
+}
+
+/** The kernel's clock ticks a second, in which /proc counts CPU time (100 on Linux nearly always). */
+const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+
+/** The CPU time a process has spent so far, user and system, all its threads (in ms; the kernel counts it in ticks of 10 ms). */
+function cpuMs(pid) {
+  // The fields after the command's name, which ends with the last ')': utime and stime are the 12th and 13th.
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
 }
 
 /**
@@ -278,11 +302,11 @@ async function httpFigure(env) {
   // past, as Node parses every header), each next to savedq's side in every round.
   const [ours, theirs, floors, tokens, theirsForTokens] = inRounds(
     [
-      () => hammer(`${server.url}${path}`, headers, HTTP_SECONDS),
-      () => hammer(`${bare.url}${path}`, headers, HTTP_SECONDS),
-      () => hammer(`${floor.url}${path}`, headers, HTTP_SECONDS),
-      () => hammer(`${server.url}${path}`, bearer, HTTP_SECONDS),
-      () => hammer(`${bare.url}${path}`, bearer, HTTP_SECONDS),
+      () => hammer(server, path, headers, HTTP_SECONDS),
+      () => hammer(bare, path, headers, HTTP_SECONDS),
+      () => hammer(floor, path, headers, HTTP_SECONDS),
+      () => hammer(server, path, bearer, HTTP_SECONDS),
+      () => hammer(bare, path, bearer, HTTP_SECONDS),
     ],
     HTTP_ROUNDS,
     true,
@@ -290,10 +314,18 @@ async function httpFigure(env) {
   console.log(`  memory: peak RSS of serve under load ${fmt(peakRssMb(server.child.pid))} MB`);
   bare.child.kill('SIGTERM');
   floor.child.kill('SIGTERM');
-  pairedFigure(`HTTP cached endpoint, 32 keep-alive connections (${loadGenerator()}), access log on`, ours, theirs, 'req/s', '>= 0.75');
-  pairedFigure(`the same with a signed token (Authorization: Bearer)`, tokens, theirsForTokens, 'req/s', '>= 0.75');
-  pairedFigure(`the contract's headers and log line alone (bench/contract-server.mjs), against the bare server`, floors, theirs, 'req/s', '(for comparison)');
-  pairedFigure(`HTTP cached endpoint against the contract's headers and log line alone`, ours, floors, 'req/s', '(for comparison)');
+  const rates = (sides) => sides.map((side) => side.rate);
+  pairedFigure(`HTTP cached endpoint, 32 keep-alive connections (${loadGenerator()}), access log on`, rates(ours), rates(theirs), 'req/s', '>= 0.75');
+  pairedFigure(`the same with a signed token (Authorization: Bearer)`, rates(tokens), rates(theirsForTokens), 'req/s', '>= 0.75');
+  pairedFigure(`the contract's headers and log line alone (bench/contract-server.mjs), against the bare server`, rates(floors), rates(theirs), 'req/s', '(for comparison)');
+  pairedFigure(`HTTP cached endpoint against the contract's headers and log line alone`, rates(ours), rates(floors), 'req/s', '(for comparison)');
+  // What a request costs each server in CPU: whether a lower rate is the server's own work, or its
+  // waiting (for the load generator, or for a core another tenant of the machine holds).
+  const costs = (sides) => sides.map((side) => side.cpuUs);
+  const cheaper = (ours, theirs) => theirs / ours;
+  pairedFigure('CPU a cached answer costs the server (all its threads), with a key, against the bare server\'s', costs(ours), costs(theirs), 'µs', '(for comparison)', cheaper);
+  pairedFigure('the same with a signed token', costs(tokens), costs(theirsForTokens), 'µs', '(for comparison)', cheaper);
+  pairedFigure('the same with a key, against the contract\'s headers and log line alone', costs(ours), costs(floors), 'µs', '(for comparison)', cheaper);
   await badTokenFigure(server, headers, path);
   await sharedFigures(env, server, headers);
   server.child.kill('SIGTERM');
@@ -575,11 +607,6 @@ async function testsFigure() {
 }
 
 /**
- * MCP: a cached tool call over standard input and output (client and `savedq mcp` started) against a
- * cached HTTP request to serve for the same call (goal <= 1.5); and initialize + tools/list from a
- * cold `savedq mcp` against a cache hit's whole process (goal <= 2).
- */
-/**
  * A caller's SQL over a query's answer (CONTRACT §14), on the first size's data: an uncached call whose
  * SQL names every field of result against the same call without SQL (whole CLI processes: the check's
  * two statements included), and a cached answer to SQL against a plain cached answer over HTTP.
@@ -605,10 +632,10 @@ async function sandboxFigures() {
 
   const server = await startProcess([BIN, 'serve', '--port', '0'], { ...env, SAVEDQ_API_KEYS: 'bench-key' });
   const headers = { 'X-API-KEY': 'bench-key' };
-  const base = `${server.url}/api/endpoints/query/usage.sandboxed?project=project-7%5C.&interval=daily`;
+  const base = '/api/endpoints/query/usage.sandboxed?project=project-7%5C.&interval=daily';
   const asked = `${base}&sql=${encodeURIComponent('SELECT toStartOfWeek(timestamp) AS week, sum(total_rest_requests) AS rest FROM result GROUP BY week ORDER BY week')}`;
-  for (const url of [base, asked]) await answered(url, headers); // both cached
-  const [ours, theirs] = inRounds([() => hammer(asked, headers, HTTP_SECONDS), () => hammer(base, headers, HTTP_SECONDS)], HTTP_ROUNDS, true);
+  for (const path of [base, asked]) await answered(`${server.url}${path}`, headers); // both cached
+  const [ours, theirs] = inRounds([() => hammer(server, asked, headers, HTTP_SECONDS).rate, () => hammer(server, base, headers, HTTP_SECONDS).rate], HTTP_ROUNDS, true);
   server.child.kill('SIGTERM');
   await new Promise((resolve) => server.child.once('exit', resolve));
   pairedFigure(`HTTP cached answer to SQL, against a plain cached answer (${loadGenerator()})`, ours, theirs, 'req/s', '>= 0.9');
@@ -661,6 +688,11 @@ async function alertsFigure() {
   figure(`alerts check of ${COUNT} alerts on cached queries, against warm of the same ${COUNT} calls`, median(checks), median(warms), 'ms', '<= 2');
 }
 
+/**
+ * MCP: a cached tool call over standard input and output (client and `savedq mcp` started) against a
+ * cached HTTP request to serve for the same call (goal <= 1.5); and initialize + tools/list from a
+ * cold `savedq mcp` against a cache hit's whole process (goal <= 2).
+ */
 async function mcpFigures() {
   console.log('\nmcp: tools for agents, over standard input and output');
   const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
