@@ -108,6 +108,10 @@ describe('savedq serve', () => {
       [{ 'X-API-KEY': 'short' }, 'unknown API key.'],
       [{ 'X-API-KEY': '' }, none],
       [{ Authorization: `Bearer ${sameLength}` }, 'unknown API key.'],
+      // A Bearer credential is one word: whitespace inside it, of any kind a header can hold, is none.
+      [{ Authorization: `Bearer ${KEYS[1] as string} ${KEYS[1] as string}` }, none],
+      [{ Authorization: `Bearer ${KEYS[1] as string}\t${KEYS[1] as string}` }, none],
+      [{ Authorization: `Bearer ${KEYS[1] as string}\u00a0x` }, none],
       // A mistyped key with dots may have been meant as either; this server takes no tokens.
       [{ 'X-API-KEY': (KEYS[1] as string).replace(/.$/, 'X') }, 'unknown API key, and this server takes no tokens (no token secret is configured).'],
     ];

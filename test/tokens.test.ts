@@ -235,4 +235,14 @@ describe('a credential decided at once', () => {
     }
     expect(decided).toBe(expected);
   });
+
+  it('a token made to end as one verified before (its signature kept, its scopes widened) is verified, and refused', async () => {
+    const access = new Access({ isKey: keyChecker(['a-key']), secrets: secretKeys([SECRET]) });
+    expect((await access.authenticate(good)).name).toBe('acme-dashboard');
+    const [header, , signature] = good.split('.');
+    const widened = `${header}.${b64(acme({ scopes: [{ query: '*' }] }))}.${signature}`;
+    expect(access.known(widened)).toBeUndefined();
+    await expect(Promise.resolve(access.authenticate(widened))).rejects.toThrow("the token's signature does not verify.");
+    expect(access.known(good)?.name).toBe('acme-dashboard');
+  });
 });
