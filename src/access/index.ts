@@ -40,17 +40,28 @@ const VERIFIED_TOKENS = 10_000;
 /** A refused token is refused again without verifying it for this long (one not yet valid may become so). */
 const REFUSED_FOR_MS = 10_000;
 /**
- * A verified token is looked up by its last characters, the end of its signature, then compared whole:
- * hashing all of a token (some 250 characters) for the lookup cost 2,800 instructions a request, 3 % of
- * a cached answer. Two tokens that verify share such an end only if their HMAC-SHA256 signatures share
- * 132 bits; a credential made to share one is compared, found different, and verified as any other.
+ * What is remembered of tokens (verified, refused), at most `max` of them. A token is looked up by its
+ * last characters, the end of its signature, then compared whole: hashing all of a token (some 250
+ * characters) for the lookup cost 2,800 instructions a request, 3 % of a cached answer. Two tokens that
+ * verify share such an end only if their HMAC-SHA256 signatures share 132 bits; a credential made to
+ * share one is compared, found different, and decided as any other.
  */
-const TOKEN_TAIL = 22;
+class ByToken<V> {
+  static readonly TAIL = 22;
+  readonly #entries: BoundedMap<string, { readonly token: string; readonly value: V }>;
 
-/** A token that verified, and its caller. */
-interface Verified {
-  readonly token: string;
-  readonly caller: Caller;
+  constructor(max: number) {
+    this.#entries = new BoundedMap(max);
+  }
+
+  get(token: string): V | undefined {
+    const entry = this.#entries.get(token.slice(-ByToken.TAIL));
+    return entry?.token === token ? entry.value : undefined;
+  }
+
+  set(token: string, value: V): void {
+    this.#entries.set(token.slice(-ByToken.TAIL), { token, value });
+  }
 }
 
 /** What a caller may do with a query it may call: the parameters fixed for it. */
@@ -79,9 +90,8 @@ export class Access {
   readonly #options: AccessOptions;
   readonly #clock: () => number;
   readonly #limits: RateLimits;
-  /** By the token's last TOKEN_TAIL characters. */
-  readonly #verified = new BoundedMap<string, Verified>(VERIFIED_TOKENS);
-  readonly #refused = new BoundedMap<string, { message: string; until: number }>(VERIFIED_TOKENS);
+  readonly #verified = new ByToken<Caller>(VERIFIED_TOKENS);
+  readonly #refused = new ByToken<{ message: string; until: number }>(VERIFIED_TOKENS);
   readonly #keyCallers: Caller[] = [];
 
   constructor(options: AccessOptions) {
@@ -98,8 +108,7 @@ export class Access {
     if (credential === undefined || credential === '') return undefined;
     // A token verified before is found by its text first (a token holds dots: a key without any is not
     // looked up); comparing with every key, in constant time, is for the rest.
-    const found = credential.includes('.') ? this.#verified.get(credential.slice(-TOKEN_TAIL)) : undefined;
-    const verified = found?.token === credential ? found.caller : undefined;
+    const verified = credential.includes('.') ? this.#verified.get(credential) : undefined;
     if (verified && (verified.exp ?? 0) > this.#clock() / 1000) return verified;
     const index = this.#options.isKey(credential);
     return index === undefined ? undefined : this.#keyCaller(index);
@@ -135,7 +144,7 @@ export class Access {
       throw err;
     }
     const caller = tokenCaller(claims, this.#options.rateLimit);
-    this.#verified.set(credential.slice(-TOKEN_TAIL), { token: credential, caller });
+    this.#verified.set(credential, caller);
     return caller;
   }
 
