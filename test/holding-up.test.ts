@@ -279,8 +279,11 @@ describe('the OpenAPI document declares what the server does', () => {
     );
     // SQL the engine refuses keeps serve from starting; a query that fails as it runs is a 502.
     writeFileSync(join(own, 'failing.sql'), "SELECT throwIf(number = 0, 'deliberate failure') AS x FROM system.numbers LIMIT 1\n");
-    writeFileSync(join(own, 'endless.sql'), 'SELECT count() AS n FROM numbers(100000000000)\n');
-    const server = await startServe({ ...env, SAVEDQ_DATA_DIR: join(dir, 'openapi-data'), SAVEDQ_API_KEYS: 'k', SAVEDQ_QUERIES: own, SAVEDQ_TIMEOUT: '0.5' }, [], ['--header-timeout', '1', '--max-queue', '1']);
+    // Past its own time limit, a 504.
+    writeFileSync(join(own, 'endless.sql'), '/*\ntimeout: 1\n*/\nSELECT count() AS n FROM numbers(100000000000)\n');
+    // A call that holds the engine long enough for the calls sent with it to find the queue full.
+    writeFileSync(join(own, 'nap.sql'), '/*\nparams:\n  p: { type: integer, default: 0 }\n*/\nSELECT @p AS p, sleepEachRow(0.5) AS z FROM numbers(2)\n');
+    const server = await startServe({ ...env, SAVEDQ_DATA_DIR: join(dir, 'openapi-data'), SAVEDQ_API_KEYS: 'k', SAVEDQ_QUERIES: own }, [], ['--header-timeout', '1', '--max-queue', '1']);
     const doc = (await (await fetch(`${server.url}/openapi.json`)).json()) as {
       paths: Record<string, Record<string, { parameters?: { name: string; schema: object }[]; responses: Record<string, { content?: Record<string, { schema: object }> }> }>>;
       components: object;
@@ -319,9 +322,11 @@ describe('the OpenAPI document declares what the server does', () => {
       ['/health', 'get', await request('/health')],
       ['/health', 'head', await request('/health', '', { method: 'HEAD' })],
     ];
-    // Past --max-queue (1): three at once of an uncached query, one is refused.
-    const flood = await Promise.all(['a', 'b', 'c', 'd'].map((s) => request(typed, `?since=2026-11-2${s === 'a' ? 1 : s === 'b' ? 2 : s === 'c' ? 3 : 4}T00:00:00Z`, { headers: { 'Cache-Control': 'no-cache' } })));
-    for (const f of flood) answers.push([typed, 'get', f]);
+    // Past --max-queue (1): four calls at once while the first holds the engine for a second; the third
+    // and fourth find the queue full.
+    const nap = '/api/endpoints/query/nap';
+    const flood = await Promise.all([1, 2, 3, 4].map((p) => request(nap, `?p=${p}`)));
+    for (const f of flood) answers.push([nap, 'get', f]);
     // A request whose headers never end: 408 once --header-timeout is up.
     const slow = await new Promise<string>((resolve) => {
       const s = connect(Number(new URL(server.url).port), '127.0.0.1');
