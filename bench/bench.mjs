@@ -242,7 +242,7 @@ function hammer(server, path, headers, seconds) {
 /** The kernel's clock ticks a second, in which /proc counts CPU time (100 on Linux nearly always). */
 const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
 
-/** The CPU time a process has spent so far, user and system, all its threads (in ms; the kernel counts it in ticks of 10 ms). */
+/** The CPU time a process has spent so far, user and system, all its threads, in ms (counted by the kernel in CLOCK_TICKS). */
 function cpuMs(pid) {
   // The fields after the command's name, which ends with the last ')': utime and stime are the 12th and 13th.
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');

@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { sqliteModuleError } from '../src/cache/sqlite-module.js';
+import { loadingSqlite } from '../src/cache/sqlite-module.js';
 import { cli, startServe, tempDir } from './helpers.js';
 
 // What a newcomer meets in the first hour, through the built CLI: the quick start run twice, a load
@@ -204,7 +204,7 @@ describe('installing', () => {
     expect([own.allowScripts?.['@scarf/scarf'], own.scarfSettings?.enabled]).toEqual([false, false]);
   });
 
-  it('says in one line that SQLite has no build here, and what to do, rather than the paths the loader tried', () => {
+  it('says in one line that SQLite has no build here, and what to do, rather than the paths the loader tried', async () => {
     // The very loader sqlite3 uses, asked for a build that is not there.
     const bindings = createRequire(createRequire(import.meta.url).resolve('sqlite3'))('bindings') as (options: object) => unknown;
     let failure: unknown;
@@ -214,9 +214,11 @@ describe('installing', () => {
       failure = err;
     }
     expect(String(failure)).toMatch(/Could not locate the bindings file/);
-    const said = sqliteModuleError(failure);
-    expect(said?.message).toBe(`SQLite's native module, sqlite3, has no build for Node ${process.version} here: run npm rebuild sqlite3 where savedq is installed.`);
-    expect(said?.cause).toBe(failure);
-    expect(sqliteModuleError(new Error('SQLITE_BUSY: database is locked'))).toBeUndefined();
+    const said = await loadingSqlite(Promise.reject(failure)).catch((err: unknown) => err as Error);
+    expect(said.message).toBe(`SQLite's native module, sqlite3, has no build for Node ${process.version} here: run npm rebuild sqlite3 where savedq is installed.`);
+    expect(said.cause).toBe(failure);
+    // Any other failure is left as it is.
+    const busy = new Error('SQLITE_BUSY: database is locked');
+    await expect(loadingSqlite(Promise.reject(busy))).rejects.toBe(busy);
   });
 });

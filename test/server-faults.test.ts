@@ -33,21 +33,22 @@ function freePort(): Promise<number> {
  */
 async function startClickHouse(): Promise<void> {
   const said: string[] = [];
+  mkdirSync(join(dir, 'data'), { recursive: true });
+  writeFileSync(
+    join(dir, 'users.xml'),
+    `<?xml version="1.0"?><yandex><profiles><default></default></profiles><quotas><default></default></quotas>
+<users><tester><password>${PASSWORD}</password><networks><ip>::/0</ip></networks><profile>default</profile><quota>default</quota></tester></users></yandex>`,
+  );
+  // Only the ports change from one try to the next.
   for (let attempt = 1; attempt <= 3; attempt++) {
     port = await freePort();
     const tcp = await freePort();
-    mkdirSync(join(dir, 'data'), { recursive: true });
     writeFileSync(
       join(dir, 'config.xml'),
       `<?xml version="1.0"?><yandex><logger><level>error</level><console>1</console></logger>
 <listen_host>127.0.0.1</listen_host><http_port>${port}</http_port><tcp_port>${tcp}</tcp_port>
 <path>${dir}/data/</path><tmp_path>${dir}/tmp/</tmp_path><users_config>${dir}/users.xml</users_config>
 <default_profile>default</default_profile><default_database>default</default_database><mark_cache_size>5368709</mark_cache_size></yandex>`,
-    );
-    writeFileSync(
-      join(dir, 'users.xml'),
-      `<?xml version="1.0"?><yandex><profiles><default></default></profiles><quotas><default></default></quotas>
-<users><tester><password>${PASSWORD}</password><networks><ip>::/0</ip></networks><profile>default</profile><quota>default</quota></tester></users></yandex>`,
     );
     const child = spawn(SERVER, [`--config-file=${join(dir, 'config.xml')}`], { stdio: ['ignore', 'ignore', 'pipe'], cwd: dir });
     child.stderr?.setEncoding('utf8').on('data', (text: string) => said.push(text));

@@ -1,6 +1,6 @@
 import type { Database } from 'sqlite3';
 import { ownFile } from '../fs.js';
-import { sqliteModuleError } from '../cache/sqlite-module.js';
+import { loadingSqlite } from '../cache/sqlite-module.js';
 import type { Target } from './spec.js';
 
 /** What an alert is: its condition holds (firing), held for less than its `for` (pending), does not (ok), or could not be told (error). */
@@ -123,9 +123,7 @@ export class AlertStore {
   static async open(file: string): Promise<AlertStore> {
     const unsafe = ownFile(file);
     if (unsafe !== undefined) throw new Error(unsafe);
-    const { default: sqlite3 } = await import('sqlite3').catch((err: unknown) => {
-      throw sqliteModuleError(err) ?? err;
-    });
+    const { default: sqlite3 } = await loadingSqlite(import('sqlite3'));
     const db = await new Promise<Database>((resolve, reject) => {
       const opened: Database = new sqlite3.Database(file, (err) => (err ? reject(err) : resolve(opened)));
     });

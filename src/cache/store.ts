@@ -3,7 +3,7 @@ import type Keyv from 'keyv';
 import { errnoText } from '../errno.js';
 import { SavedqError } from '../errors.js';
 import { ownFile } from '../fs.js';
-import { sqliteModuleError } from './sqlite-module.js';
+import { loadingSqlite } from './sqlite-module.js';
 
 /** Every key savedq keeps in its SQLite file sits under this namespace, after a prefix of its kind. */
 export const NAMESPACE = 'savedq';
@@ -31,9 +31,7 @@ export class SqliteStore {
   }
 
   async #open(): Promise<Keyv> {
-    const [{ default: KeyvClass }, { default: KeyvSqlite }] = await Promise.all([import('keyv'), import('@keyv/sqlite')]).catch((err: unknown) => {
-      throw sqliteModuleError(err) ?? err;
-    });
+    const [{ default: KeyvClass }, { default: KeyvSqlite }] = await loadingSqlite(Promise.all([import('keyv'), import('@keyv/sqlite')]));
     const unsafe = ownFile(this.file);
     if (unsafe !== undefined) throw new Error(unsafe);
     const connect = async (): Promise<Keyv> => {
