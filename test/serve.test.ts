@@ -102,16 +102,19 @@ describe('savedq serve', () => {
     const path = '/api/endpoints/query/logs.all?project=http-proj';
     const sameLength = (KEYS[0] as string).replace(/.$/, 'X');
     const none = 'no credential: send an API key or a token in X-API-KEY or Authorization: Bearer.';
+    const spaced = 'the credential holds whitespace: send the key or the token alone.';
     const attempts: [Record<string, string>, string][] = [
       [{}, none],
       [{ 'X-API-KEY': sameLength }, 'unknown API key.'],
       [{ 'X-API-KEY': 'short' }, 'unknown API key.'],
       [{ 'X-API-KEY': '' }, none],
       [{ Authorization: `Bearer ${sameLength}` }, 'unknown API key.'],
-      // A Bearer credential is one word: whitespace inside it, of any kind a header can hold, is none.
-      [{ Authorization: `Bearer ${KEYS[1] as string} ${KEYS[1] as string}` }, none],
-      [{ Authorization: `Bearer ${KEYS[1] as string}\t${KEYS[1] as string}` }, none],
-      [{ Authorization: `Bearer ${KEYS[1] as string}\u00a0x` }, none],
+      [{ Authorization: 'Basic dXNlcjpwYXNz' }, none],
+      // A credential is one word: whitespace inside it, of any kind a header can hold, is named.
+      [{ Authorization: `Bearer ${KEYS[1] as string} ${KEYS[1] as string}` }, spaced],
+      [{ Authorization: `Bearer ${KEYS[1] as string}\t${KEYS[1] as string}` }, spaced],
+      [{ Authorization: `Bearer ${KEYS[1] as string}\u00a0x` }, spaced],
+      [{ 'X-API-KEY': `${KEYS[0] as string} x` }, spaced],
       // A mistyped key with dots may have been meant as either; this server takes no tokens.
       [{ 'X-API-KEY': (KEYS[1] as string).replace(/.$/, 'X') }, 'unknown API key, and this server takes no tokens (no token secret is configured).'],
     ];
