@@ -237,6 +237,20 @@ describe('a credential decided at once', () => {
     expect(decided).toBe(expected);
   });
 
+  it.each([
+    ['a key with a word after it', 'a-key x'],
+    ['a token with a space inside', `${good.slice(0, 20)} ${good.slice(20)}`],
+    ['a token with a tab inside', `${good.slice(0, 20)}\t${good.slice(20)}`],
+  ])('names whitespace inside a credential: %s', async (_what, credential) => {
+    const access = new Access({ isKey: keyChecker(['a-key']), secrets: secretKeys([SECRET]) });
+    await expect((async () => access.authenticate(credential))()).rejects.toThrow('the credential holds whitespace: send the key or the token alone.');
+  });
+
+  it('takes a key that holds a space (a key file may give one) as any other key', () => {
+    const access = new Access({ isKey: keyChecker(['a-key', 'a spaced key']), secrets: secretKeys([SECRET]) });
+    expect(access.authenticate('a spaced key')).toMatchObject({ kind: 'key', name: 'key 2' });
+  });
+
   it('a token made to end as one decided before (its signature kept, its claims changed) is verified as any other', async () => {
     const access = new Access({ isKey: keyChecker(['a-key']), secrets: secretKeys([SECRET]) });
     // Thrown at once or rejected later, alike.
