@@ -213,6 +213,10 @@ describe('a credential decided at once', () => {
   // verification; each case on an Access of its own, a token first shown once where the case says so.
   const good = handMade(acme());
   const forged = handMade(acme(), 'not-the-secret-of-this-server-0123456789');
+  /** An Access taking these API keys, and tokens signed with SECRET. */
+  const accessOf = (keys = ['a-key']) => new Access({ isKey: keyChecker(keys), secrets: secretKeys([SECRET]) });
+  /** A credential's caller or refusal as a promise, whether it is decided at once (returned or thrown) or later. */
+  const decide = async (access: Access, credential: string) => access.authenticate(credential);
 
   it.each([
     ['an API key', 'a-key', false, 'caller'],
@@ -222,9 +226,8 @@ describe('a credential decided at once', () => {
     ['a forged token not seen before', forged, false, 'promise'],
     ['a forged token refused before', forged, true, 'refused'],
   ] as const)('%s', async (_what, credential, shownBefore, expected) => {
-    const access = new Access({ isKey: keyChecker(['a-key']), secrets: secretKeys([SECRET]) });
-    // Shown once, whether it is decided at once (thrown or returned) or later.
-    if (shownBefore) await (async () => access.authenticate(credential))().catch(() => undefined);
+    const access = accessOf();
+    if (shownBefore) await decide(access, credential).catch(() => undefined);
     let decided: 'caller' | 'refused' | 'promise' | undefined;
     try {
       const caller = access.authenticate(credential);
@@ -242,30 +245,26 @@ describe('a credential decided at once', () => {
     ['a token with a space inside', `${good.slice(0, 20)} ${good.slice(20)}`],
     ['a token with a tab inside', `${good.slice(0, 20)}\t${good.slice(20)}`],
   ])('names whitespace inside a credential: %s', async (_what, credential) => {
-    const access = new Access({ isKey: keyChecker(['a-key']), secrets: secretKeys([SECRET]) });
-    await expect((async () => access.authenticate(credential))()).rejects.toThrow('the credential holds whitespace: send the key or the token alone.');
+    await expect(decide(accessOf(), credential)).rejects.toThrow('the credential holds whitespace: send the key or the token alone.');
   });
 
   it('takes a key that holds a space (a key file may give one) as any other key', () => {
-    const access = new Access({ isKey: keyChecker(['a-key', 'a spaced key']), secrets: secretKeys([SECRET]) });
-    expect(access.authenticate('a spaced key')).toMatchObject({ kind: 'key', name: 'key 2' });
+    expect(accessOf(['a-key', 'a spaced key']).authenticate('a spaced key')).toMatchObject({ kind: 'key', name: 'key 2' });
   });
 
   it('a token made to end as one decided before (its signature kept, its claims changed) is verified as any other', async () => {
-    const access = new Access({ isKey: keyChecker(['a-key']), secrets: secretKeys([SECRET]) });
-    // Thrown at once or rejected later, alike.
-    const decide = async (credential: string) => access.authenticate(credential);
-    expect((await decide(good)).name).toBe('acme-dashboard');
+    const access = accessOf();
+    expect((await decide(access, good)).name).toBe('acme-dashboard');
     const [header, , signature] = good.split('.');
     const widened = `${header}.${b64(acme({ scopes: [{ query: '*' }] }))}.${signature}`;
     expect(access.known(widened)).toBeUndefined();
-    await expect(decide(widened)).rejects.toThrow("the token's signature does not verify.");
+    await expect(decide(access, widened)).rejects.toThrow("the token's signature does not verify.");
     expect(access.known(good)?.name).toBe('acme-dashboard');
     // Refused for what it says (not yet valid); the same signature under other claims is not refused for that.
     const early = handMade(acme({ nbf: now() + 600 }));
-    await expect(decide(early)).rejects.toThrow('token not yet valid.');
+    await expect(decide(access, early)).rejects.toThrow('token not yet valid.');
     const [earlyHeader, , earlySignature] = early.split('.');
-    await expect(decide(`${earlyHeader}.${b64(acme())}.${earlySignature}`)).rejects.toThrow("the token's signature does not verify.");
-    await expect(decide(early)).rejects.toThrow('token not yet valid.');
+    await expect(decide(access, `${earlyHeader}.${b64(acme())}.${earlySignature}`)).rejects.toThrow("the token's signature does not verify.");
+    await expect(decide(access, early)).rejects.toThrow('token not yet valid.');
   });
 });
