@@ -353,12 +353,15 @@ describe('/mcp on serve', () => {
     expect(res.headers.get('allow')).toBe('GET, POST, DELETE');
   });
 
-  it('refuses no credential (401), a foreign Origin or Host (403); --no-mcp answers 404', async () => {
+  it('refuses no credential or a Basic one (401), a foreign Origin or Host (403); --no-mcp answers 404', async () => {
     const init = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '0' } } });
     const post = (headers: Record<string, string>, url = server.url) => fetch(`${url}/mcp`, { method: 'POST', body: init, headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', ...headers } });
     const none = await post({});
     expect(none.status).toBe(401);
     expect(none.headers.get('www-authenticate')).toBe('Bearer');
+    const basic = await post({ Authorization: 'Basic dXNlcjpwYXNz' });
+    expect(basic.status).toBe(401);
+    expect(((await basic.json()) as { error: { message: string } }).error.message).toMatch(/^Authorization: Basic is not taken/);
     const foreign = await post({ Authorization: `Bearer ${KEY}`, Origin: 'http://evil.example' });
     expect(foreign.status).toBe(403);
     expect(((await foreign.json()) as { error: { message: string } }).error.message).toMatch(/may not call \/mcp/);

@@ -109,7 +109,11 @@ describe('savedq serve', () => {
       [{ 'X-API-KEY': 'short' }, 'unknown API key.'],
       [{ 'X-API-KEY': '' }, none],
       [{ Authorization: `Bearer ${sameLength}` }, 'unknown API key.'],
-      [{ Authorization: 'Basic dXNlcjpwYXNz' }, none],
+      // Another scheme is named; one that is not a scheme's name is not said back.
+      [{ Authorization: 'Basic dXNlcjpwYXNz' }, 'Authorization: Basic is not taken: send Authorization: Bearer <key or token>, or the key in X-API-KEY.'],
+      [{ Authorization: 'Digest username="me"' }, 'Authorization: Digest is not taken: send Authorization: Bearer <key or token>, or the key in X-API-KEY.'],
+      [{ Authorization: '{x} y' }, 'an Authorization scheme other than Bearer is not taken: send Authorization: Bearer <key or token>, or the key in X-API-KEY.'],
+      [{ Authorization: 'Bearer' }, none],
       // A credential is one word: whitespace inside it, of any kind a header can hold, is named.
       [{ Authorization: `Bearer ${KEYS[1] as string} ${KEYS[1] as string}` }, spaced],
       [{ Authorization: `Bearer ${KEYS[1] as string}\t${KEYS[1] as string}` }, spaced],
@@ -126,6 +130,9 @@ describe('savedq serve', () => {
     }
     expect((await get(path, { 'X-API-KEY': KEYS[1] as string })).status).toBe(200);
     expect((await get(path, { Authorization: `Bearer ${KEYS[1] as string}` })).status).toBe(200);
+    // A proxy's Basic leaves the key its turn, and the public document public.
+    expect((await get(path, { Authorization: 'Basic dXNlcjpwYXNz', 'X-API-KEY': KEYS[1] as string })).status).toBe(200);
+    expect((await get('/openapi.json', { Authorization: 'Basic dXNlcjpwYXNz' })).status).toBe(200);
   });
 
   it('answers 400 naming the parameter, for bad percent-encoding and for a parameter given twice', async () => {

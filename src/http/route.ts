@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Caller } from '../access/index.js';
-import { PayloadTooLargeError } from '../errors.js';
+import { PayloadTooLargeError, UnauthorizedError } from '../errors.js';
 
 /** What one request's handling learns on the way, for its answer and its log line. */
 export interface RequestContext {
@@ -51,17 +51,30 @@ export interface Route {
 export const READ_METHODS = ['GET', 'HEAD'] as const;
 
 /**
- * The credential of a request: `Authorization: Bearer <key or token>`, else `X-API-KEY`. Whitespace
- * inside it is left for authentication to name, once the credential is not one known.
+ * The credential of a request: `Authorization: Bearer <key or token>`, else `X-API-KEY` (an
+ * Authorization of another scheme, a proxy's Basic say, is not one). Whitespace inside it is left for
+ * authentication to name, once the credential is not one known.
  */
 export function credentialOf(req: IncomingMessage): string | undefined {
   const authorization = req.headers.authorization;
-  if (authorization !== undefined) {
-    // "Bearer <credential>", the scheme's name in any case (RFC 7235).
-    return authorization.length > 7 && authorization.slice(0, 7).toLowerCase() === 'bearer ' ? authorization.slice(7).trim() : '';
-  }
+  // "Bearer <credential>", the scheme's name in any case (RFC 7235).
+  if (authorization !== undefined && authorization.length > 7 && authorization.slice(0, 7).toLowerCase() === 'bearer ') return authorization.slice(7).trim();
   const key = req.headers['x-api-key'];
   return Array.isArray(key) ? undefined : key;
+}
+
+/** An HTTP authentication scheme's name as RFC 7235 spells it (a token), short enough to say back. */
+const SCHEME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}$/;
+
+/**
+ * The refusal of a request with no credential but an Authorization of a scheme savedq does not take
+ * (Basic, Digest, …), naming it; undefined when it is Bearer or there is none.
+ */
+export function foreignScheme(req: IncomingMessage): UnauthorizedError | undefined {
+  const scheme = req.headers.authorization?.trim().split(/\s/, 1)[0] ?? '';
+  if (scheme === '' || scheme.toLowerCase() === 'bearer') return undefined;
+  const named = SCHEME.test(scheme) ? `Authorization: ${scheme}` : 'an Authorization scheme other than Bearer';
+  return new UnauthorizedError(`${named} is not taken: send Authorization: Bearer <key or token>, or the key in X-API-KEY.`);
 }
 
 /** The request's body as text, refused past its route's bound (413). */
