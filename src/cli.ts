@@ -3,6 +3,7 @@ import { resolveConfig, settingHelp, SETTINGS, type ConfigFlags, type Setting } 
 import { InterruptedError, SavedqError } from './errors.js';
 import { Savedq } from './library.js';
 import { packageVersion } from './package.js';
+import { closest } from './suggest.js';
 import { FORMATS, RUN_FORMATS } from './output/index.js';
 import type { CliShape, CommandShape, OptionShape } from './commands/completion.js';
 import { CHECK_FORMATS, SHELLS, TEST_FORMATS } from './commands/choices.js';
@@ -88,7 +89,6 @@ const program = withSettings(
   .option('--debug', 'show stack traces on errors')
   .showSuggestionAfterError()
   .exitOverride()
-  .configureOutput({ outputError: (text, write) => write(`savedq: ${text.replace(/^error: /, '')}`) })
   .addHelpText(
     'after',
     examples(
@@ -465,6 +465,32 @@ function cliShape(): CliShape {
   });
   return { commands: program.commands.map(commandShape), globalOptions: program.options.map(optionShape) };
 }
+
+/** Commander's message for a flag no command takes (`--api-key=x` too), when it has no guess of its own. */
+const UNKNOWN_OPTION = /^unknown option '(--[^'=]+)(=[^']*)?'\n$/;
+
+/**
+ * Each command's errors as savedq says them, on one line after `savedq: `; an unknown option with
+ * savedq's own guess when commander has none, among the command's flags and its parents': one the
+ * flag starts too (`--api-key` for --api-key-file), as queries, parameters and fields are guessed.
+ */
+function sayErrors(command: Command): void {
+  const flags = (): string[] => {
+    const all: string[] = [];
+    for (let c: Command | null = command; c; c = c.parent) all.push(...c.options.flatMap((o) => (o.hidden || o.long === undefined ? [] : [o.long])));
+    return all;
+  };
+  command.configureOutput({
+    outputError: (text, write) => {
+      const said = text.replace(/^error: /, '');
+      const [, flag, value = ''] = UNKNOWN_OPTION.exec(said) ?? [];
+      const guess = flag === undefined ? undefined : closest(flag, flags());
+      write(`savedq: ${guess === undefined ? said : `unknown option '${flag}${value}'\n(Did you mean ${guess}?)\n`}`);
+    },
+  });
+  command.commands.forEach(sayErrors);
+}
+sayErrors(program);
 
 /** The one place errors become messages and exit codes. */
 async function main(argv: string[]): Promise<number> {

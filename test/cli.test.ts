@@ -105,7 +105,10 @@ describe('savedq (the built CLI)', () => {
     await expectBadInput(['run', 'usage.api-counts', '-p', 'project=(', '-p', 'interval=daily'], /parameter 'project': not an RE2/);
     await expectBadInput(['run', 'logs.all', '-p', 'project=x', '--at', 'tomorrow'], /invalid --at "tomorrow"/);
     await expectBadInput(['run', 'logs.all', '-p', 'project=x', '-f', 'xml'], /xml.*Allowed choices are table, json, ndjson, csv/);
-    await expectBadInput(['run', 'logs.all', '--frobnicate'], /unknown option '--frobnicate'/);
+    await expectBadInput(['run', 'logs.all', '--frobnicate'], /^savedq: unknown option '--frobnicate'\n$/);
+    // A flag that starts one the command takes is guessed, as commander guesses a typo.
+    await expectBadInput(['serve', '--api-key', 'x'], /^savedq: unknown option '--api-key'\n\(Did you mean --api-key-file\?\)\n$/);
+    await expectBadInput(['run', 'logs.all', '--formt', 'json'], /^savedq: unknown option '--formt'\n\(Did you mean --format\?\)\n$/);
     await expectBadInput(['runn'], /unknown command 'runn'/);
     await expectBadInput(['load', 'edge_log', '-'], /unknown table "edge_log"/);
     await expectBadInput(['load', 'edge_logs', join(dir, 'nope.ndjson')], /no such file/);
