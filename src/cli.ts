@@ -490,7 +490,6 @@ function sayErrors(command: Command): void {
   });
   command.commands.forEach(sayErrors);
 }
-sayErrors(program);
 
 /** The one place errors become messages and exit codes. */
 async function main(argv: string[]): Promise<number> {
@@ -542,6 +541,7 @@ function interruptible(): void {
   process.on('SIGTERM', onSignal);
 }
 
+sayErrors(program);
 interruptible();
 void main(process.argv).then((code) => {
   process.exitCode = afterOutput(code);

@@ -70,7 +70,7 @@ const SCHEME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}$/;
  * The refusal of a request with no credential but an Authorization of a scheme savedq does not take
  * (Basic, Digest, …), naming it; undefined when it is Bearer or there is none.
  */
-export function foreignScheme(req: IncomingMessage): UnauthorizedError | undefined {
+export function foreignSchemeRefusal(req: IncomingMessage): UnauthorizedError | undefined {
   const scheme = req.headers.authorization?.trim().split(/\s/, 1)[0] ?? '';
   if (scheme === '' || scheme.toLowerCase() === 'bearer') return undefined;
   const named = SCHEME.test(scheme) ? `Authorization: ${scheme}` : 'an Authorization scheme other than Bearer';

@@ -9,7 +9,7 @@ import { clientErrorAnswer, errorBody, send, sendError } from './answers.js';
 import { keyChecker } from './keys.js';
 import { serveMetrics } from './metrics.js';
 import { QUERY_PREFIX } from './query-route.js';
-import { READ_METHODS, credentialOf, foreignScheme, type Answered, type RequestContext, type Route } from './route.js';
+import { READ_METHODS, credentialOf, foreignSchemeRefusal, type Answered, type RequestContext, type Route } from './route.js';
 import { serveRoutes } from './routes.js';
 import { startUpkeep } from './upkeep.js';
 
@@ -129,7 +129,7 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
       throw new MethodNotAllowedError(`${req.method ?? 'this method'} is not allowed here; use ${route.methods.filter((m) => m !== 'HEAD').join(' or ')}.`, route.methods.join(', '));
     }
     if (route.credential === 'none' || (route.credential === 'optional' && credential === undefined)) return asked;
-    const foreign = credential === undefined ? foreignScheme(req) : undefined;
+    const foreign = credential === undefined ? foreignSchemeRefusal(req) : undefined;
     if (foreign) throw foreign;
     const known = (caller: Caller): Admitted => {
       ctx.caller = caller;
