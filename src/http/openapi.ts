@@ -91,7 +91,7 @@ function operation(query: SavedQuery, by: 'name' | 'id', grant: Grant): Record<s
         },
       },
       '400': errorResponse(sql ? 'A parameter is missing, unknown or malformed; or the SQL is refused (sandbox_refused, naming what) or fails in the engine (bad_sql).' : 'A parameter is missing, unknown or malformed; or SQL was sent (sandbox_disabled: this query takes none).'),
-      '401': errorResponse('No credential, an unknown key, or a token that does not verify (the message says why: "token expired.").', {
+      '401': errorResponse('No credential (an Authorization of a scheme other than Bearer is none), one with whitespace inside, an unknown key, or a token that does not verify (the message says why: "token expired.").', {
         'WWW-Authenticate': { description: 'Bearer', schema: { type: 'string' } },
       }),
       '403': errorResponse('A token asking for a query outside its scopes, giving a fixed parameter another value (named), or sending SQL without --sql.'),
