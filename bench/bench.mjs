@@ -758,7 +758,7 @@ async function httpOnly() {
   await httpFigure({ SAVEDQ_DATA_DIR: dataDir, SAVEDQ_CACHE_FILE: join(work, `cache-http-${rows}.sqlite`) });
 }
 
-console.log(`savedq bench: ${SIZES.join(', ')} rows a table, ${REPS} repetitions a side, medians`);
+console.log(`savedq bench: Node ${process.version}, ${SIZES.join(', ')} rows a table, ${REPS} repetitions a side, medians`);
 const scaling = {};
 if (ONLY.includes('scale')) for (const rows of SIZES) scaling[rows] = await scale(rows);
 if (ONLY.includes('scale') && SIZES.length > 1) {

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, cpSync, mkdirSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, mkdirSync, readdirSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -20,7 +20,9 @@ function cacheRejected(packageDir: string, bundle = 'savedq.cjs'): string {
 function packageCopy(): string {
   const dir = join(tempDir(), 'savedq');
   mkdirSync(join(dir, 'dist'), { recursive: true });
-  for (const f of ['launch.cjs', 'savedq.cjs', 'yaml.cjs', 're2.cjs', codeCacheFile('savedq.cjs')]) copyFileSync(join(root, 'dist', f), join(dir, 'dist', f));
+  // Every bundle (the CLI loads some on first use) and the CLI's code cache.
+  const files = readdirSync(join(root, 'dist')).filter((f) => f.endsWith('.cjs'));
+  for (const f of [...files, codeCacheFile('savedq.cjs')]) copyFileSync(join(root, 'dist', f), join(dir, 'dist', f));
   for (const d of ['bin', 'sql']) cpSync(join(root, d), join(dir, d), { recursive: true });
   copyFileSync(join(root, 'package.json'), join(dir, 'package.json'));
   symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'));

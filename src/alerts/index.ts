@@ -1,7 +1,7 @@
-import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { asOfMicros, type CallRequest, type PreparedCall } from '../calls/prepare.js';
 import type { RunResult } from '../calls/runner.js';
+import { nodeCrypto } from '../lazy.js';
 import type { DefinitionProblem } from '../queries/definition.js';
 import { paramsText } from '../queries/params.js';
 import type { Row } from '../queries/types.js';
@@ -182,7 +182,7 @@ export class Alerts {
   readonly #parts: AlertParts;
   #store: Promise<AlertStore> | undefined;
   /** This process, as a lease names it. */
-  readonly #owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  readonly #owner = `${hostname()}:${process.pid}:${nodeCrypto().randomUUID().slice(0, 8)}`;
 
   constructor(parts: AlertParts) {
     this.#parts = parts;
@@ -403,7 +403,7 @@ export class Alerts {
       ok: `savedq alert ${alert.name} is OK: no row of ${call} matches ${shown}`,
     }[kind];
     return {
-      id: randomUUID(),
+      id: nodeCrypto().randomUUID(),
       alert: alert.name,
       ...(alert.description !== undefined ? { description: alert.description } : {}),
       query: alert.query,

@@ -1,8 +1,8 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { randomUUID } from 'node:crypto';
 import { InputError } from '../errors.js';
 import { makeDirectory } from '../fs.js';
+import { nodeCrypto } from '../lazy.js';
 import type { Savedq } from '../library.js';
 import { displayPath } from '../queries/catalog.js';
 import { NAME_PATTERN } from '../queries/types.js';
@@ -95,7 +95,7 @@ export async function newCommand(lib: Savedq, options: NewOptions, io: Io): Prom
   for (const f of [file, testFile]) if (existsSync(f)) throw new InputError(`${displayPath(f)} already exists; nothing written.`);
   try {
     makeDirectory(dir);
-    writeFileSync(file, starterDefinition(name, randomUUID()), { flag: 'wx' });
+    writeFileSync(file, starterDefinition(name, nodeCrypto().randomUUID()), { flag: 'wx' });
     writeFileSync(testFile, starterTest(name), { flag: 'wx' });
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;

@@ -1,5 +1,5 @@
-import { timingSafeEqual } from 'node:crypto';
 import { MAX_API_KEY_BYTES } from '../config.js';
+import { nodeCrypto } from '../lazy.js';
 
 /** Keys are compared in buffers of a multiple of this many bytes. */
 const KEY_BLOCK = 64;
@@ -30,6 +30,7 @@ export function keyChecker(keys: readonly string[]): (presented: string | undefi
   // ends before `size` (a longer one fills past it), so its length needs no counting of its own.
   const room = Buffer.alloc(size + 4);
   const candidate = room.subarray(0, size);
+  const { timingSafeEqual } = nodeCrypto();
   return (presented) => {
     if (presented === undefined || presented === '') return undefined;
     const length = room.write(presented, 'utf8');

@@ -1,8 +1,8 @@
-import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
 import type { Caller } from '../access/index.js';
 import { ForbiddenError, type SandboxRefusedError } from '../errors.js';
+import { nodeCrypto } from '../lazy.js';
 import type { Savedq } from '../library.js';
 import { loadSdk, type Sdk } from '../mcp/load.js';
 import { mcpServer } from '../mcp/server.js';
@@ -65,7 +65,7 @@ export class McpEndpoint {
 
   /** Answers a request to /mcp whose caller is known (serve authenticated it). */
   async handle(req: IncomingMessage, res: ServerResponse, caller: Caller, credential: string): Promise<void> {
-    const owner = createHash('sha256').update(credential).digest('base64url');
+    const owner = nodeCrypto().createHash('sha256').update(credential).digest('base64url');
     const id = req.headers['mcp-session-id'];
     const sessionId = typeof id === 'string' ? id : undefined;
     const session = sessionId === undefined ? undefined : this.#sessions.get(sessionId);

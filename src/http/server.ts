@@ -1,8 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { randomUUID } from 'node:crypto';
 import { Access, type Caller } from '../access/index.js';
 import { InterruptedError, MethodNotAllowedError, NotFoundError, SandboxRefusedError, UriTooLongError } from '../errors.js';
+import { nodeCrypto } from '../lazy.js';
 import type { Savedq } from '../library.js';
 import type { Log } from '../report.js';
 import { clientErrorAnswer, errorBody, send, sendError } from './answers.js';
@@ -84,7 +84,7 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
   const headerTimeoutSeconds = options.headerTimeoutSeconds ?? 10;
   // A fresh request id: this server's random prefix and a count, unique across servers and restarts
   // without drawing random bytes for every request.
-  const idPrefix = `${randomUUID().slice(0, 13)}-`;
+  const idPrefix = `${nodeCrypto().randomUUID().slice(0, 13)}-`;
   let requestCount = 0;
   let inFlight = 0;
   let drained: (() => void) | undefined;

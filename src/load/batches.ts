@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import { read } from 'node:fs';
 import { promisify } from 'node:util';
 import { InputError } from '../errors.js';
+import { nodeCrypto } from '../lazy.js';
 import type { TableName } from '../warehouse/schema.js';
 
 /** A line longer than this (no newline in sight) is refused rather than held in memory. */
@@ -127,6 +127,6 @@ export function surveyLines(lines: Buffer): { lines: number; blank: number; shap
 
 /** The mark a batch's rows carry: the first 64 bits of a digest of its bytes (and of the table's name), as text. */
 export function batchMark(table: TableName, lines: Buffer): string {
-  const digest = createHash('sha256').update(table).update('\0').update(lines).digest('hex');
+  const digest = nodeCrypto().createHash('sha256').update(table).update('\0').update(lines).digest('hex');
   return BigInt(`0x${digest.slice(0, 16)}`).toString();
 }

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { nodeCrypto } from '../lazy.js';
 import type { Warehouse } from '../warehouse/index.js';
 import type { TableName } from '../warehouse/schema.js';
 
@@ -101,11 +101,11 @@ const TABLES_OF_REST = ['todos', 'orders', 'profiles', 'invoices', 'messages'];
 const PATHS: ReadonlyArray<readonly [() => string, number]> = [
   [() => `/rest/v1/${pick(TABLES_OF_REST)}`, 45],
   [() => `/rest/v1/rpc/${pick(['search', 'stats', 'checkout_total'])}`, 5],
-  [() => `/storage/v1/object/${pick(['avatars', 'public', 'exports'])}/${randomUUID().slice(0, 8)}.png`, 15],
+  [() => `/storage/v1/object/${pick(['avatars', 'public', 'exports'])}/${nodeCrypto().randomUUID().slice(0, 8)}.png`, 15],
   [() => `/auth/v1/${pick(['token', 'user', 'logout', 'signup'])}`, 20],
   [() => '/realtime/v1/websocket', 8],
   [() => `/graphql/v1`, 4],
-  [() => `/storage/v1/object/auth/${randomUUID().slice(0, 8)}`, 3],
+  [() => `/storage/v1/object/auth/${nodeCrypto().randomUUID().slice(0, 8)}`, 3],
 ];
 /** Status codes on a normal day: a few client errors, server errors rare. */
 const STATUS: ReadonlyArray<readonly [number, number]> = [

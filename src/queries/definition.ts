@@ -1,6 +1,5 @@
-import { createHash } from 'node:crypto';
-import { v5 as uuidV5 } from 'uuid';
 import type { Node, Pair, YAMLError } from 'yaml';
+import { lazyRequire, nodeCrypto } from '../lazy.js';
 import { closest } from '../suggest.js';
 import { clickhouseType, patternError } from './param-types.js';
 import { checkValue } from './params.js';
@@ -56,9 +55,12 @@ export type ReadDefinition =
       readonly declared?: { readonly name: string | undefined; readonly id: string | undefined };
     };
 
+/** The UUID package, a bundle of its own: it loads node:crypto, which a cache hit never needs. */
+const uuid = lazyRequire<typeof import('uuid')>('uuid', 'uuid.cjs');
+
 /** The id a query gets when its header has none: the same on every machine. */
 export function derivedId(name: string): string {
-  return uuidV5(`savedq:${name}`, ID_NAMESPACE);
+  return uuid().v5(`savedq:${name}`, ID_NAMESPACE);
 }
 
 /** Whether text is a UUID. */
@@ -161,7 +163,7 @@ export function readDefinition(file: string, text: string, defaultName: string, 
 /** The digest of what decides a query's result: its SQL, its parameters and its row limit. */
 function definitionDigest(sql: string, params: readonly ParamDefinition[], maxRows: number): string {
   const shape = params.map(({ description: _description, ...rest }) => rest);
-  return createHash('sha256').update(JSON.stringify([sql, shape, maxRows])).digest('base64url').slice(0, 22);
+  return nodeCrypto().createHash('sha256').update(JSON.stringify([sql, shape, maxRows])).digest('base64url').slice(0, 22);
 }
 
 /** The header's settings, read and checked. */

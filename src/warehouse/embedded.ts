@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { accessSync, constants, existsSync, rmSync, statSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
@@ -6,6 +5,7 @@ import { join } from 'node:path';
 import { errnoText } from '../errno.js';
 import { InputError, WarehouseError } from '../errors.js';
 import { inDirectory, makeDirectory, ownDirectory } from '../fs.js';
+import { nodeCrypto } from '../lazy.js';
 import { BASE_SETTINGS, clientStatements } from './client.js';
 import { toWarehouseError } from './errors.js';
 import { inLane } from './lane.js';
@@ -175,7 +175,7 @@ async function openEngine(options: EmbeddedOptions, stopIf: (() => boolean) | un
  * asks, whole, so that it reads the lines in order.
  */
 async function stageFiles(dir: string, lines: Buffer, statements: Pick<Warehouse, 'query' | 'command'>, location: string): Promise<StagedLines> {
-  const name = join(dir, `${process.pid}-${randomUUID()}`);
+  const name = join(dir, `${process.pid}-${nodeCrypto().randomUUID()}`);
   const parts = globSafe(name) ? splitLines(lines, INSERT_STREAMS) : [lines];
   const partFiles = parts.map((_, i) => `${name}.${i}.ndjson`);
   const partsGlob = parts.length > 1 ? `${name}.{${parts.map((_, i) => i).join(',')}}.ndjson` : (partFiles[0] as string);

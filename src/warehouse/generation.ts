@@ -1,6 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import { readFileSync, renameSync, watch, writeFileSync, type FSWatcher } from 'node:fs';
 import { join } from 'node:path';
+import { nodeCrypto } from '../lazy.js';
 
 /** The file in an embedded data directory that names the generation of its data. */
 const GENERATION_FILE = 'savedq-generation';
@@ -23,7 +23,7 @@ export function readGeneration(dataDir: string): string {
 export function newGeneration(dataDir: string): void {
   const file = join(dataDir, GENERATION_FILE);
   const staged = `${file}.${process.pid}.tmp`;
-  writeFileSync(staged, `${Date.now().toString(36)}-${randomBytes(6).toString('hex')}\n`, { mode: 0o600 });
+  writeFileSync(staged, `${Date.now().toString(36)}-${nodeCrypto().randomBytes(6).toString('hex')}\n`, { mode: 0o600 });
   renameSync(staged, file);
 }
 

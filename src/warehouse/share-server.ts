@@ -1,7 +1,7 @@
-import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { createServer, type Socket } from 'node:net';
 import { InterruptedError, WarehouseError } from '../errors.js';
+import { nodeCrypto } from '../lazy.js';
 import { readFrames, writeFrame } from './frames.js';
 import { atSocket, socketPath, toWire, type Answer, type Request } from './share.js';
 import type { StagedLines, Warehouse } from './types.js';
@@ -89,7 +89,7 @@ export async function shareWarehouse(
         await warehouse.command(s?.sql ?? '', s?.params ?? {}, s?.settings);
         return null;
       case 'stage': {
-        const id = randomUUID();
+        const id = nodeCrypto().randomUUID();
         staged.set(id, { lines: await warehouse.stage(body), usedAt: Date.now() });
         return id;
       }
