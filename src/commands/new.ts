@@ -19,7 +19,7 @@ export function starterDefinition(name: string, id: string): string {
   return `/*
 # ${name}: a saved query of savedq. Edit the header and the SQL, then run: savedq check
 description: Requests per status code of one project in the last days.
-id: ${id}                 # fixed: HTTP and the cache know the query by it
+id: ${id}  # fixed: HTTP and the cache know the query by it
 params:                    # each is @name in the SQL below; types: string regex integer number boolean timestamp date string[]
   project:
     type: string
