@@ -25,7 +25,8 @@ export function lazyRequire<T>(pkg: string, bundle: string): () => T {
   };
 }
 
-let crypto: typeof import('node:crypto') | undefined;
+/** node:crypto once loaded (not named crypto: that is the global Web Crypto). */
+let cryptoModule: typeof import('node:crypto') | undefined;
 
 /**
  * `node:crypto`, loaded on first use. No cache hit uses it, and Node 22 and 24 do not have it in their
@@ -33,6 +34,6 @@ let crypto: typeof import('node:crypto') | undefined;
  * about 55), since the bundle starts every room it holds. Kept once loaded, so a hot path may call it.
  */
 export function nodeCrypto(): typeof import('node:crypto') {
-  crypto ??= process.getBuiltinModule('node:crypto');
-  return crypto;
+  cryptoModule ??= process.getBuiltinModule('node:crypto');
+  return cryptoModule;
 }
