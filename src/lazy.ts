@@ -34,6 +34,7 @@ let cryptoModule: typeof import('node:crypto') | undefined;
  * about 55), since the bundle starts every room it holds. Kept once loaded, so a hot path may call it.
  */
 export function nodeCrypto(): typeof import('node:crypto') {
-  cryptoModule ??= process.getBuiltinModule('node:crypto');
+  // Not process.getBuiltinModule: Node before 20.16 has none, and a run there would fail where it worked.
+  cryptoModule ??= createRequire(packageRoot)('node:crypto') as typeof import('node:crypto');
   return cryptoModule;
 }
