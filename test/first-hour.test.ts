@@ -158,11 +158,17 @@ describe('the sample looks like traffic', () => {
     const active = minutely.filter((r) => Number(r.total_rest_requests) + Number(r.total_auth_requests) + Number(r.total_storage_requests) > 0);
     expect(active.length).toBeGreaterThan(30);
     const hours = await rows('functions.invocation-stats', '-p', 'project=acme-shop', '-p', 'interval=1day', '--at', now);
-    const rates = hours.map((r) => Number(r.error_count) / Number(r.count)).sort((a, b) => a - b);
-    const median = rates[Math.floor(rates.length / 2)] as number;
-    // An incident's hour (one began 20 hours before the load) stands out, wherever its 25 minutes fall.
-    expect(median).toBeLessThan(0.1);
-    expect(rates.at(-1)).toBeGreaterThan(Math.max(0.15, 3 * median));
+    const byRate = hours.map((r) => ({ errors: Number(r.error_count), count: Number(r.count) })).sort((a, b) => a.errors / a.count - b.errors / b.count);
+    // The other hours' rate, all their calls together (6 % of calls fail outside incidents): an hour alone
+    // holds a few dozen calls, so the median hour's rate strayed past 0.1 now and then (0.105 once in CI).
+    const others = byRate.slice(0, -2);
+    const typical = others.reduce((sum, h) => sum + h.errors, 0) / others.reduce((sum, h) => sum + h.count, 0);
+    const worst = byRate.at(-1) as { errors: number; count: number };
+    // An incident's hour (one began 20 hours before the load) stands out, wherever its 25 minutes fall
+    // (across two hours at most: both are left out of the others). Seen: 0.27–0.44; the others together
+    // 0.06–0.08.
+    expect(typical).toBeLessThan(0.1);
+    expect(worst.errors / worst.count).toBeGreaterThan(Math.max(0.15, 2 * typical));
   });
 
   it('has a few slow functions: resize-image takes many times what webhook does', async () => {
