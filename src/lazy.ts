@@ -12,29 +12,25 @@ type BundleLoader = (bundle: string) => unknown;
 
 /**
  * A package loaded on first use, not at start-up: the YAML parser (needed only to read a definition's
- * header) and RE2 (only to check a pattern before a query runs). A cache hit needs neither.
+ * header), RE2 (only to check a pattern before a query runs), the UUID package, a Node built-in a cache
+ * hit never needs. In the CLI a package with a bundle of its own comes from that bundle; one without
+ * (a built-in) is required as usual. Kept once loaded, so a hot path may call it.
  */
-export function lazyRequire<T>(pkg: string, bundle: string): () => T {
+export function lazyRequire<T>(pkg: string, bundle?: string): () => T {
   let loaded: T | undefined;
   return () => {
     if (loaded === undefined) {
       const load = (globalThis as { [BUNDLE_LOADER]?: BundleLoader })[BUNDLE_LOADER];
-      loaded = (load ? load(bundle) : createRequire(packageRoot)(pkg)) as T;
+      loaded = (load && bundle !== undefined ? load(bundle) : createRequire(packageRoot)(pkg)) as T;
     }
     return loaded;
   };
 }
 
-/** node:crypto once loaded (not named crypto: that is the global Web Crypto). */
-let cryptoModule: typeof import('node:crypto') | undefined;
-
 /**
  * `node:crypto`, loaded on first use. No cache hit uses it, and Node 22 and 24 do not have it in their
  * start-up snapshot: imported at the top of a room, it cost every run there 5–10 ms (a hit takes
- * about 55), since the bundle starts every room it holds. Kept once loaded, so a hot path may call it.
+ * about 55), since the bundle starts every room it holds. Required rather than taken from
+ * process.getBuiltinModule, which Node before 20.16 lacks.
  */
-export function nodeCrypto(): typeof import('node:crypto') {
-  // Not process.getBuiltinModule: Node before 20.16 has none, and a run there would fail where it worked.
-  cryptoModule ??= createRequire(packageRoot)('node:crypto') as typeof import('node:crypto');
-  return cryptoModule;
-}
+export const nodeCrypto = lazyRequire<typeof import('node:crypto')>('node:crypto');
