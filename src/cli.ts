@@ -469,6 +469,9 @@ function cliShape(): CliShape {
 /** Commander's message for a flag no command takes (`--api-key=x` too), when it has no guess of its own. */
 const UNKNOWN_OPTION = /^unknown option '(--[^'=]+)(=[^']*)?'\n$/;
 
+/** A flag neither commander nor sayErrors could guess, said already: main may still guess a parameter from it. */
+let unguessed: { command: Command; flag: string; value: string } | undefined;
+
 /**
  * Each command's errors as savedq says them, on one line after `savedq: `; an unknown option with
  * savedq's own guess when commander has none, among the command's flags and its parents': one the
@@ -485,10 +488,34 @@ function sayErrors(command: Command): void {
       const said = text.replace(/^error: /, '');
       const [, flag, value = ''] = UNKNOWN_OPTION.exec(said) ?? [];
       const guess = flag === undefined ? undefined : closest(flag, flags());
+      if (flag !== undefined && guess === undefined) unguessed = { command, flag, value };
       write(`savedq: ${guess === undefined ? said : `unknown option '${flag}${value}'\n(Did you mean ${guess}?)\n`}`);
     },
   });
   command.commands.forEach(sayErrors);
+}
+
+/**
+ * `-p project=acme` for `run logs.all --project acme`, as the one line after commander's: a flag of a
+ * command that takes -p, named as a parameter of its query (of any saved query when the query is not
+ * known) or close to one. Undefined when it names none, or the queries cannot be read.
+ */
+async function parameterGuess({ command, flag, value }: { command: Command; flag: string; value: string }): Promise<string | undefined> {
+  if (!command.options.some((o) => o.long === '--param')) return undefined;
+  try {
+    const queries = lib(command.optsWithGlobals<GlobalFlags>()).catalog;
+    const [nameOrId] = command.args;
+    const asked = nameOrId === undefined || nameOrId.startsWith('-') ? undefined : await queries.find(nameOrId).catch(() => undefined);
+    const params = (asked ? [asked] : (await queries.scan()).queries).flatMap((q) => q.params.map((p) => p.name));
+    const name = closest(flag.slice(2), [...new Set(params)]);
+    if (name === undefined) return undefined;
+    const at = command.args.indexOf(flag);
+    const next = at < 0 ? undefined : command.args[at + 1];
+    const given = value !== '' ? value.slice(1) : next !== undefined && !next.startsWith('-') ? next : '…';
+    return `-p ${name}=${given}`;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The one place errors become messages and exit codes. */
@@ -500,6 +527,8 @@ async function main(argv: string[]): Promise<number> {
     if (output.readerGone) return 0; // whatever failed after the reader went, nobody is reading
     if (err instanceof CommanderError) {
       if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.exitCode === 0) return 0;
+      const guess = err.code === 'commander.unknownOption' && unguessed ? await parameterGuess(unguessed) : undefined;
+      if (guess !== undefined) io.stderr.write(`(Did you mean ${guess}?)\n`);
       return 2;
     }
     const debug = program.opts<GlobalFlags>().debug === true;

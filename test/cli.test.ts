@@ -109,6 +109,13 @@ describe('savedq (the built CLI)', () => {
     // A flag that starts one the command takes is guessed, as commander guesses a typo.
     await expectBadInput(['serve', '--api-key', 'x'], /^savedq: unknown option '--api-key'\n\(Did you mean --api-key-file\?\)\n$/);
     await expectBadInput(['run', 'logs.all', '--formt', 'json'], /^savedq: unknown option '--formt'\n\(Did you mean --format\?\)\n$/);
+    // A flag named as a parameter of the query (or close to one) is said as the -p it means.
+    await expectBadInput(['run', 'logs.all', '--project', 'acme'], /^savedq: unknown option '--project'\n\(Did you mean -p project=acme\?\)\n$/);
+    await expectBadInput(['run', 'usage.api-counts', '--intervl=daily'], /^savedq: unknown option '--intervl=daily'\n\(Did you mean -p interval=daily\?\)\n$/);
+    await expectBadInput(['warm', '--project'], /^savedq: unknown option '--project'\n\(Did you mean -p project=…\?\)\n$/);
+    // Not a parameter of this query (logs.all has no interval), nor of a command without -p.
+    await expectBadInput(['run', 'logs.all', '--interval', 'daily'], /^savedq: unknown option '--interval'\n$/);
+    await expectBadInput(['list', '--project', 'acme'], /^savedq: unknown option '--project'\n$/);
     await expectBadInput(['runn'], /unknown command 'runn'/);
     await expectBadInput(['load', 'edge_log', '-'], /unknown table "edge_log"/);
     await expectBadInput(['load', 'edge_logs', join(dir, 'nope.ndjson')], /no such file/);
