@@ -87,7 +87,7 @@ const program = withSettings(
   .option('--verbose', 'report cache status and progress on standard error even when it is not a terminal')
   .option('-q, --quiet', 'report nothing on standard error but errors')
   .option('--debug', 'show stack traces on errors')
-  .showSuggestionAfterError()
+  .showSuggestionAfterError(false)
   .exitOverride()
   .addHelpText(
     'after',
@@ -466,33 +466,45 @@ function cliShape(): CliShape {
   return { commands: program.commands.map(commandShape), globalOptions: program.options.map(optionShape) };
 }
 
-/** Commander's message for a flag no command takes (`--api-key=x` too), when it has no guess of its own. */
+/** Commander's messages for a flag no command takes (`--api-key=x` too) and a command there is not: savedq guesses, not commander. */
 const UNKNOWN_OPTION = /^unknown option '(--[^'=]+)(=[^']*)?'\n$/;
+const UNKNOWN_COMMAND = /^unknown command '([^']+)'\n$/;
 
-/** A flag neither commander nor sayErrors could guess, said already: main may still guess a parameter from it. */
+/** A flag sayErrors could not guess, said already: main may still guess a parameter from it. */
 let unguessed: { command: Command; flag: string; value: string } | undefined;
 
 /**
- * Each command's errors as savedq says them, on one line after `savedq: `; an unknown option with
- * savedq's own guess when commander has none, among the command's flags and its parents': one the
- * flag starts too (`--api-key` for --api-key-file), as queries, parameters and fields are guessed.
+ * Each command's errors as savedq says them, on one line after `savedq: `, and a guess on the next
+ * for an unknown option or command, as queries, parameters and fields are guessed (`closest`, one
+ * rule for all): among the command's flags and its parents' (one the flag starts too: `--api-key`
+ * for --api-key-file), or among its subcommands.
  */
 function sayErrors(command: Command): void {
-  const flags = (): string[] => {
-    const all: string[] = [];
-    for (let c: Command | null = command; c; c = c.parent) all.push(...c.options.flatMap((o) => (o.hidden || o.long === undefined ? [] : [o.long])));
-    return all;
-  };
   command.configureOutput({
     outputError: (text, write) => {
       const said = text.replace(/^error: /, '');
-      const [, flag, value = ''] = UNKNOWN_OPTION.exec(said) ?? [];
-      const guess = flag === undefined ? undefined : closest(flag, flags());
-      if (flag !== undefined && guess === undefined) unguessed = { command, flag, value };
-      write(`savedq: ${guess === undefined ? said : `unknown option '${flag}${value}'\n(Did you mean ${guess}?)\n`}`);
+      const guess = guessAfter(command, said);
+      write(`savedq: ${said}${guess === undefined ? '' : `(Did you mean ${guess}?)\n`}`);
     },
   });
   command.commands.forEach(sayErrors);
+}
+
+/** What a command's error about an unknown option or subcommand guesses was meant. */
+function guessAfter(command: Command, said: string): string | undefined {
+  const [, flag, value = ''] = UNKNOWN_OPTION.exec(said) ?? [];
+  if (flag !== undefined) {
+    const names: string[] = [];
+    for (let c: Command | null = command; c; c = c.parent) names.push(...c.options.flatMap((o) => (o.hidden || o.long === undefined ? [] : [o.long.slice(2)])));
+    const typed = flag.slice(2);
+    // The one flag it starts, however short (`--f` for --format), else the closest.
+    const starting = names.filter((n) => n.startsWith(typed));
+    const guess = starting.length === 1 ? starting[0] : closest(typed, names);
+    if (guess === undefined) unguessed = { command, flag, value };
+    return guess === undefined ? undefined : `--${guess}`;
+  }
+  const [, name] = UNKNOWN_COMMAND.exec(said) ?? [];
+  return name === undefined ? undefined : closest(name, command.commands.map((c) => c.name()));
 }
 
 /**

@@ -8,7 +8,9 @@ let levenshtein: Levenshtein | undefined;
 
 /**
  * The candidate closest to `input`, when it is close enough to be a likely typo of it, or one it is the
- * start of (`int` for integer).
+ * start of (`int` for integer). Close enough: one edit, or at most 2 (a third of a long name) and under
+ * 60 % of the longer of the two (commander's own rule for its guesses), so that short words with
+ * little in common (`x` and `at`, `cah` and `at`) are not guessed.
  */
 export function closest(input: string, candidates: readonly string[]): string | undefined {
   if (candidates.length === 0) return undefined;
@@ -21,5 +23,5 @@ export function closest(input: string, candidates: readonly string[]): string | 
   const best = levenshtein.closest(input.toLowerCase(), candidates.map((c) => c.toLowerCase()));
   const d = levenshtein.distance(input.toLowerCase(), best);
   const original = candidates.find((c) => c.toLowerCase() === best);
-  return d <= Math.max(2, Math.floor(best.length / 3)) ? original : undefined;
+  return d <= 1 || (d <= Math.max(2, Math.floor(best.length / 3)) && d < 0.6 * Math.max(lower.length, best.length)) ? original : undefined;
 }

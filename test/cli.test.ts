@@ -109,6 +109,9 @@ describe('savedq (the built CLI)', () => {
     // A flag that starts one the command takes is guessed, as commander guesses a typo.
     await expectBadInput(['serve', '--api-key', 'x'], /^savedq: unknown option '--api-key'\n\(Did you mean --api-key-file\?\)\n$/);
     await expectBadInput(['run', 'logs.all', '--formt', 'json'], /^savedq: unknown option '--formt'\n\(Did you mean --format\?\)\n$/);
+    await expectBadInput(['run', 'logs.all', '--f', 'json'], /^savedq: unknown option '--f'\n\(Did you mean --format\?\)\n$/);
+    // Two short words with little in common are not a guess (`--x` is not --at).
+    await expectBadInput(['run', 'logs.all', '--x'], /^savedq: unknown option '--x'\n$/);
     // A flag named as a parameter of the query (or close to one) is said as the -p it means.
     await expectBadInput(['run', 'logs.all', '--project', 'acme'], /^savedq: unknown option '--project'\n\(Did you mean -p project=acme\?\)\n$/);
     await expectBadInput(['run', 'usage.api-counts', '--intervl=daily'], /^savedq: unknown option '--intervl=daily'\n\(Did you mean -p interval=daily\?\)\n$/);
@@ -116,7 +119,8 @@ describe('savedq (the built CLI)', () => {
     // Not a parameter of this query (logs.all has no interval), nor of a command without -p.
     await expectBadInput(['run', 'logs.all', '--interval', 'daily'], /^savedq: unknown option '--interval'\n$/);
     await expectBadInput(['list', '--project', 'acme'], /^savedq: unknown option '--project'\n$/);
-    await expectBadInput(['runn'], /unknown command 'runn'/);
+    await expectBadInput(['runn'], /^savedq: unknown command 'runn'\n\(Did you mean run\?\)\n$/);
+    await expectBadInput(['cache', 'clr'], /^savedq: unknown command 'clr'\n\(Did you mean clear\?\)\n$/);
     await expectBadInput(['load', 'edge_log', '-'], /unknown table "edge_log"/);
     await expectBadInput(['load', 'edge_logs', join(dir, 'nope.ndjson')], /no such file/);
     await expectBadInput(['load', 'edge_logs', dir], /cannot read .*: a directory\./);
