@@ -510,24 +510,48 @@ function guessAfter(command: Command, said: string): string | undefined {
 /**
  * `-p project=acme` for `run logs.all --project acme`, as the one line after commander's: a flag of a
  * command that takes -p, named as a parameter of its query (of any saved query when the query is not
- * known) or close to one. Undefined when it names none, or the queries cannot be read.
+ * known) or close to one, with the flags after it that are too (`--project acme --interval daily`).
+ * Undefined when it names none, or the queries cannot be read.
  */
 async function parameterGuess({ command, flag, value }: { command: Command; flag: string; value: string }): Promise<string | undefined> {
   if (!command.options.some((o) => o.long === '--param')) return undefined;
+  let params: string[];
   try {
     const queries = lib(command.optsWithGlobals<GlobalFlags>()).catalog;
     const [nameOrId] = command.args;
     const asked = nameOrId === undefined || nameOrId.startsWith('-') ? undefined : await queries.find(nameOrId).catch(() => undefined);
-    const params = (asked ? [asked] : (await queries.scan()).queries).flatMap((q) => q.params.map((p) => p.name));
-    const name = closest(flag.slice(2), [...new Set(params)]);
-    if (name === undefined) return undefined;
-    const at = command.args.indexOf(flag);
-    const next = at < 0 ? undefined : command.args[at + 1];
-    const given = value !== '' ? value.slice(1) : next !== undefined && !next.startsWith('-') ? next : '…';
-    return `-p ${name}=${given}`;
+    params = [...new Set((asked ? [asked] : (await queries.scan()).queries).flatMap((q) => q.params.map((p) => p.name)))];
   } catch {
     return undefined;
   }
+  // Commander leaves the unknown flag and all after it in args: --name value, --name=value.
+  const rest = command.args.slice(Math.max(0, command.args.indexOf(flag + value)));
+  const said: string[] = [];
+  for (let i = 0; i < rest.length; i += 1) {
+    const [, typed, given] = /^--([^=]+)(?:=(.*))?$/s.exec(rest[i] ?? '') ?? [];
+    const name = typed === undefined ? undefined : closest(typed, params);
+    if (name === undefined) {
+      if (i === 0) return undefined;
+      continue;
+    }
+    let text = given;
+    const next = rest[i + 1];
+    if (text === undefined && next !== undefined && !next.startsWith('-')) {
+      text = next;
+      i += 1;
+    }
+    said.push(`-p ${name}=${text === undefined ? '…' : shellWord(text)}`);
+  }
+  return said.join(' ');
+}
+
+/**
+ * A value as a POSIX shell reads it back: as it is when it holds only characters no shell treats
+ * specially, else in single quotes (Python's shlex.quote). The shell-quote package escapes `:` and `=`
+ * too, which every timestamp holds (`2026-11-21T00\:00\:00Z`).
+ */
+function shellWord(text: string): string {
+  return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", `'"'"'`)}'`;
 }
 
 /** The one place errors become messages and exit codes. */

@@ -115,6 +115,9 @@ describe('savedq (the built CLI)', () => {
     // A flag named as a parameter of the query (or close to one) is said as the -p it means.
     await expectBadInput(['run', 'logs.all', '--project', 'acme'], /^savedq: unknown option '--project'\n\(Did you mean -p project=acme\?\)\n$/);
     await expectBadInput(['run', 'usage.api-counts', '--intervl=daily'], /^savedq: unknown option '--intervl=daily'\n\(Did you mean -p interval=daily\?\)\n$/);
+    await expectBadInput(['run', 'usage.api-counts', '--project', 'acme', '--interval', 'daily'], /^savedq: unknown option '--project'\n\(Did you mean -p project=acme -p interval=daily\?\)\n$/);
+    await expectBadInput(['run', 'logs.all', '--project', 'a b', '-f', 'csv'], /^savedq: unknown option '--project'\n\(Did you mean -p project='a b'\?\)\n$/);
+    await expectBadInput(['run', 'logs.all', '--frobnicate', '--project', 'acme'], /^savedq: unknown option '--frobnicate'\n$/);
     await expectBadInput(['warm', '--project'], /^savedq: unknown option '--project'\n\(Did you mean -p project=…\?\)\n$/);
     // Not a parameter of this query (logs.all has no interval), nor of a command without -p.
     await expectBadInput(['run', 'logs.all', '--interval', 'daily'], /^savedq: unknown option '--interval'\n$/);
