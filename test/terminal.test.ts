@@ -220,6 +220,18 @@ describe.runIf(has.script)('tables and charts in a real terminal', () => {
     }
   });
 
+  it('wraps what describe says to the terminal, each piece under its first word, and leaves the SQL as written', async () => {
+    const text = await shownIn(60, ['describe', 'usage.api-counts']);
+    const [prose = '', sql = ''] = text.split('\nSQL:\n');
+    expect(widest(prose), prose).toBeLessThanOrEqual(60);
+    // The interval's description, cut at a word break, its second line under its first.
+    expect(prose).toMatch(/\n {6}minutely: last 60 minutes by minute; hourly: last hour\r?\n {6}by hour; daily: last 7 days by day\.\r?\n/);
+    expect(sql).toContain("multiIf(@interval = 'minutely', 'minute', @interval = 'hourly', 'hour', 'day') AS granularity,");
+    // Piped, each piece is one line, whatever COLUMNS says.
+    const piped = await cli(['describe', 'usage.api-counts'], { env: { ...termEnv, COLUMNS: '60' } });
+    expect(piped.stdout).toContain('\n      minutely: last 60 minutes by minute; hourly: last hour by hour; daily: last 7 days by day.\n');
+  });
+
   it('keeps the key columns whole: every name and id in list, every timestamp in run', async () => {
     for (const columns of [80, 100, 200]) {
       const list = await shownIn(columns, ['list']);

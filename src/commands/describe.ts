@@ -1,3 +1,4 @@
+import { resolveTableWidth } from '../config.js';
 import type { Savedq } from '../library.js';
 import { displayPath } from '../queries/catalog.js';
 import { describeText } from '../output/describe.js';
@@ -8,5 +9,7 @@ export async function describeCommand(lib: Savedq, nameOrId: string, options: Co
   // Every definition is read, so a broken one is reported (describe is not on anyone's hot path).
   await lib.savedQueries();
   const q = await lib.catalog.find(nameOrId);
-  io.stdout.write(describeText(q, { color: colorOf(io, options), from: displayPath(q.file) }));
+  // On a terminal its prose fits the terminal's width; piped, each piece is one line, for grep.
+  const width = io.stdout.isTTY === true ? resolveTableWidth(io.stdout.columns, io.env) : undefined;
+  io.stdout.write(describeText(q, { color: colorOf(io, options), from: displayPath(q.file), width }));
 }

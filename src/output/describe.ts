@@ -1,14 +1,21 @@
 import { Chalk } from 'chalk';
+import stringWidth from 'string-width';
+import { lazyRequire } from '../lazy.js';
 import { boundsText, clickhouseType } from '../queries/param-types.js';
 import type { SavedQuery } from '../queries/types.js';
+
+/** wrap-ansi, from node_modules when describe first wraps: no other command needs it, so no run's bundle holds it. */
+const wrapAnsi = lazyRequire<typeof import('wrap-ansi')>('wrap-ansi');
 
 /**
  * A saved query for a reader: its name and id, where it comes from (`from`, as the reader may see
  * it), its parameters, fields, limits and cache, and its SQL. What `describe` prints, and an MCP
- * resource's text.
+ * resource's text. With a `width` (a terminal's), its prose is wrapped at word breaks to fit, each
+ * piece's lines under its first word; the SQL is left as it is written.
  */
-export function describeText(q: SavedQuery, options: { readonly color: boolean; readonly from: string }): string {
+export function describeText(q: SavedQuery, options: { readonly color: boolean; readonly from: string; readonly width?: number }): string {
   const c = new Chalk({ level: options.color ? 1 : 0 });
+  const fit = (text: string, indent: number, hanging = indent): string => wrapped(text, indent, hanging, options.width);
   const params = q.params.map((p) => {
     const facts = [
       p.required ? 'required' : 'optional',
@@ -17,12 +24,12 @@ export function describeText(q: SavedQuery, options: { readonly color: boolean; 
       p.default !== undefined ? `default ${p.default}` : '',
     ].filter((f) => f !== '');
     const type = `${p.type}, bound as ${clickhouseType(p)}`;
-    return `  ${c.bold(p.name)}  (${facts.join('; ')})  ${c.dim(type)}${p.description ? `\n      ${p.description}` : ''}`;
+    return `${fit(`${c.bold(p.name)}  (${facts.join('; ')})  ${c.dim(type)}`, 2, 4)}${p.description ? `\n${fit(p.description, 6)}` : ''}`;
   });
-  const fields = q.fields.map((f) => `  ${c.bold(f.name)}  ${f.type}${f.description ? `: ${f.description}` : ''}`);
+  const fields = q.fields.map((f) => fit(`${c.bold(f.name)}  ${f.type}${f.description ? `: ${f.description}` : ''}`, 2, 4));
   return [
     `${c.bold(q.name)}  ${c.dim(q.id)}`,
-    ...(q.description ? [q.description] : []),
+    ...(q.description ? [fit(q.description, 0)] : []),
     `From: ${options.from}${q.builtin ? ' (built-in)' : ''}`,
     '',
     'Parameters:',
@@ -33,10 +40,20 @@ export function describeText(q: SavedQuery, options: { readonly color: boolean; 
     '',
     `Max rows: ${q.maxRows}`,
     `Cache: ${q.cacheSeconds > 0 ? `${q.cacheSeconds} s${q.warmSeconds > 0 ? `, warmed when ${q.warmSeconds} s old` : ', not warmed'}` : 'not cached'}`,
-    `Sandbox: ${q.sandbox === true ? "yes: callers may send their own SELECT over the answer, which it reads as the table result (run --sql, ?sql=)" : 'no: callers send parameters only'}`,
+    fit(`Sandbox: ${q.sandbox === true ? 'yes: callers may send their own SELECT over the answer, which it reads as the table result (run --sql, ?sql=)' : 'no: callers send parameters only'}`, 0, 2),
     '',
     'SQL:',
     q.sql,
     '',
   ].join('\n');
+}
+
+/**
+ * Text indented by `indent`: one line when it fits in `width` columns (or no width is given), else
+ * wrapped at word breaks with its later lines indented by `hanging` (a word longer than a line cut).
+ */
+function wrapped(text: string, indent: number, hanging: number, width: number | undefined): string {
+  const fits = width === undefined || stringWidth(text) <= width - indent;
+  const lines = fits ? [text] : wrapAnsi()(text, Math.max(20, width - hanging), { hard: true }).split('\n');
+  return lines.map((line, i) => `${' '.repeat(i === 0 ? indent : hanging)}${line}`).join('\n');
 }
