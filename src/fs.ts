@@ -71,8 +71,9 @@ export function ownDirectory(dir: string): Unsafe {
 
 /**
  * A file of savedq's own (the cache file and its -wal and -shm): created with mode 0600, narrowed to
- * it when its user is this process's and it is wider. Unsafe when another user owns it, others may
- * write to it, or its folder lets others replace it (writable by them without the sticky bit).
+ * it when its user is this process's and it is wider. Unsafe when it is not a regular file, another
+ * user owns it, others may write to it, or its folder lets others replace it (writable by them
+ * without the sticky bit).
  */
 export function ownFile(file: string): Unsafe {
   const dir = dirname(file);
@@ -84,6 +85,8 @@ export function ownFile(file: string): Unsafe {
     if (path === file && !existsSync(file)) closeSync(openSync(file, 'a', 0o600));
     const stat = statSync(path, { throwIfNoEntry: false });
     if (!stat) continue;
+    // A folder or a device is no place for a database (and `chmod 600 /dev/null` no advice to give).
+    if (!stat.isFile()) return `${path} is ${stat.isDirectory() ? 'a folder' : 'a device or a pipe'}, not a file; give --cache-file a file's path`;
     if (uid !== undefined && stat.uid !== uid) return `${path} belongs to another user (uid ${stat.uid}); use a cache file of your own (--cache-file)`;
     if ((stat.mode & 0o022) !== 0) return `other users can write to ${path}; run chmod 600 ${path}`;
     if ((stat.mode & 0o077) !== 0) chmodSync(path, stat.mode & 0o600);

@@ -70,6 +70,19 @@ describe('files stay with their owner', () => {
     expect(JSON.parse(r.stdout)).toEqual(expect.any(Array));
     expect(r.stderr).toBe(`warning: results cache ${file} is not usable (other users can write to ${file}; run chmod 600 ${file}); answering without it.\n`);
   });
+
+  it('does not take a folder or a device for a cache file: one warning saying so, no chmod advice, and the answer', async () => {
+    const folder = join(dir, 'cache');
+    for (const [file, what] of [
+      [folder, 'a folder'],
+      ['/dev/null', 'a device or a pipe'],
+    ] as const) {
+      const r = await cli(['run', 'usage.api-counts', '-p', 'project=x', '-p', 'interval=daily', '-f', 'json'], { env: { ...env, SAVEDQ_CACHE_FILE: file } });
+      expect(r.code, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout)).toEqual(expect.any(Array));
+      expect(r.stderr).toBe(`warning: results cache ${file} is not usable (${file} is ${what}, not a file; give --cache-file a file's path); answering without it.\n`);
+    }
+  });
 });
 
 describe('terminals and spreadsheets', () => {
