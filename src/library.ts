@@ -1,4 +1,3 @@
-import { dirname, join } from 'node:path';
 import { ResultsCache, type CachedCall, type CacheEntry } from './cache/index.js';
 import { SqliteStore } from './cache/store.js';
 import { prepareCall, withSqlOver, type CallRequest, type PreparedCall } from './calls/prepare.js';
@@ -88,7 +87,7 @@ export class Savedq {
     this.#reporter = options.reporter ?? SILENT;
     this.#store = new SqliteStore(config.cacheFile, (message) => this.#reporter.warn(message));
     this.cache = new ResultsCache(this.#store);
-    this.#memo = fileMemo(this.#memoDir);
+    this.#memo = fileMemo(config.cacheFile);
     const patterns = options.ownsEngine === true ? memoryMemo(PATTERNS_KEPT) : this.#memo;
     this.#patterns = { get: (pattern) => patterns.get(`pattern:${pattern}`), set: (pattern) => patterns.set(`pattern:${pattern}`, true) };
     this.#catalog = options.queries ?? new QueryCatalog({ builtin: builtinQueriesDir, user: config.queryFolders }, this.#memo);
@@ -115,10 +114,6 @@ export class Savedq {
    */
   readonly #patterns: PatternMemo;
 
-  /** The folder of the catalog's memo. */
-  get #memoDir(): string {
-    return join(dirname(this.config.cacheFile), 'definitions');
-  }
 
   /** The catalog of the saved queries this library answers (savedQueries() reads it, with its warnings). */
   get catalog(): QueryCatalog {
@@ -278,7 +273,7 @@ export class Savedq {
    * that finds the pages in use over it).
    */
   async pruneCache(): Promise<{ expired: number; evicted: number }> {
-    pruneMemo(this.#memoDir, MEMO_RETENTION_MS, MEMO_FILES_KEPT);
+    pruneMemo(this.config.cacheFile, MEMO_RETENTION_MS, MEMO_FILES_KEPT);
     return this.cache.prune(this.config.cacheMaxBytes);
   }
 

@@ -1,7 +1,7 @@
 import { mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { pruneMemo } from '../src/queries/memo.js';
+import { memoDirOf, pruneMemo } from '../src/queries/memo.js';
 import { cli, startServe, tempDir } from './helpers.js';
 
 // Everything savedq writes stays bounded whichever surface a call comes through: the cache by
@@ -29,7 +29,9 @@ describe('what serve writes', () => {
       }
       const listed = JSON.parse((await cli(['cache', 'list', '-f', 'json'], { env })).stdout) as unknown[];
       expect(listed.length).toBeLessThanOrEqual(2);
-      const remembered = readdirSync(join(dir, 'cache', 'definitions')).map((f) => readFileSync(join(dir, 'cache', 'definitions', f), 'utf8'));
+      const memo = memoDirOf(env.SAVEDQ_CACHE_FILE);
+      const remembered = readdirSync(memo).map((f) => readFileSync(join(memo, f), 'utf8'));
+      expect(remembered.length).toBeGreaterThan(0);
       expect(remembered.filter((text) => text.includes('"pattern:'))).toEqual([]);
     } finally {
       server.child.kill('SIGTERM');
@@ -39,17 +41,29 @@ describe('what serve writes', () => {
 });
 
 describe('what the catalog remembers', () => {
-  it('is pruned by age, then to the newest files past a count', () => {
-    const memo = join(dir, 'memo');
+  it('is pruned by age, then to the newest files past a count, and only its own files', () => {
+    const cacheFile = join(dir, 'pruned.sqlite');
+    const memo = memoDirOf(cacheFile);
     mkdirSync(memo);
     const now = Date.now();
-    for (let i = 0; i < 10; i++) {
-      const file = join(memo, `m${i}.json`);
+    const files = [...Array.from({ length: 10 }, (_, i) => `m${i}-x.json`), 'old-notes.txt', 'readme.json', 'm9-x.json.123.tmp'];
+    for (const [i, name] of files.entries()) {
+      const file = join(memo, name);
       writeFileSync(file, '{}');
       const at = (now - i * 60_000) / 1000; // m0 the newest
       utimesSync(file, at, at);
     }
-    expect(pruneMemo(memo, 8.5 * 60_000, 3, now)).toBe(7);
-    expect(readdirSync(memo).sort()).toEqual(['m0.json', 'm1.json', 'm2.json']);
+    expect(pruneMemo(cacheFile, 8.5 * 60_000, 3, now)).toBe(8);
+    expect(readdirSync(memo).sort()).toEqual(['m0-x.json', 'm1-x.json', 'm2-x.json', 'old-notes.txt', 'readme.json']);
+  });
+
+  it('writes nothing beside a cache file that is a folder or a device', async () => {
+    const folder = join(dir, 'a-folder');
+    mkdirSync(folder);
+    const r = await cli(['run', 'wide.rows', '-p', 'n=1', '-f', 'json'], { env: { ...env, SAVEDQ_CACHE_FILE: folder } });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/is a folder, not a file/);
+    expect(readdirSync(dir)).not.toContain('a-folder-definitions');
+    expect(readdirSync(dir)).not.toContain('definitions');
   });
 });

@@ -4,6 +4,17 @@ import { BoundedMap } from '../bounded.js';
 import { makePrivateDirectory, ownDirectory } from '../fs.js';
 import type { DefinitionMemo } from './catalog.js';
 
+/** A memo file's name (fileNameOf's), or one being written (`.<pid>.tmp`): all pruning ever removes. */
+const MEMO_FILE = /^[0-9a-z]+-[0-9a-z]+\.json(\.\d+\.tmp)?$/;
+
+/**
+ * The memo's folder: beside the cache file, named after it as SQLite names its journal
+ * (`results.sqlite-definitions`), so that it is never a folder of the user's that happens to sit there.
+ */
+export function memoDirOf(cacheFile: string): string {
+  return `${cacheFile}-definitions`;
+}
+
 /** FNV-1a, 32 bits, twice (two offsets): a file name for a key. Not a digest: the key itself is kept and compared. */
 function fileNameOf(key: string): string {
   let a = 0x811c9dc5;
@@ -18,19 +29,25 @@ function fileNameOf(key: string): string {
 
 /**
  * What the catalog remembers (definitions' readings, folders' indexes, patterns that compile), one
- * small file a key in a folder of the user's own (0700, beside the cache file): read without opening
- * SQLite, so a run that needs no cached result (`--no-cache`) pays for no database. Each file keeps its
- * whole key, compared on reading: two keys that share a file name only ever make a miss. A folder that
- * others may write to is not used (a planted reading would be run).
+ * small file a key in a folder of the user's own (0700, beside the cache file: memoDirOf): read without
+ * opening SQLite, so a run that needs no cached result (`--no-cache`) pays for no database. Each file
+ * keeps its whole key, compared on reading: two keys that share a file name only ever make a miss. A
+ * folder that others may write to is not used (a planted reading would be run), nor one beside a cache
+ * file's path that is not a file (`--cache-file /dev/null`: nothing is written in /dev).
  */
-export function fileMemo(dir: string): DefinitionMemo {
+export function fileMemo(cacheFile: string): DefinitionMemo {
+  const dir = memoDirOf(cacheFile);
   // Checked (and made, 0700, its parent too when missing) on first use, once.
   let usable: boolean | undefined;
   const ready = (): boolean => {
     if (usable === undefined) {
       try {
-        makePrivateDirectory(dirname(dir));
-        usable = ownDirectory(dir) === undefined;
+        const cache = statSync(cacheFile, { throwIfNoEntry: false });
+        if (cache !== undefined && !cache.isFile()) usable = false;
+        else {
+          makePrivateDirectory(dirname(dir));
+          usable = ownDirectory(dir) === undefined;
+        }
       } catch {
         usable = false; // cannot be made: the memo is only a saving
       }
@@ -76,9 +93,10 @@ export function memoryMemo(maxEntries: number): DefinitionMemo {
 
 /**
  * Deletes what the memo wrote longer ago than `maxAgeMs`, then the oldest past `maxFiles` (each is
- * written again when needed).
+ * written again when needed): only files named as the memo names them, whatever else is there.
  */
-export function pruneMemo(dir: string, maxAgeMs: number, maxFiles = Infinity, now = Date.now()): number {
+export function pruneMemo(cacheFile: string, maxAgeMs: number, maxFiles = Infinity, now = Date.now()): number {
+  const dir = memoDirOf(cacheFile);
   let removed = 0;
   let names: string[];
   try {
@@ -88,6 +106,7 @@ export function pruneMemo(dir: string, maxAgeMs: number, maxFiles = Infinity, no
   }
   const kept: { file: string; at: number }[] = [];
   for (const name of names) {
+    if (!MEMO_FILE.test(name)) continue;
     const file = join(dir, name);
     try {
       const at = statSync(file).mtimeMs;
