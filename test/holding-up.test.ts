@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { connect, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -59,6 +59,27 @@ describe('files stay with their owner', () => {
     chmodSync(open, 0o777);
     const refused = await cli(['run', 'hostile'], { env: { ...env, SAVEDQ_DATA_DIR: open } });
     expect(refused).toMatchObject({ code: 2, stdout: '', stderr: `savedq: refusing data directory ${open}: other users can write to it; run chmod 700 ${open}.\n` });
+  });
+
+  it('refuses a folder of other files as its data directory, and changes nothing in it', async () => {
+    const folder = join(dir, 'a-project');
+    mkdirSync(join(folder, 'savedq-load'), { recursive: true });
+    writeFileSync(join(folder, 'notes.txt'), 'mine');
+    writeFileSync(join(folder, 'savedq-load', 'mine.txt'), 'mine too');
+    chmodSync(folder, 0o755);
+    const refused = await cli(['run', 'hostile'], { env: { ...env, SAVEDQ_DATA_DIR: folder } });
+    expect(refused).toMatchObject({
+      code: 2,
+      stdout: '',
+      stderr: `savedq: refusing data directory ${folder}: it holds other files (notes.txt, savedq-load) and no data of the engine's; give a new or empty directory.\n`,
+    });
+    expect(readdirSync(folder).sort()).toEqual(['notes.txt', 'savedq-load']);
+    expect(readFileSync(join(folder, 'savedq-load', 'mine.txt'), 'utf8')).toBe('mine too');
+    expect(mode(folder)).toBe(0o755);
+    // A disk of its own mounted there has only its lost+found: taken.
+    const mounted = join(dir, 'mounted');
+    mkdirSync(join(mounted, 'lost+found'), { recursive: true });
+    expect((await cli(['run', 'hostile'], { env: { ...env, SAVEDQ_DATA_DIR: mounted } })).code).toBe(0);
   });
 
   it('does not use a cache file others may write to: one warning naming it and the fix, and the answer', async () => {

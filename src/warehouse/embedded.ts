@@ -1,4 +1,4 @@
-import { accessSync, constants, existsSync, rmSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
@@ -9,9 +9,10 @@ import { nodeCrypto } from '../lazy.js';
 import { BASE_SETTINGS, clientStatements } from './client.js';
 import { toWarehouseError } from './errors.js';
 import { inLane } from './lane.js';
-import { connectShared, socketPath } from './share.js';
+import { GENERATION_FILE } from './generation.js';
+import { connectShared, SOCKET, socketPath } from './share.js';
 import { stagedSource } from './staging.js';
-import { lockDataDir, StopWaiting } from './lock.js';
+import { LOCK_FILE, lockDataDir, OWNER_FILE, StopWaiting } from './lock.js';
 import type { StagedLines, Warehouse } from './types.js';
 
 /** What the embedded engine needs: its data directory, and how long to wait for another process to let go of it. */
@@ -57,7 +58,9 @@ export function splitLines(lines: Buffer, count: number): Buffer[] {
 
 /**
  * The data directory, made (mode 0700) or checked: the engine's files are the log data, for its owner
- * alone. One another user owns, or others may write to, is refused (exit 2) with the fix.
+ * alone. One another user owns, or others may write to, is refused (exit 2) with the fix; so is a
+ * folder of other files (`--data-dir ~/project`), before anything in it is changed: the engine would
+ * write its folders among them, and savedq narrow its mode and clear what a killed load left there.
  */
 function prepareDataDir(dataDir: string): void {
   let unsafe: string | undefined;
@@ -65,13 +68,37 @@ function prepareDataDir(dataDir: string): void {
     if (existsSync(dataDir) && !statSync(dataDir).isDirectory()) {
       throw new WarehouseError(`data directory ${dataDir} is not a directory.`);
     }
-    unsafe = ownDirectory(dataDir);
+    unsafe = othersFiles(dataDir) ?? ownDirectory(dataDir);
     if (unsafe === undefined) accessSync(dataDir, constants.R_OK | constants.W_OK | constants.X_OK);
   } catch (err) {
     if (err instanceof WarehouseError) throw err;
     throw new WarehouseError(`cannot use data directory ${dataDir}: ${errnoText(err, 'folder')}.`, { cause: err });
   }
   if (unsafe !== undefined) throw new InputError(`refusing data directory ${dataDir}: ${unsafe}.`);
+}
+
+/** Files only savedq makes in a data directory (its staging folder aside: a name a user's folder may have). */
+const SAVEDQ_FILES = [GENERATION_FILE, SOCKET, LOCK_FILE, OWNER_FILE];
+/** What the engine makes in its path, as a ClickHouse server does; `tmp` first, before its tables. */
+const ENGINE_NAMES = ['access', 'data', 'flags', 'format_schemas', 'metadata', 'metadata_dropped', 'named_collections', 'preprocessed_configs', 'status', 'store', 'tmp', 'user_defined', 'user_files', 'user_scripts', 'uuid'];
+
+/**
+ * Why a folder is not a data directory: it holds files other than the engine's and savedq's, and
+ * neither the engine's tables (its `metadata` and `store` folders) nor a file only savedq makes.
+ * Undefined for a data directory, an empty folder (a file system's own `lost+found` aside: a disk of
+ * its own mounted there), none, or one this process may not read (which the checks after it name).
+ */
+function othersFiles(dataDir: string): string | undefined {
+  let names: string[];
+  try {
+    names = existsSync(dataDir) ? readdirSync(dataDir).filter((name) => name !== 'lost+found') : [];
+  } catch {
+    return undefined;
+  }
+  if (names.some((name) => SAVEDQ_FILES.includes(name)) || (names.includes('metadata') && names.includes('store'))) return undefined;
+  const others = names.filter((name) => !ENGINE_NAMES.includes(name)).sort();
+  if (others.length === 0) return undefined;
+  return `it holds other files (${others.slice(0, 3).join(', ')}${others.length > 3 ? ', …' : ''}) and no data of the engine's; give a new or empty directory`;
 }
 
 /** Which socket file the data directory holds, if any: a serve that begins to share the engine makes a new one. */

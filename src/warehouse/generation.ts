@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { nodeCrypto } from '../lazy.js';
 
 /** The file in an embedded data directory that names the generation of its data. */
-const GENERATION_FILE = 'savedq-generation';
+export const GENERATION_FILE = 'savedq-generation';
 
 /**
  * The generation of an embedded data directory's data: a word that every `savedq load` into it

@@ -24,8 +24,8 @@ export class StopWaiting extends Error {}
 const LOCK_POLL_MS = 100;
 /** A lock whose holder stopped refreshing it this long ago (killed, say) is taken over. */
 const LOCK_STALE_MS = 10_000;
-const LOCK_FILE = '.savedq.lock';
-const OWNER_FILE = '.savedq.owner';
+export const LOCK_FILE = '.savedq.lock';
+export const OWNER_FILE = '.savedq.owner';
 
 /** The engine's own status file in a data directory: its PID, kept open while the engine runs. */
 const ENGINE_STATUS_FILE = 'status';
