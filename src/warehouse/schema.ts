@@ -1,4 +1,5 @@
 import { readSqlFile } from '../package.js';
+import { InputError } from '../errors.js';
 import type { Warehouse } from './types.js';
 
 /** The log tables (sql/schema.sql). */
@@ -28,6 +29,7 @@ export async function makeTables(warehouse: Pick<Warehouse, 'command'>): Promise
 export function schemaDdl(cluster?: string): string[] {
   const statements = schemaStatements();
   if (cluster === undefined) return statements;
+  if (cluster.trim() === '') throw new InputError('--cluster is empty: give the name of a cluster of the server (system.clusters).');
   const on = `ON CLUSTER ${quoteIdentifier(cluster)}`;
   return statements.flatMap((statement) => {
     const name = /CREATE TABLE IF NOT EXISTS (\w+)/.exec(statement)?.[1];
