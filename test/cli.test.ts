@@ -122,6 +122,7 @@ describe('savedq (the built CLI)', () => {
     // Not a parameter of this query (logs.all has no interval), nor of a command without -p.
     await expectBadInput(['run', 'logs.all', '--interval', 'daily'], /^savedq: unknown option '--interval'\n$/);
     await expectBadInput(['list', '--project', 'acme'], /^savedq: unknown option '--project'\n$/);
+    await expectBadInput(['schema', '--cluster', ''], /^savedq: --cluster is empty: give the name of a cluster of the server \(system.clusters\)\.\n$/);
     await expectBadInput(['runn'], /^savedq: unknown command 'runn'\n\(Did you mean run\?\)\n$/);
     await expectBadInput(['cache', 'clr'], /^savedq: unknown command 'clr'\n\(Did you mean clear\?\)\n$/);
     await expectBadInput(['load', 'edge_log', '-'], /unknown table "edge_log"/);
@@ -173,8 +174,8 @@ describe('savedq (the built CLI)', () => {
     const file = join(dir, 'a-file');
     writeFileSync(file, '');
     const r = await cli(['run', 'logs.all', '-p', 'project=x'], { env: { ...env, SAVEDQ_DATA_DIR: file } });
-    expect(r.code).toBe(1);
-    expect(r.stderr).toContain(`data directory ${file} is not a directory`);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(`savedq: refusing data directory ${file}: it is a file, not a directory; give a directory.\n`);
   });
 
   it('says on standard error, with --verbose, that a result came from the cache and how old it is', async () => {

@@ -65,10 +65,7 @@ export function splitLines(lines: Buffer, count: number): Buffer[] {
 function prepareDataDir(dataDir: string): void {
   let unsafe: string | undefined;
   try {
-    if (existsSync(dataDir) && !statSync(dataDir).isDirectory()) {
-      throw new WarehouseError(`data directory ${dataDir} is not a directory.`);
-    }
-    unsafe = othersFiles(dataDir) ?? ownDirectory(dataDir);
+    unsafe = existsSync(dataDir) && !statSync(dataDir).isDirectory() ? 'it is a file, not a directory; give a directory' : (othersFiles(dataDir) ?? ownDirectory(dataDir));
     if (unsafe === undefined) accessSync(dataDir, constants.R_OK | constants.W_OK | constants.X_OK);
   } catch (err) {
     if (err instanceof WarehouseError) throw err;
