@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readdirSync, realpathSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import sqlite3 from 'sqlite3';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
@@ -184,9 +184,22 @@ describe('a broken cache never breaks a query', () => {
     return { other: libraryOf({ dataDir: lib.config.dataDir, cacheFile: file }, { clock: () => now, reporter }), warnings };
   }
 
+  it('leaves a file that was never a database as it is: one warning, the answer, no cache', async () => {
+    const file = join(dir, 'notes.txt');
+    const text = 'this is not a SQLite database, just some text that is long enough to have a header'.repeat(20);
+    writeFileSync(file, text);
+    const { other, warnings } = libraryWithCache(file);
+    const r = await other.run({ nameOrId: 'usage.api-counts', params: [['project', 'cached'], ['interval', 'hourly']] });
+    expect(r.rows).toHaveLength(1);
+    expect(warnings).toEqual([`results cache ${file} is not usable (${file} is not a SQLite file; move it away or give --cache-file another path); answering without it.`]);
+    expect(readFileSync(file, 'utf8')).toBe(text);
+    expect(readdirSync(dir).filter((f) => f.startsWith('notes.txt.'))).toEqual([]); // not moved aside
+  });
+
   it('moves a damaged cache file aside, warns once, answers, and caches again', async () => {
     const file = join(dir, 'damaged.sqlite');
-    writeFileSync(file, 'this is not a SQLite database, just some text that is long enough to have a header'.repeat(20));
+    // SQLite's header, then what no database holds (a page size of 1).
+    writeFileSync(file, Buffer.concat([Buffer.from('SQLite format 3\0', 'latin1'), Buffer.alloc(4000, 1)]));
     const { other, warnings } = libraryWithCache(file);
     const r = await other.run({ nameOrId: 'usage.api-counts', params: [['project', 'cached'], ['interval', 'hourly']] });
     expect(r.rows).toHaveLength(1);

@@ -1,4 +1,4 @@
-import { renameSync } from 'node:fs';
+import { closeSync, openSync, readSync, renameSync } from 'node:fs';
 import type Keyv from 'keyv';
 import { errnoText } from '../errno.js';
 import { SavedqError } from '../errors.js';
@@ -48,7 +48,9 @@ export class SqliteStore {
       return await connect();
     } catch (err) {
       if (!isCorrupt(err)) throw err;
-      // Not a database (or damaged): keep the old file for inspection and start a new one.
+      // A file that was never a database is someone's: left as it is (the store is not used).
+      if (!startsAsSqlite(this.file)) throw new SavedqError(`${this.file} is not a SQLite file; move it away or give --cache-file another path`);
+      // A damaged database: keep the old file for inspection and start a new one.
       renameSync(this.file, `${this.file}.corrupt-${Date.now()}`);
       this.#warn(`cache file ${this.file} was damaged; moved it aside and started a new one.`);
       return connect();
@@ -136,6 +138,20 @@ function reasonOf(err: unknown): string {
   const code = (err as NodeJS.ErrnoException).code;
   if (code !== undefined && !code.startsWith('SQLITE')) return errnoText(err);
   return err instanceof Error ? err.message.replace(/^SQLITE_\w+:\s*/, '') : String(err);
+}
+
+/** SQLite's file header: every database file begins with it. */
+const SQLITE_HEADER = Buffer.from('SQLite format 3\0', 'latin1');
+
+/** Whether a file begins as SQLite's files do (a damaged database mostly does; a file of other text never). */
+function startsAsSqlite(file: string): boolean {
+  const head = Buffer.alloc(SQLITE_HEADER.length);
+  const fd = openSync(file, 'r');
+  try {
+    return readSync(fd, head, 0, head.length, 0) === head.length && head.equals(SQLITE_HEADER);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 function isCorrupt(err: unknown): boolean {
