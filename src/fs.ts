@@ -1,4 +1,4 @@
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 
 /**
@@ -71,9 +71,9 @@ export function ownDirectory(dir: string): Unsafe {
 
 /**
  * A file of savedq's own (the cache file and its -wal and -shm): created with mode 0600, narrowed to
- * it when its user is this process's and it is wider. Unsafe when it is not a regular file, another
- * user owns it, others may write to it, or its folder lets others replace it (writable by them
- * without the sticky bit).
+ * it when its user is this process's and it is wider. Unsafe when another user owns it, others may
+ * write to it, or its folder lets others replace it (writable by them without the sticky bit). What
+ * is not a file, or not SQLite's, is notSqlite's to say first (`chmod 600 /dev/null` is no advice).
  */
 export function ownFile(file: string): Unsafe {
   const dir = dirname(file);
@@ -85,11 +85,32 @@ export function ownFile(file: string): Unsafe {
     if (path === file && !existsSync(file)) closeSync(openSync(file, 'a', 0o600));
     const stat = statSync(path, { throwIfNoEntry: false });
     if (!stat) continue;
-    // A folder or a device is no place for a database (and `chmod 600 /dev/null` no advice to give).
-    if (!stat.isFile()) return `${path} is ${stat.isDirectory() ? 'a folder' : 'a device or a pipe'}, not a file; give --cache-file a file's path`;
     if (uid !== undefined && stat.uid !== uid) return `${path} belongs to another user (uid ${stat.uid}); use a cache file of your own (--cache-file)`;
     if ((stat.mode & 0o022) !== 0) return `other users can write to ${path}; run chmod 600 ${path}`;
     if ((stat.mode & 0o077) !== 0) chmodSync(path, stat.mode & 0o600);
   }
   return undefined;
+}
+
+/** SQLite's file header: every database file begins with it. */
+const SQLITE_HEADER = Buffer.from('SQLite format 3\0', 'latin1');
+
+/**
+ * Why a path cannot be a SQLite file of savedq's, or undefined when it can: none yet, an empty file
+ * (SQLite's new database), or a file that begins with SQLite's header (a damaged database mostly
+ * does). A folder, a device or a file of other text (`--cache-file notes.txt`) is left as it is.
+ */
+export function notSqlite(file: string): Unsafe {
+  const stat = statSync(file, { throwIfNoEntry: false });
+  if (stat === undefined) return undefined;
+  if (!stat.isFile()) return `${file} is ${stat.isDirectory() ? 'a folder' : 'a device or a pipe'}, not a file; give --cache-file a file's path`;
+  if (stat.size === 0) return undefined;
+  const head = Buffer.alloc(SQLITE_HEADER.length);
+  const fd = openSync(file, 'r');
+  try {
+    if (readSync(fd, head, 0, head.length, 0) === head.length && head.equals(SQLITE_HEADER)) return undefined;
+  } finally {
+    closeSync(fd);
+  }
+  return `${file} is not a SQLite file; move it away or give --cache-file another path`;
 }

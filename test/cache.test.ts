@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
 import sqlite3 from 'sqlite3';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
@@ -187,13 +187,16 @@ describe('a broken cache never breaks a query', () => {
   it('leaves a file that was never a database as it is: one warning, the answer, no cache', async () => {
     const file = join(dir, 'notes.txt');
     const text = 'this is not a SQLite database, just some text that is long enough to have a header'.repeat(20);
-    writeFileSync(file, text);
+    writeFileSync(file, text, { mode: 0o644 });
+    chmodSync(file, 0o644);
     const { other, warnings } = libraryWithCache(file);
     const r = await other.run({ nameOrId: 'usage.api-counts', params: [['project', 'cached'], ['interval', 'hourly']] });
     expect(r.rows).toHaveLength(1);
     expect(warnings).toEqual([`results cache ${file} is not usable (${file} is not a SQLite file; move it away or give --cache-file another path); answering without it.`]);
     expect(readFileSync(file, 'utf8')).toBe(text);
-    expect(readdirSync(dir).filter((f) => f.startsWith('notes.txt.'))).toEqual([]); // not moved aside
+    // Not moved aside, its mode as it was, nothing beside it.
+    expect(readdirSync(dir).filter((f) => f.startsWith('notes.txt'))).toEqual(['notes.txt']);
+    expect(statSync(file).mode & 0o777).toBe(0o644);
   });
 
   it('moves a damaged cache file aside, warns once, answers, and caches again', async () => {

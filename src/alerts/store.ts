@@ -1,5 +1,5 @@
 import type { Database } from 'sqlite3';
-import { ownFile } from '../fs.js';
+import { notSqlite, ownFile } from '../fs.js';
 import { loadingSqlite } from '../cache/sqlite-module.js';
 import type { Target } from './spec.js';
 
@@ -121,7 +121,7 @@ export class AlertStore {
   }
 
   static async open(file: string): Promise<AlertStore> {
-    const unsafe = ownFile(file);
+    const unsafe = notSqlite(file) ?? ownFile(file);
     if (unsafe !== undefined) throw new Error(unsafe);
     const { default: sqlite3 } = await loadingSqlite(import('sqlite3'));
     const db = await new Promise<Database>((resolve, reject) => {

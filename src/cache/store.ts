@@ -1,8 +1,8 @@
-import { closeSync, openSync, readSync, renameSync } from 'node:fs';
+import { renameSync } from 'node:fs';
 import type Keyv from 'keyv';
 import { errnoText } from '../errno.js';
 import { SavedqError } from '../errors.js';
-import { ownFile } from '../fs.js';
+import { notSqlite, ownFile } from '../fs.js';
 import { loadingSqlite } from './sqlite-module.js';
 
 /** Every key savedq keeps in its SQLite file sits under this namespace, after a prefix of its kind. */
@@ -32,7 +32,8 @@ export class SqliteStore {
 
   async #open(): Promise<Keyv> {
     const [{ default: KeyvClass }, { default: KeyvSqlite }] = await loadingSqlite(Promise.all([import('keyv'), import('@keyv/sqlite')]));
-    const unsafe = ownFile(this.file);
+    // A file that was never a database is someone's: left as it is, its mode too (the store is not used).
+    const unsafe = notSqlite(this.file) ?? ownFile(this.file);
     if (unsafe !== undefined) throw new Error(unsafe);
     const connect = async (): Promise<Keyv> => {
       const store = new KeyvSqlite({ uri: `sqlite://${this.file}`, busyTimeout: BUSY_TIMEOUT_MS, iterationLimit: 1000 });
@@ -48,8 +49,6 @@ export class SqliteStore {
       return await connect();
     } catch (err) {
       if (!isCorrupt(err)) throw err;
-      // A file that was never a database is someone's: left as it is (the store is not used).
-      if (!startsAsSqlite(this.file)) throw new SavedqError(`${this.file} is not a SQLite file; move it away or give --cache-file another path`);
       // A damaged database: keep the old file for inspection and start a new one.
       renameSync(this.file, `${this.file}.corrupt-${Date.now()}`);
       this.#warn(`cache file ${this.file} was damaged; moved it aside and started a new one.`);
@@ -138,20 +137,6 @@ function reasonOf(err: unknown): string {
   const code = (err as NodeJS.ErrnoException).code;
   if (code !== undefined && !code.startsWith('SQLITE')) return errnoText(err);
   return err instanceof Error ? err.message.replace(/^SQLITE_\w+:\s*/, '') : String(err);
-}
-
-/** SQLite's file header: every database file begins with it. */
-const SQLITE_HEADER = Buffer.from('SQLite format 3\0', 'latin1');
-
-/** Whether a file begins as SQLite's files do (a damaged database mostly does; a file of other text never). */
-function startsAsSqlite(file: string): boolean {
-  const head = Buffer.alloc(SQLITE_HEADER.length);
-  const fd = openSync(file, 'r');
-  try {
-    return readSync(fd, head, 0, head.length, 0) === head.length && head.equals(SQLITE_HEADER);
-  } finally {
-    closeSync(fd);
-  }
 }
 
 function isCorrupt(err: unknown): boolean {

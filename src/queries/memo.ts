@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { BoundedMap } from '../bounded.js';
-import { makePrivateDirectory, ownDirectory } from '../fs.js';
+import { makePrivateDirectory, notSqlite, ownDirectory } from '../fs.js';
 import type { DefinitionMemo } from './catalog.js';
 
 /** A memo file's name (fileNameOf's), or one being written (`.<pid>.tmp`): all pruning ever removes. */
@@ -33,7 +33,7 @@ function fileNameOf(key: string): string {
  * opening SQLite, so a run that needs no cached result (`--no-cache`) pays for no database. Each file
  * keeps its whole key, compared on reading: two keys that share a file name only ever make a miss. A
  * folder that others may write to is not used (a planted reading would be run), nor one beside a cache
- * file's path that is not a file (`--cache-file /dev/null`: nothing is written in /dev).
+ * file's path that is not savedq's to use (`--cache-file /dev/null`: nothing is written in /dev).
  */
 export function fileMemo(cacheFile: string): DefinitionMemo {
   const dir = memoDirOf(cacheFile);
@@ -42,8 +42,7 @@ export function fileMemo(cacheFile: string): DefinitionMemo {
   const ready = (): boolean => {
     if (usable === undefined) {
       try {
-        const cache = statSync(cacheFile, { throwIfNoEntry: false });
-        if (cache !== undefined && !cache.isFile()) usable = false;
+        if (notSqlite(cacheFile) !== undefined) usable = false;
         else {
           makePrivateDirectory(dirname(dir));
           usable = ownDirectory(dir) === undefined;
