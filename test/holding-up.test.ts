@@ -93,7 +93,8 @@ describe('files stay with their owner', () => {
   });
 
   it('does not take a folder or a device for a cache file: one warning saying so, no chmod advice, and the answer', async () => {
-    const folder = join(dir, 'cache');
+    const folder = join(dir, 'a-cache-folder');
+    mkdirSync(folder);
     for (const [file, what] of [
       [folder, 'a folder'],
       ['/dev/null', 'a device or a pipe'],
@@ -102,6 +103,9 @@ describe('files stay with their owner', () => {
       expect(r.code, r.stderr).toBe(0);
       expect(JSON.parse(r.stdout)).toEqual(expect.any(Array));
       expect(r.stderr).toBe(`warning: results cache ${file} is not usable (${file} is ${what}, not a file; give --cache-file a file's path); answering without it.\n`);
+      // The alerts keep their state there: a refusal naming it, not an unexpected error.
+      const alerts = await cli(['alerts', 'list'], { env: { ...env, SAVEDQ_CACHE_FILE: file } });
+      expect(alerts).toMatchObject({ code: 2, stderr: `savedq: alerts keep their state in the cache file, and ${file} is ${what}, not a file; give --cache-file a file's path.\n` });
     }
   });
 });

@@ -1,4 +1,5 @@
 import type { Database } from 'sqlite3';
+import { InputError } from '../errors.js';
 import { notSqlite, ownFile } from '../fs.js';
 import { loadingSqlite } from '../cache/sqlite-module.js';
 import type { Target } from './spec.js';
@@ -122,7 +123,7 @@ export class AlertStore {
 
   static async open(file: string): Promise<AlertStore> {
     const unsafe = notSqlite(file) ?? ownFile(file);
-    if (unsafe !== undefined) throw new Error(unsafe);
+    if (unsafe !== undefined) throw new InputError(`alerts keep their state in the cache file, and ${unsafe}.`);
     const { default: sqlite3 } = await loadingSqlite(import('sqlite3'));
     const db = await new Promise<Database>((resolve, reject) => {
       const opened: Database = new sqlite3.Database(file, (err) => (err ? reject(err) : resolve(opened)));
