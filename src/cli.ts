@@ -470,8 +470,8 @@ function cliShape(): CliShape {
 const UNKNOWN_OPTION = /^unknown option '(--[^'=]+)(=[^']*)?'\n$/;
 const UNKNOWN_COMMAND = /^unknown command '([^']+)'\n$/;
 
-/** A flag sayErrors could not guess, said already: main may still guess a parameter from it. */
-let unguessed: { command: Command; flag: string; value: string } | undefined;
+/** An error sayErrors said without a guess: main may still guess a parameter from an unknown flag in it. */
+let unguessed: { command: Command; said: string } | undefined;
 
 /**
  * Each command's errors as savedq says them, on one line after `savedq: `, and a guess on the next
@@ -484,6 +484,7 @@ function sayErrors(command: Command): void {
     outputError: (text, write) => {
       const said = text.replace(/^error: /, '');
       const guess = guessAfter(command, said);
+      if (guess === undefined) unguessed = { command, said };
       write(`savedq: ${said}${guess === undefined ? '' : `(Did you mean ${guess}?)\n`}`);
     },
   });
@@ -492,15 +493,11 @@ function sayErrors(command: Command): void {
 
 /** What a command's error about an unknown option or subcommand guesses was meant. */
 function guessAfter(command: Command, said: string): string | undefined {
-  const [, flag, value = ''] = UNKNOWN_OPTION.exec(said) ?? [];
+  const [, flag] = UNKNOWN_OPTION.exec(said) ?? [];
   if (flag !== undefined) {
     const names: string[] = [];
     for (let c: Command | null = command; c; c = c.parent) names.push(...c.options.flatMap((o) => (o.hidden || o.long === undefined ? [] : [o.long.slice(2)])));
-    const typed = flag.slice(2);
-    // The one flag it starts, however short (`--f` for --format), else the closest.
-    const starting = names.filter((n) => n.startsWith(typed));
-    const guess = starting.length === 1 ? starting[0] : closest(typed, names);
-    if (guess === undefined) unguessed = { command, flag, value };
+    const guess = closest(flag.slice(2), names);
     return guess === undefined ? undefined : `--${guess}`;
   }
   const [, name] = UNKNOWN_COMMAND.exec(said) ?? [];
@@ -513,8 +510,9 @@ function guessAfter(command: Command, said: string): string | undefined {
  * known) or close to one, with the flags after it that are too (`--project acme --interval daily`).
  * Undefined when it names none, or the queries cannot be read.
  */
-async function parameterGuess({ command, flag, value }: { command: Command; flag: string; value: string }): Promise<string | undefined> {
-  if (!command.options.some((o) => o.long === '--param')) return undefined;
+async function parameterGuess({ command, said }: { command: Command; said: string }): Promise<string | undefined> {
+  const [, flag, value = ''] = UNKNOWN_OPTION.exec(said) ?? [];
+  if (flag === undefined || !command.options.some((o) => o.long === '--param')) return undefined;
   let params: string[];
   try {
     const queries = lib(command.optsWithGlobals<GlobalFlags>()).catalog;
@@ -526,7 +524,7 @@ async function parameterGuess({ command, flag, value }: { command: Command; flag
   }
   // Commander leaves the unknown flag and all after it in args: --name value, --name=value.
   const rest = command.args.slice(Math.max(0, command.args.indexOf(flag + value)));
-  const said: string[] = [];
+  const meant: string[] = [];
   for (let i = 0; i < rest.length; i += 1) {
     const [, typed, given] = /^--([^=]+)(?:=(.*))?$/s.exec(rest[i] ?? '') ?? [];
     const name = typed === undefined ? undefined : closest(typed, params);
@@ -540,9 +538,9 @@ async function parameterGuess({ command, flag, value }: { command: Command; flag
       text = next;
       i += 1;
     }
-    said.push(`-p ${name}=${text === undefined ? '…' : shellWord(text)}`);
+    meant.push(`-p ${name}=${text === undefined ? '…' : shellWord(text)}`);
   }
-  return said.join(' ');
+  return meant.join(' ');
 }
 
 /**

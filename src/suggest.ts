@@ -8,17 +8,18 @@ let levenshtein: Levenshtein | undefined;
 
 /**
  * The candidate closest to `input`, when it is close enough to be a likely typo of it, or one it is the
- * start of (`int` for integer). Close enough: one edit, or at most 2 (a third of a long name) and under
- * 60 % of the longer of the two (commander's own rule for its guesses), so that short words with
- * little in common (`x` and `at`, `cah` and `at`) are not guessed.
+ * start of: the only one, however short (`f` for format), else the shortest once it has 3 characters
+ * (`int` for integer). Close enough: one edit, or at most 2 (a third of a long name) and under 60 % of
+ * the longer of the two (commander's own rule for its guesses), so that short words with little in
+ * common (`x` and `at`, `cah` and `at`) are not guessed.
  */
 export function closest(input: string, candidates: readonly string[]): string | undefined {
   if (candidates.length === 0) return undefined;
   const lower = input.toLowerCase();
-  if (lower.length >= 3) {
-    const prefixed = candidates.filter((c) => c.toLowerCase().startsWith(lower)).sort((a, b) => a.length - b.length)[0];
-    if (prefixed !== undefined && prefixed.toLowerCase() !== lower) return prefixed;
-  }
+  if (lower === '') return undefined;
+  const starting = candidates.filter((c) => c.toLowerCase().startsWith(lower)).sort((a, b) => a.length - b.length);
+  // One that differs in case only is the one meant; else the one it starts, or the shortest of several.
+  if (starting.length === 1 || (lower.length >= 3 && starting.length > 0) || starting[0]?.toLowerCase() === lower) return starting[0];
   levenshtein ??= createRequire(packageRoot)('fastest-levenshtein') as Levenshtein;
   const best = levenshtein.closest(input.toLowerCase(), candidates.map((c) => c.toLowerCase()));
   const d = levenshtein.distance(input.toLowerCase(), best);
