@@ -114,3 +114,9 @@ export function notSqlite(file: string): Unsafe {
   }
   return `${file} is not a SQLite file; move it away or give --cache-file another path`;
 }
+
+/** notSqlite of one path, looked at once whoever asks: the results cache and the memo beside it both do, on every cache hit. */
+export function sqlitePathCheck(file: string): () => Unsafe {
+  let checked: { problem: Unsafe } | undefined;
+  return () => (checked ??= { problem: notSqlite(file) }).problem;
+}

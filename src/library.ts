@@ -8,6 +8,7 @@ import { cachedCallViews, dueForWarming, warm, type CachedCallView, type Warming
 import type { Config } from './config.js';
 import { WarehouseHandle } from './warehouse-handle.js';
 import { DefinitionError, InputError } from './errors.js';
+import { sqlitePathCheck } from './fs.js';
 import type { LoadInput, LoadOptions, LoadReport } from './load/index.js';
 import { builtinQueriesDir, examplesDir, packageVersion } from './package.js';
 import { brokenText, QueryCatalog, type CatalogScan, type DefinitionMemo } from './queries/catalog.js';
@@ -85,9 +86,11 @@ export class Savedq {
     this.config = config;
     this.clock = options.clock ?? Date.now;
     this.#reporter = options.reporter ?? SILENT;
-    this.#store = new SqliteStore(config.cacheFile, (message) => this.#reporter.warn(message));
+    // Whether the cache file's path is one to use (not a folder, a device, a file of other text): looked at once.
+    const cacheFileProblem = sqlitePathCheck(config.cacheFile);
+    this.#store = new SqliteStore(config.cacheFile, (message) => this.#reporter.warn(message), cacheFileProblem);
     this.cache = new ResultsCache(this.#store);
-    this.#memo = fileMemo(config.cacheFile);
+    this.#memo = fileMemo(config.cacheFile, cacheFileProblem);
     const patterns = options.ownsEngine === true ? memoryMemo(PATTERNS_KEPT) : this.#memo;
     this.#patterns = { get: (pattern) => patterns.get(`pattern:${pattern}`), set: (pattern) => patterns.set(`pattern:${pattern}`, true) };
     this.#catalog = options.queries ?? new QueryCatalog({ builtin: builtinQueriesDir, user: config.queryFolders }, this.#memo);

@@ -2,7 +2,7 @@ import { renameSync } from 'node:fs';
 import type Keyv from 'keyv';
 import { errnoText } from '../errno.js';
 import { SavedqError } from '../errors.js';
-import { notSqlite, ownFile } from '../fs.js';
+import { ownFile, sqlitePathCheck, type Unsafe } from '../fs.js';
 import { loadingSqlite } from './sqlite-module.js';
 
 /** Every key savedq keeps in its SQLite file sits under this namespace, after a prefix of its kind. */
@@ -17,23 +17,26 @@ export type Warn = (message: string) => void;
  * The SQLite file savedq keeps its results, served records and definitions' readings in, through keyv +
  * @keyv/sqlite, shared safely by several processes (WAL journal, busy timeout, one statement per
  * write). A broken file never breaks a query: the first failure disables the store for this process
- * and says so once through `warn`; a file that is not a database is moved aside and rebuilt.
+ * and says so once through `warn`; a damaged database is moved aside and rebuilt, and a path that is
+ * not a database's (`pathProblem`: a folder, a device, a file of other text) is left as it is.
  */
 export class SqliteStore {
   readonly file: string;
   readonly #warn: Warn;
+  readonly #pathProblem: () => Unsafe;
   #keyv: Promise<Keyv> | undefined;
   #disabled = false;
 
-  constructor(file: string, warn: Warn) {
+  constructor(file: string, warn: Warn, pathProblem = sqlitePathCheck(file)) {
     this.file = file;
     this.#warn = warn;
+    this.#pathProblem = pathProblem;
   }
 
   async #open(): Promise<Keyv> {
     const [{ default: KeyvClass }, { default: KeyvSqlite }] = await loadingSqlite(Promise.all([import('keyv'), import('@keyv/sqlite')]));
     // A file that was never a database is someone's: left as it is, its mode too (the store is not used).
-    const unsafe = notSqlite(this.file) ?? ownFile(this.file);
+    const unsafe = this.#pathProblem() ?? ownFile(this.file);
     if (unsafe !== undefined) throw new Error(unsafe);
     const connect = async (): Promise<Keyv> => {
       const store = new KeyvSqlite({ uri: `sqlite://${this.file}`, busyTimeout: BUSY_TIMEOUT_MS, iterationLimit: 1000 });

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { BoundedMap } from '../bounded.js';
-import { makePrivateDirectory, notSqlite, ownDirectory } from '../fs.js';
+import { makePrivateDirectory, ownDirectory, sqlitePathCheck } from '../fs.js';
 import type { DefinitionMemo } from './catalog.js';
 
 /** A memo file's name (fileNameOf's), or one being written (`.<pid>.tmp`): all pruning ever removes. */
@@ -35,14 +35,14 @@ function fileNameOf(key: string): string {
  * folder that others may write to is not used (a planted reading would be run), nor one beside a cache
  * file's path that is not savedq's to use (`--cache-file /dev/null`: nothing is written in /dev).
  */
-export function fileMemo(cacheFile: string): DefinitionMemo {
+export function fileMemo(cacheFile: string, cacheFileProblem = sqlitePathCheck(cacheFile)): DefinitionMemo {
   const dir = memoDirOf(cacheFile);
   // Checked (and made, 0700, its parent too when missing) on first use, once.
   let usable: boolean | undefined;
   const ready = (): boolean => {
     if (usable === undefined) {
       try {
-        if (notSqlite(cacheFile) !== undefined) usable = false;
+        if (cacheFileProblem() !== undefined) usable = false;
         else {
           makePrivateDirectory(dirname(dir));
           usable = ownDirectory(dir) === undefined;
