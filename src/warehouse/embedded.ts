@@ -65,7 +65,9 @@ export function splitLines(lines: Buffer, count: number): Buffer[] {
 function prepareDataDir(dataDir: string): void {
   let unsafe: string | undefined;
   try {
-    unsafe = existsSync(dataDir) && !statSync(dataDir).isDirectory() ? 'it is a file, not a directory; give a directory' : (othersFiles(dataDir) ?? ownDirectory(dataDir));
+    const stat = statSync(dataDir, { throwIfNoEntry: false });
+    if (stat !== undefined && !stat.isDirectory()) unsafe = 'it is a file, not a directory; give a directory';
+    else unsafe = othersFiles(dataDir) ?? ownDirectory(dataDir);
     if (unsafe === undefined) accessSync(dataDir, constants.R_OK | constants.W_OK | constants.X_OK);
   } catch (err) {
     if (err instanceof WarehouseError) throw err;
@@ -83,14 +85,14 @@ const ENGINE_NAMES = ['access', 'data', 'flags', 'format_schemas', 'metadata', '
  * Why a folder is not a data directory: it holds files other than the engine's and savedq's, and
  * neither the engine's tables (its `metadata` and `store` folders) nor a file only savedq makes.
  * Undefined for a data directory, an empty folder (a file system's own `lost+found` aside: a disk of
- * its own mounted there), none, or one this process may not read (which the checks after it name).
+ * its own mounted there), none, or one this process may not read.
  */
 function othersFiles(dataDir: string): string | undefined {
   let names: string[];
   try {
-    names = existsSync(dataDir) ? readdirSync(dataDir).filter((name) => name !== 'lost+found') : [];
+    names = readdirSync(dataDir).filter((name) => name !== 'lost+found');
   } catch {
-    return undefined;
+    return undefined; // none yet, or not readable: ownDirectory and the access check say which
   }
   if (names.some((name) => SAVEDQ_FILES.includes(name)) || (names.includes('metadata') && names.includes('store'))) return undefined;
   const others = names.filter((name) => !ENGINE_NAMES.includes(name)).sort();
