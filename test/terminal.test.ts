@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadCommand } from '../src/commands/load.js';
@@ -230,6 +230,21 @@ describe.runIf(has.script)('tables and charts in a real terminal', () => {
     // Piped, each piece is one line, whatever COLUMNS says.
     const piped = await cli(['describe', 'usage.api-counts'], { env: { ...termEnv, COLUMNS: '60' } });
     expect(piped.stdout).toContain('\n      minutely: last 60 minutes by minute; hourly: last hour by hour; daily: last 7 days by day.\n');
+  });
+
+  it("wraps check's problems under their first word on a terminal, and keeps each one line when piped", async () => {
+    const folder = join(dir, 'typo-queries');
+    mkdirSync(folder);
+    writeFileSync(join(folder, 'team.errors.sql'), "/*\nparams:\n  project: { type: strng, required: true }\n*/\nSELECT @project AS p\n");
+    const env = { HOME: process.env.HOME ?? '', XDG_CONFIG_HOME: NO_CONFIG, ...termEnv, SAVEDQ_QUERIES: folder };
+    const shown = await inTerminal(['check'], { columns: 60, env });
+    expect(shown.code).toBe(2);
+    // More than one line (a temporary folder's path is long), each after the first under its first word.
+    const problem = /\nerror {2}.*\n(?: {7}.*\n)+/.exec(shown.stdout)?.[0] ?? '';
+    expect(problem.replace(/\n {7}/g, ' ')).toContain("unknown type 'strng' in parameter 'project'. Did you mean string?");
+    expect(widest(shown.stdout), shown.stdout).toBeLessThanOrEqual(60);
+    const piped = await inTerminal(['check'], { columns: 60, env, piped: true });
+    expect(piped.stdout).toMatch(/\nerror {2}\S*team\.errors\.sql:3: unknown type 'strng' in parameter 'project'\. Did you mean string\?\n/);
   });
 
   it('keeps the key columns whole: every name and id in list, every timestamp in run', async () => {

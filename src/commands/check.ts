@@ -3,7 +3,8 @@ import { displayPath, problemText } from '../queries/catalog.js';
 import { DefinitionError, InputError } from '../errors.js';
 import { sourceLine } from '../queries/run.js';
 import { CHECK_FORMATS } from './choices.js';
-import { report, type CommonOptions, type Io } from './io.js';
+import { wrapped } from '../output/wrap.js';
+import { proseWidth, report, type CommonOptions, type Io } from './io.js';
 
 /** Options of `savedq check`. */
 export interface CheckOptions extends CommonOptions {
@@ -61,11 +62,13 @@ export async function checkCommand(lib: Savedq, options: CheckOptions, io: Io): 
     io.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
   } else {
     const width = Math.max(0, ...checked.map((c) => c.name?.length ?? 0));
+    // On a terminal a problem's words wrap under its first word; piped, each is one line, for grep.
+    const columns = proseWidth(io);
     // The built-ins by that word: their path, in the installed package, only makes the line wrap.
     const builtins = new Set(queries.filter((q) => q.builtin).map((q) => q.file));
     for (const c of checked) {
       if (c.ok) io.stdout.write(`ok     ${(c.name ?? '').padEnd(width)}  ${builtins.has(c.file) ? 'built-in' : displayPath(c.file)}\n`);
-      else for (const p of c.problems) io.stdout.write(`error  ${problemText({ file: c.file, ...p })}\n${p.source !== undefined ? `       ${p.line} | ${p.source}\n` : ''}`);
+      else for (const p of c.problems) io.stdout.write(`error  ${wrapped(problemText({ file: c.file, ...p }), 7, 7, columns).slice(7)}\n${p.source !== undefined ? `       ${p.line} | ${p.source}\n` : ''}`);
     }
   }
   const summary = `${checked.length - bad.length} ok, ${bad.length} broken`;

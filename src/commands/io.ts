@@ -60,6 +60,11 @@ export function report(io: Io, options: CommonOptions, line: string): void {
   if (!options.quiet) io.stderr.write(`${line}\n`);
 }
 
+/** The width prose is wrapped to (`describe`, `check`): a terminal's; none when piped, so that each piece stays one line. */
+export function proseWidth(io: Io): number | undefined {
+  return io.stdout.isTTY === true ? resolveTableWidth(io.stdout.columns, io.env) : undefined;
+}
+
 /** Whether a command's standard output is in colour. */
 export function colorOf(io: Io, options: CommonOptions): boolean {
   return resolveColor(options.color, io.stdout.isTTY === true, io.env);

@@ -1,11 +1,7 @@
 import { Chalk } from 'chalk';
-import stringWidth from 'string-width';
-import { lazyRequire } from '../lazy.js';
 import { boundsText, clickhouseType } from '../queries/param-types.js';
 import type { SavedQuery } from '../queries/types.js';
-
-/** wrap-ansi, from node_modules when describe first wraps: no other command needs it, so no run's bundle holds it. */
-const wrapAnsi = lazyRequire<typeof import('wrap-ansi')>('wrap-ansi');
+import { wrapped } from './wrap.js';
 
 /**
  * A saved query for a reader: its name and id, where it comes from (`from`, as the reader may see
@@ -46,14 +42,4 @@ export function describeText(q: SavedQuery, options: { readonly color: boolean; 
     q.sql,
     '',
   ].join('\n');
-}
-
-/**
- * Text indented by `indent`: one line when it fits in `width` columns (or no width is given), else
- * wrapped at word breaks with its later lines indented by `hanging` (a word longer than a line cut).
- */
-function wrapped(text: string, indent: number, hanging: number, width: number | undefined): string {
-  const fits = width === undefined || stringWidth(text) <= width - indent;
-  const lines = fits ? [text] : wrapAnsi()(text, Math.max(20, width - hanging), { hard: true }).split('\n');
-  return lines.map((line, i) => `${' '.repeat(i === 0 ? indent : hanging)}${line}`).join('\n');
 }
