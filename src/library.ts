@@ -300,6 +300,17 @@ export class Savedq {
   }
 
   /**
+   * Where the data is, when its log tables hold no event at all (an empty answer's likely cause on a new
+   * machine), else undefined. An embedded data directory savedq has loaded into (its generation says
+   * so, without the engine) is taken to hold some; otherwise the engine counts them.
+   */
+  async withoutEvents(): Promise<string | undefined> {
+    if (this.generation() !== '') return undefined;
+    const [{ eventCount }, warehouse] = await Promise.all([import('./load/index.js'), this.warehouse()]);
+    return (await eventCount(warehouse)) === 0 ? warehouse.location : undefined;
+  }
+
+  /**
    * Loads newline-delimited JSON events into a log table (see load/). The warehouse opens while the
    * first batch is read.
    */

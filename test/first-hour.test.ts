@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadingSqlite } from '../src/cache/sqlite-module.js';
-import { cli, startServe, tempDir } from './helpers.js';
+import { cli, inTerminal, NO_CONFIG, startServe, tempDir } from './helpers.js';
 
 // What a newcomer meets in the first hour, through the built CLI: the quick start run twice, a load
 // that must reach the cache, and sample data that looks like traffic.
@@ -68,6 +68,38 @@ describe('the quick start, run twice', () => {
     expect(refused.code).toBe(2);
     expect(refused.stderr).toBe('savedq: --replace goes with --sample: it loads the sample anew (events of your own are never deleted).\n');
     expect(await count('edge_logs')).toBe(60_001);
+  });
+});
+
+describe('an empty answer before anything is loaded', () => {
+  const fresh = { SAVEDQ_DATA_DIR: join(dir, 'never-loaded'), SAVEDQ_CACHE_FILE: join(dir, 'never-loaded.sqlite') };
+  const call = ['run', 'usage.api-counts', '-p', 'project=acme-shop', '-p', 'interval=daily'];
+  const why = `(the log tables of the embedded engine at ${fresh.SAVEDQ_DATA_DIR} hold no events yet: savedq load --sample loads sample ones)`;
+
+  it('says why on a terminal, computed or from the cache, and with --verbose in a pipe; never inside what a pipe prints', async () => {
+    for (const status of [/kept in the cache for 900 s/, /from cache, computed \d+ s ago/]) {
+      const shown = await inTerminal(call, { columns: 200, env: { ...fresh, XDG_CONFIG_HOME: NO_CONFIG, NO_COLOR: '1' } });
+      expect(shown.code, shown.stdout).toBe(0);
+      expect(shown.stdout).toMatch(status);
+      expect(shown.stdout).toContain(`0 rows\n`);
+      expect(shown.stdout).toContain(`\n${why}\n`);
+    }
+    const verbose = await cli([...call, '--verbose'], { env: fresh });
+    expect(verbose.stdout).toBe('[]\n');
+    expect(verbose.stderr).toContain(`${why}\n`);
+    const piped = await cli(call, { env: fresh });
+    expect(piped.code, piped.stderr).toBe(0);
+    expect([piped.stdout, piped.stderr]).toEqual(['[]\n', '']);
+    expect((await cli([...call, '--verbose', '--quiet'], { env: fresh })).stderr).toBe('');
+  });
+
+  it('says nothing of the kind once events are loaded, when a call matches none of them', async () => {
+    // logs.all keeps nothing in the cache, which the tests below count.
+    const shown = await inTerminal(['run', 'logs.all', '-p', 'project=no-such-project'], { columns: 200, env: { ...env, XDG_CONFIG_HOME: NO_CONFIG, NO_COLOR: '1' } });
+    expect(shown.code, shown.stdout).toBe(0);
+    expect(shown.stdout).toContain('0 rows\n');
+    expect(shown.stdout).toMatch(/^logs\.all: 0 rows$/m);
+    expect(shown.stdout).not.toContain('hold no events');
   });
 });
 

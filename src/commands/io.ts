@@ -42,8 +42,12 @@ export function checkInterrupted(signal: AbortSignal | undefined): void {
  * prints (`| jq`) shares the terminal with standard error, and a status line would land inside it.
  */
 export function note(io: Io, options: CommonOptions, line: string): void {
-  if (options.quiet) return;
-  if (options.verbose || (io.stderr.isTTY && io.stdout.isTTY)) io.stderr.write(`${line}\n`);
+  if (noting(io, options)) io.stderr.write(`${line}\n`);
+}
+
+/** Whether `note` writes its lines: worth asking before a line that costs something to make. */
+export function noting(io: Io, options: CommonOptions): boolean {
+  return !options.quiet && (options.verbose === true || (io.stderr.isTTY === true && io.stdout.isTTY === true));
 }
 
 /** The log of a command on standard error: `--quiet` leaves out what is only information. */

@@ -2,7 +2,8 @@ import type { AsOf } from '../time.js';
 import type { CacheMode, RunResult, Savedq } from '../library.js';
 import { RUN_FORMATS } from '../output/index.js';
 import { parsePairs } from '../queries/params.js';
-import { checkInterrupted, note, outputFormat, writeRows, type CommonOptions, type Io } from './io.js';
+import { wrapped } from '../output/wrap.js';
+import { checkInterrupted, note, noting, outputFormat, proseWidth, writeRows, type CommonOptions, type Io } from './io.js';
 
 /** Options of `savedq run`. */
 export interface RunOptions extends CommonOptions {
@@ -35,10 +36,15 @@ export async function runCommand(lib: Savedq, options: RunOptions, io: Io): Prom
   // A cut answer says so where a person reads it: in a terminal always, in a pipe when asked (--stats).
   const cut = result.truncated && (options.stats === true || (watching && !options.quiet));
   if (cut) io.stderr.write(`showing the first ${plural(result.rows.length, 'row')}: the query has more (max_rows ${result.query.maxRows})\n`);
-  if (options.stats === true) {
-    io.stderr.write(`${statsLine(result, lib.clock())}\n`);
-    return;
-  }
+  if (options.stats === true) io.stderr.write(`${statsLine(result, lib.clock())}\n`);
+  else statusNote(lib, result, cut, options, io);
+  // An empty answer on a new machine: said where a person reads it, and why, only when it is so.
+  const empty = result.rows.length === 0 && noting(io, options) ? await lib.withoutEvents().catch(() => undefined) : undefined;
+  if (empty !== undefined) note(io, options, wrapped(`(the log tables of ${empty} hold no events yet: savedq load --sample loads sample ones)`, 0, 1, proseWidth(io)));
+}
+
+/** What the answer was, from the cache or computed now, for a person watching. */
+function statusNote(lib: Savedq, result: RunResult, cut: boolean, options: RunOptions, io: Io): void {
   if (result.cache === 'hit') {
     const age = Math.max(0, Math.round((lib.clock() - result.computedAt) / 1000));
     note(io, options, `${result.query.name}: from cache, computed ${age} s ago`);

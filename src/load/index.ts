@@ -1,5 +1,5 @@
 import type { Warehouse } from '../warehouse/index.js';
-import type { TableName } from '../warehouse/schema.js';
+import { TABLES, type TableName } from '../warehouse/schema.js';
 import { batchMark, fileBatches, lineBatches, surveyLines } from './batches.js';
 import { storeBatch } from './store.js';
 import { readTableShape } from './tables.js';
@@ -99,4 +99,10 @@ export async function loadEvents(
 /** Batches that own their memory: no buffer slot to wait for. */
 async function* withoutSlots(batches: AsyncIterable<Buffer>): AsyncGenerator<{ lines: Buffer; slot?: number }> {
   for await (const lines of batches) yield { lines };
+}
+
+/** How many events the log tables hold, all of them together (a count the engine keeps: nothing is read). */
+export async function eventCount(warehouse: Warehouse): Promise<number> {
+  const [row] = await warehouse.query(`SELECT ${TABLES.map((table) => `(SELECT count() FROM ${table})`).join(' + ')} AS n`, {});
+  return Number(row?.n ?? 0);
 }
