@@ -469,6 +469,7 @@ function cliShape(): CliShape {
 /** Commander's messages for a flag no command takes (`--api-key=x` too) and a command there is not: savedq guesses, not commander. */
 const UNKNOWN_OPTION = /^unknown option '(--[^'=]+)(=[^']*)?'\n$/;
 const UNKNOWN_COMMAND = /^unknown command '([^']+)'\n$/;
+const TOO_MANY_ARGUMENTS = /^too many arguments for '[^']+'\./;
 
 /** An error sayErrors said without a guess: main may still guess a parameter from an unknown flag in it. */
 let unguessed: { command: Command; said: string } | undefined;
@@ -505,42 +506,47 @@ function guessAfter(command: Command, said: string): string | undefined {
 }
 
 /**
- * `-p project=acme` for `run logs.all --project acme`, as the one line after commander's: a flag of a
- * command that takes -p, named as a parameter of its query (of any saved query when the query is not
- * known) or close to one, with the flags after it that are too (`--project acme --interval daily`).
- * Undefined when it names none, or the queries cannot be read.
+ * `-p project=acme` for `run logs.all --project acme` or `run logs.all project=acme`, as the one line
+ * after commander's (an unknown option, too many arguments): words of a command that takes -p, named
+ * as a parameter of its query (of any saved query when the query is not known) or close to one
+ * (`--project acme --interval daily`). Undefined when the word commander blamed names none, or the
+ * queries cannot be read.
  */
 async function parameterGuess({ command, said }: { command: Command; said: string }): Promise<string | undefined> {
   const [, flag, value = ''] = UNKNOWN_OPTION.exec(said) ?? [];
-  if (flag === undefined || !command.options.some((o) => o.long === '--param')) return undefined;
+  if ((flag === undefined && !TOO_MANY_ARGUMENTS.test(said)) || !command.options.some((o) => o.long === '--param')) return undefined;
+  const named = command.args[0]?.startsWith('-') === false;
   let params: string[];
   try {
     const queries = lib(command.optsWithGlobals<GlobalFlags>()).catalog;
-    const [nameOrId] = command.args;
-    const asked = nameOrId === undefined || nameOrId.startsWith('-') ? undefined : await queries.find(nameOrId).catch(() => undefined);
+    const asked = named ? await queries.find(command.args[0] ?? '').catch(() => undefined) : undefined;
     params = [...new Set((asked ? [asked] : (await queries.scan()).queries).flatMap((q) => q.params.map((p) => p.name)))];
   } catch {
     return undefined;
   }
-  // Commander leaves the unknown flag and all after it in args: --name value, --name=value.
-  const rest = command.args.slice(Math.max(0, command.args.indexOf(flag + value)));
+  // The words past the query's name: commander leaves an unknown flag among them (--name value,
+  // --name=value), and the excess arguments are them (name=value). The guess starts at the word it
+  // complained of, which must name a parameter, and takes in every other that does.
+  const words = named ? command.args.slice(1) : command.args;
+  const blamed = flag === undefined ? 0 : words.indexOf(flag + value);
   const meant: string[] = [];
-  for (let i = 0; i < rest.length; i += 1) {
-    const [, typed, given] = /^--([^=]+)(?:=(.*))?$/s.exec(rest[i] ?? '') ?? [];
-    const name = typed === undefined ? undefined : closest(typed, params);
+  for (let i = 0; i < words.length; i += 1) {
+    const [, dashes, typed, given] = /^(--)?([^=-][^=]*)(?:=(.*))?$/s.exec(words[i] ?? '') ?? [];
+    // A word of its own is a parameter only as --name (name=value else).
+    const name = typed === undefined || (dashes === undefined && given === undefined) ? undefined : closest(typed, params);
     if (name === undefined) {
-      if (i === 0) return undefined;
+      if (i === blamed) return undefined;
       continue;
     }
     let text = given;
-    const next = rest[i + 1];
+    const next = words[i + 1];
     if (text === undefined && next !== undefined && !next.startsWith('-')) {
       text = next;
       i += 1;
     }
     meant.push(`-p ${name}=${text === undefined ? '…' : shellWord(text)}`);
   }
-  return meant.join(' ');
+  return meant.length === 0 ? undefined : meant.join(' ');
 }
 
 /**
@@ -561,7 +567,7 @@ async function main(argv: string[]): Promise<number> {
     if (output.readerGone) return 0; // whatever failed after the reader went, nobody is reading
     if (err instanceof CommanderError) {
       if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.exitCode === 0) return 0;
-      const guess = err.code === 'commander.unknownOption' && unguessed ? await parameterGuess(unguessed) : undefined;
+      const guess = (err.code === 'commander.unknownOption' || err.code === 'commander.excessArguments') && unguessed ? await parameterGuess(unguessed) : undefined;
       if (guess !== undefined) io.stderr.write(`(Did you mean ${guess}?)\n`);
       return 2;
     }

@@ -119,6 +119,13 @@ describe('savedq (the built CLI)', () => {
     await expectBadInput(['run', 'logs.all', '--project', 'a b', '-f', 'csv'], /^savedq: unknown option '--project'\n\(Did you mean -p project='a b'\?\)\n$/);
     await expectBadInput(['run', 'logs.all', '--frobnicate', '--project', 'acme'], /^savedq: unknown option '--frobnicate'\n$/);
     await expectBadInput(['warm', '--project'], /^savedq: unknown option '--project'\n\(Did you mean -p project=…\?\)\n$/);
+    // So is a name=value given without its -p, and an argument given as a flag after it.
+    await expectBadInput(['run', 'usage.api-counts', 'project=acme', 'interval=daily'], /^savedq: too many arguments for 'run'\. Expected 1 argument but got 3\.\n\(Did you mean -p project=acme -p interval=daily\?\)\n$/);
+    await expectBadInput(['run', 'usage.api-counts', 'projct=a b', '--interval', 'daily'], /^savedq: unknown option '--interval'\n\(Did you mean -p project='a b' -p interval=daily\?\)\n$/);
+    await expectBadInput(['warm', 'usage.api-counts', 'project=acme'], /^savedq: too many arguments for 'warm'\. Expected 1 argument but got 2\.\n\(Did you mean -p project=acme\?\)\n$/);
+    // A bare word is no parameter: the values alone are not guessed at.
+    await expectBadInput(['run', 'usage.api-counts', 'acme', 'daily'], /^savedq: too many arguments for 'run'\. Expected 1 argument but got 3\.\n$/);
+    await expectBadInput(['run', 'logs.all', 'interval=daily'], /^savedq: too many arguments for 'run'\. Expected 1 argument but got 2\.\n$/);
     // Not a parameter of this query (logs.all has no interval), nor of a command without -p.
     await expectBadInput(['run', 'logs.all', '--interval', 'daily'], /^savedq: unknown option '--interval'\n$/);
     await expectBadInput(['list', '--project', 'acme'], /^savedq: unknown option '--project'\n$/);
