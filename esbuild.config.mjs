@@ -29,6 +29,21 @@ const sdkApart = {
     b.onResolve({ filter: /^\.\/sdk\.js$/ }, (args) => (args.importer.endsWith(join('mcp', 'load.js')) ? { path: args.path, external: true } : undefined));
   },
 };
+/**
+ * commander requires node:child_process as it loads, for subcommands that are programs of their own,
+ * which savedq has none of: loading it (internal/child_process, node:dgram) took about 1 ms of every
+ * run. In the CLI bundle commander's spawn is a function that loads child_process when first called.
+ */
+const commanderSpawnsLater = {
+  name: 'commander-spawns-later',
+  setup(b) {
+    b.onResolve({ filter: /^node:child_process$/ }, (args) => (args.importer.includes(join('node_modules', 'commander')) ? { path: 'spawn-later', namespace: 'commander-spawns-later' } : undefined));
+    b.onLoad({ filter: /.*/, namespace: 'commander-spawns-later' }, () => ({
+      contents: "module.exports = { spawn: (...args) => require('node:child_process').spawn(...args) };",
+      loader: 'js',
+    }));
+  },
+};
 /** Every bundle: one CommonJS file of dist/ for Node. */
 const cjsBundle = {
   outdir: 'dist',
@@ -52,7 +67,7 @@ await build({
   // binaries relative to their own files, and the warehouse client, which a cache hit never loads.
   // prom-client: serve's metrics only, never a run's; junit-report-builder: `test -f junit` only.
   external: ['sqlite3', 'chdb', 'chdb/*', '@clickhouse/client', 'prom-client', 'junit-report-builder', ...Object.values(apart)],
-  plugins: [sdkApart],
+  plugins: [sdkApart, commanderSpawnsLater],
   // import() of those becomes require(): they are CommonJS, and the bundle runs as a plain script.
   supported: { 'dynamic-import': false },
   // src/package.ts, the one reader of import.meta.url, is one level under the package root, as is

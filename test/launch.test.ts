@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, cpSync, mkdirSync, readdirSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -55,3 +55,28 @@ describe('start-up from the code cache', () => {
     expect(list(dir)).toBe(expected);
   });
 });
+
+describe('what a run loads', () => {
+  /** The modules of Node's own a CLI run loaded, as it exits (`process.moduleLoadList`). */
+  function nodeModulesOf(args: readonly string[], env: Record<string, string>): string[] {
+    const dir = tempDir();
+    const preload = join(dir, 'modules.cjs');
+    writeFileSync(preload, "process.on('exit', () => require('node:fs').writeFileSync(process.env.MODULES_FILE, process.moduleLoadList.join('\\n')));\n");
+    const file = join(dir, 'modules.txt');
+    execFileSync(process.execPath, ['-r', preload, join(root, 'bin/savedq.js'), ...args], { env: { PATH: process.env.PATH ?? '', ...env, MODULES_FILE: file }, stdio: 'ignore' });
+    return readFileSync(file, 'utf8').split('\n').filter((m) => m.startsWith('NativeModule ')).map((m) => m.slice('NativeModule '.length));
+  }
+
+  it("loads neither child_process (commander's, for subcommands savedq has none of) nor fs/promises on --version or a cache hit", () => {
+    const dir = tempDir();
+    const env = { SAVEDQ_DATA_DIR: join(dir, 'data'), SAVEDQ_CACHE_FILE: join(dir, 'cache.sqlite'), XDG_CONFIG_HOME: join(dir, 'config') };
+    const call = ['run', 'usage.api-counts', '-p', 'project=acme', '-p', 'interval=daily', '-f', 'json'];
+    execFileSync(process.execPath, [join(root, 'bin/savedq.js'), ...call], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: 'ignore' }); // cached now
+    for (const args of [['--version'], call]) {
+      const loaded = nodeModulesOf(args, env);
+      expect(loaded, args.join(' ')).toContain('fs'); // the list is read
+      expect(loaded.filter((m) => /child_process|fs\/promises/.test(m)), args.join(' ')).toEqual([]);
+    }
+  });
+});
+
