@@ -302,12 +302,12 @@ export class Savedq {
   /**
    * Where the data is, when its log tables hold no event at all (an empty answer's likely cause on a new
    * machine), else undefined. An embedded data directory savedq has loaded into (its generation says
-   * so, without the engine) is taken to hold some; otherwise the engine counts them.
+   * so, without the engine) is taken to hold some; otherwise the engine's catalog is asked.
    */
   async withoutEvents(): Promise<string | undefined> {
     if (this.generation() !== '') return undefined;
-    const [{ eventCount }, warehouse] = await Promise.all([import('./load/index.js'), this.warehouse()]);
-    return (await eventCount(warehouse)) === 0 ? warehouse.location : undefined;
+    const [{ logTablesEmpty }, warehouse] = await Promise.all([import('./load/index.js'), this.warehouse()]);
+    return (await logTablesEmpty(warehouse)) ? warehouse.location : undefined;
   }
 
   /**

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadingSqlite } from '../src/cache/sqlite-module.js';
-import { cli, inTerminal, NO_CONFIG, startServe, tempDir } from './helpers.js';
+import { logTablesEmpty } from '../src/load/index.js';
+import { cli, inTerminal, NO_CONFIG, startServe, tempDir, testLibrary } from './helpers.js';
 
 // What a newcomer meets in the first hour, through the built CLI: the quick start run twice, a load
 // that must reach the cache, and sample data that looks like traffic.
@@ -100,6 +101,23 @@ describe('an empty answer before anything is loaded', () => {
     expect(shown.stdout).toContain('0 rows\n');
     expect(shown.stdout).toMatch(/^logs\.all: 0 rows$/m);
     expect(shown.stdout).not.toContain('hold no events');
+  });
+
+  // The library under the note, in this process (the file's other engines are the CLI's, in theirs).
+  const inProcess = testLibrary();
+  const tablesThere = async () => Number((await (await inProcess.warehouse()).query("SELECT count() AS n FROM system.tables WHERE database = currentDatabase() AND name IN ('edge_logs', 'function_edge_logs')", {}))[0]?.n);
+
+  it('is given only when both log tables exist and hold no row, and asking makes no table', async () => {
+    expect(await inProcess.withoutEvents()).toBeUndefined();
+    expect(await tablesThere()).toBe(0);
+    await inProcess.run({ nameOrId: 'logs.all', params: [['project', 'x']], cache: 'bypass' }); // a query makes them
+    expect(await tablesThere()).toBe(2);
+    expect(await inProcess.withoutEvents()).toMatch(/^the embedded engine at \/.+\/data$/);
+    const line = JSON.stringify({ timestamp: new Date().toISOString(), project: 'x', event_message: 'one', metadata: {} });
+    expect((await inProcess.load('edge_logs', [`${line}\n`])).loaded).toBe(1);
+    // A load names a new generation: asked no more, and the engine would say the same.
+    expect(await inProcess.withoutEvents()).toBeUndefined();
+    expect(await logTablesEmpty(await inProcess.warehouse())).toBe(false);
   });
 });
 

@@ -101,8 +101,16 @@ async function* withoutSlots(batches: AsyncIterable<Buffer>): AsyncGenerator<{ l
   for await (const lines of batches) yield { lines };
 }
 
-/** How many events the log tables hold, all of them together (a count the engine keeps: nothing is read). */
-export async function eventCount(warehouse: Warehouse): Promise<number> {
-  const [row] = await warehouse.query(`SELECT ${TABLES.map((table) => `(SELECT count() FROM ${table})`).join(' + ')} AS n`, {});
-  return Number(row?.n ?? 0);
+/**
+ * Whether both log tables exist and hold no row, as the engine's catalog counts them (`system.tables`:
+ * nothing is read, and a missing table is not made, as a query would make it). False where it cannot
+ * say: a table missing (a server's user may read tables of their own), or one that keeps no count of
+ * its rows (a cluster's Distributed table).
+ */
+export async function logTablesEmpty(warehouse: Warehouse): Promise<boolean> {
+  const [row] = await warehouse.query(
+    'SELECT count() AS tables, countIf(total_rows IS NULL) AS uncounted, sum(total_rows) AS n FROM system.tables WHERE database = currentDatabase() AND name IN {names:Array(String)}',
+    { names: TABLES },
+  );
+  return Number(row?.tables) === TABLES.length && Number(row?.uncounted) === 0 && Number(row?.n) === 0;
 }
