@@ -100,7 +100,7 @@ const SQLITE_HEADER = Buffer.from('SQLite format 3\0', 'latin1');
  * (SQLite's new database), or a file that begins with SQLite's header (a damaged database mostly
  * does). A folder, a device or a file of other text (`--cache-file notes.txt`) is left as it is.
  */
-export function notSqlite(file: string): Unsafe {
+function notSqlite(file: string): Unsafe {
   const stat = statSync(file, { throwIfNoEntry: false });
   if (stat === undefined) return undefined;
   if (!stat.isFile()) return `${file} is ${stat.isDirectory() ? 'a folder' : 'a device or a pipe'}, not a file; give --cache-file a file's path`;
@@ -115,7 +115,7 @@ export function notSqlite(file: string): Unsafe {
   return `${file} is not a SQLite file; move it away or give --cache-file another path`;
 }
 
-/** notSqlite of one path, looked at once whoever asks: the results cache and the memo beside it both do, on every cache hit. */
+/** notSqlite of one path, looked at once whoever asks: the results cache and the memo beside it (on every cache hit), and the alerts' store. */
 export function sqlitePathCheck(file: string): () => Unsafe {
   let checked: { problem: Unsafe } | undefined;
   return () => (checked ??= { problem: notSqlite(file) }).problem;

@@ -8,7 +8,7 @@ import { cachedCallViews, dueForWarming, warm, type CachedCallView, type Warming
 import type { Config } from './config.js';
 import { WarehouseHandle } from './warehouse-handle.js';
 import { DefinitionError, InputError } from './errors.js';
-import { sqlitePathCheck } from './fs.js';
+import { sqlitePathCheck, type Unsafe } from './fs.js';
 import type { LoadInput, LoadOptions, LoadReport } from './load/index.js';
 import { builtinQueriesDir, examplesDir, packageVersion } from './package.js';
 import { brokenText, QueryCatalog, type CatalogScan, type DefinitionMemo } from './queries/catalog.js';
@@ -86,11 +86,12 @@ export class Savedq {
     this.config = config;
     this.clock = options.clock ?? Date.now;
     this.#reporter = options.reporter ?? SILENT;
-    // Whether the cache file's path is one to use (not a folder, a device, a file of other text): looked at once.
-    const cacheFileProblem = sqlitePathCheck(config.cacheFile);
-    this.#store = new SqliteStore(config.cacheFile, (message) => this.#reporter.warn(message), cacheFileProblem);
+    // Whether the cache file's path is one to use (not a folder, a device, a file of other text): looked
+    // at once, for the results cache, the memo beside it and the alerts' store.
+    this.#cacheFileProblem = sqlitePathCheck(config.cacheFile);
+    this.#store = new SqliteStore(config.cacheFile, (message) => this.#reporter.warn(message), this.#cacheFileProblem);
     this.cache = new ResultsCache(this.#store);
-    this.#memo = fileMemo(config.cacheFile, cacheFileProblem);
+    this.#memo = fileMemo(config.cacheFile, this.#cacheFileProblem);
     const patterns = options.ownsEngine === true ? memoryMemo(PATTERNS_KEPT) : this.#memo;
     this.#patterns = { get: (pattern) => patterns.get(`pattern:${pattern}`), set: (pattern) => patterns.set(`pattern:${pattern}`, true) };
     this.#catalog = options.queries ?? new QueryCatalog({ builtin: builtinQueriesDir, user: config.queryFolders }, this.#memo);
@@ -117,6 +118,7 @@ export class Savedq {
    */
   readonly #patterns: PatternMemo;
 
+  readonly #cacheFileProblem: () => Unsafe;
 
   /** The catalog of the saved queries this library answers (savedQueries() reads it, with its warnings). */
   get catalog(): QueryCatalog {
@@ -306,7 +308,7 @@ export class Savedq {
    */
   async withoutEvents(): Promise<string | undefined> {
     if (this.generation() !== '') return undefined;
-    const [{ logTablesEmpty }, warehouse] = await Promise.all([import('./load/index.js'), this.warehouse()]);
+    const [{ logTablesEmpty }, warehouse] = await Promise.all([import('./warehouse/schema.js'), this.warehouse()]);
     return (await logTablesEmpty(warehouse)) ? warehouse.location : undefined;
   }
 
@@ -411,6 +413,7 @@ export class Savedq {
         new Alerts({
           folders: this.config.queryFolders,
           cacheFile: this.config.cacheFile,
+          cacheFileProblem: this.#cacheFileProblem,
           timeoutSeconds: this.config.queryTimeoutSeconds,
           clock: () => this.clock(),
           prepare: (request) => this.prepare(request),

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadingSqlite } from '../src/cache/sqlite-module.js';
-import { logTablesEmpty } from '../src/load/index.js';
+import { logTablesEmpty } from '../src/warehouse/schema.js';
 import { cli, inTerminal, NO_CONFIG, startServe, tempDir, testLibrary } from './helpers.js';
 
 // What a newcomer meets in the first hour, through the built CLI: the quick start run twice, a load

@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { asOfMicros, type CallRequest, type PreparedCall } from '../calls/prepare.js';
 import type { RunResult } from '../calls/runner.js';
 import { nodeCrypto } from '../lazy.js';
+import type { Unsafe } from '../fs.js';
 import type { DefinitionProblem } from '../queries/definition.js';
 import { paramsText } from '../queries/params.js';
 import type { Row } from '../queries/types.js';
@@ -22,6 +23,8 @@ const ROWS_SENT = 20;
 export interface AlertParts {
   readonly folders: readonly string[];
   readonly cacheFile: string;
+  /** Why the cache file's path is not one to use (fs.ts' sqlitePathCheck, the library's one look at it), or undefined. */
+  readonly cacheFileProblem: () => Unsafe;
   /** The library's time limit of a query, in seconds: an evaluation's lease is longer. */
   readonly timeoutSeconds: number;
   /** The alerts' clock (epoch ms) when no --at is given. */
@@ -189,7 +192,7 @@ export class Alerts {
   }
 
   #open(): Promise<AlertStore> {
-    this.#store ??= AlertStore.open(this.#parts.cacheFile);
+    this.#store ??= AlertStore.open(this.#parts.cacheFile, this.#parts.cacheFileProblem);
     return this.#store;
   }
 

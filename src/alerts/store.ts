@@ -1,6 +1,6 @@
 import type { Database } from 'sqlite3';
 import { InputError } from '../errors.js';
-import { notSqlite, ownFile } from '../fs.js';
+import { ownFile, type Unsafe } from '../fs.js';
 import { loadingSqlite } from '../cache/sqlite-module.js';
 import type { Target } from './spec.js';
 
@@ -121,8 +121,8 @@ export class AlertStore {
     this.#db = db;
   }
 
-  static async open(file: string): Promise<AlertStore> {
-    const unsafe = notSqlite(file) ?? ownFile(file);
+  static async open(file: string, pathProblem: () => Unsafe): Promise<AlertStore> {
+    const unsafe = pathProblem() ?? ownFile(file);
     if (unsafe !== undefined) throw new InputError(`alerts keep their state in the cache file, and ${unsafe}.`);
     const { default: sqlite3 } = await loadingSqlite(import('sqlite3'));
     const db = await new Promise<Database>((resolve, reject) => {

@@ -64,7 +64,7 @@ export function report(io: Io, options: CommonOptions, line: string): void {
   if (!options.quiet) io.stderr.write(`${line}\n`);
 }
 
-/** The width prose is wrapped to (`describe`, `check`): a terminal's; none when piped, so that each piece stays one line. */
+/** The width prose is wrapped to (`describe`, `check`, run's note of an empty answer): a terminal's; none when piped, so that each piece stays one line. */
 export function proseWidth(io: Io): number | undefined {
   return io.stdout.isTTY === true ? resolveTableWidth(io.stdout.columns, io.env) : undefined;
 }

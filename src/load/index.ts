@@ -1,5 +1,5 @@
 import type { Warehouse } from '../warehouse/index.js';
-import { TABLES, type TableName } from '../warehouse/schema.js';
+import type { TableName } from '../warehouse/schema.js';
 import { batchMark, fileBatches, lineBatches, surveyLines } from './batches.js';
 import { storeBatch } from './store.js';
 import { readTableShape } from './tables.js';
@@ -99,18 +99,4 @@ export async function loadEvents(
 /** Batches that own their memory: no buffer slot to wait for. */
 async function* withoutSlots(batches: AsyncIterable<Buffer>): AsyncGenerator<{ lines: Buffer; slot?: number }> {
   for await (const lines of batches) yield { lines };
-}
-
-/**
- * Whether both log tables exist and hold no row, as the engine's catalog counts them (`system.tables`:
- * nothing is read, and a missing table is not made, as a query would make it). False where it cannot
- * say: a table missing (a server's user may read tables of their own), or one that keeps no count of
- * its rows (a cluster's Distributed table).
- */
-export async function logTablesEmpty(warehouse: Warehouse): Promise<boolean> {
-  const [row] = await warehouse.query(
-    'SELECT count() AS tables, countIf(total_rows IS NULL) AS uncounted, sum(total_rows) AS n FROM system.tables WHERE database = currentDatabase() AND name IN {names:Array(String)}',
-    { names: TABLES },
-  );
-  return Number(row?.tables) === TABLES.length && Number(row?.uncounted) === 0 && Number(row?.n) === 0;
 }

@@ -15,6 +15,20 @@ export function schemaStatements(): string[] {
     .filter((s) => s !== '');
 }
 
+/**
+ * Whether both log tables exist and hold no row, as the engine's catalog counts them (`system.tables`:
+ * nothing is read, and a missing table is not made, as a query would make it). False where it cannot
+ * say: a table missing (a server's user may read tables of their own), or one that keeps no count of
+ * its rows (a cluster's Distributed table).
+ */
+export async function logTablesEmpty(warehouse: Pick<Warehouse, 'query'>): Promise<boolean> {
+  const [row] = await warehouse.query(
+    'SELECT count() AS tables, countIf(total_rows IS NULL) AS uncounted, sum(total_rows) AS n FROM system.tables WHERE database = currentDatabase() AND name IN {names:Array(String)}',
+    { names: TABLES },
+  );
+  return Number(row?.tables) === TABLES.length && Number(row?.uncounted) === 0 && Number(row?.n) === 0;
+}
+
 /** Makes the log tables, as far as they are missing. */
 export async function makeTables(warehouse: Pick<Warehouse, 'command'>): Promise<void> {
   for (const statement of schemaStatements()) await warehouse.command(statement);
