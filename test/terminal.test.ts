@@ -210,9 +210,9 @@ describe.runIf(has.script)('tables and charts in a real terminal', () => {
   const widest = (text: string) => Math.max(...text.split('\n').map((line) => [...line].length));
   const stats = ['run', 'functions.invocation-stats', '-p', 'project=acme-shop', '-p', 'interval=7day'];
 
-  it('never draws a line wider than the terminal, at 80, 100 and 200 columns', async () => {
+  it('never draws a line wider than the terminal, at 80, 100 and 200 columns, an empty answer too', async () => {
     for (const columns of [80, 100, 200]) {
-      for (const args of [['list'], stats, ['run', 'logs.all', '-p', 'project=acme-shop'], ['run', 'usage.api-counts', '-p', 'project=acme', '-p', 'interval=daily']]) {
+      for (const args of [['list'], stats, ['run', 'logs.all', '-p', 'project=acme-shop'], ['run', 'usage.api-counts', '-p', 'project=acme', '-p', 'interval=daily'], ['run', 'functions.invocation-stats', '-p', 'project=nobody']]) {
         const text = await shownIn(columns, args);
         expect(widest(text), `${columns}: ${args.join(' ')}\n${text}`).toBeLessThanOrEqual(columns);
         expect(text, args.join(' ')).toMatch(/^\d+ rows?$/m);

@@ -101,7 +101,8 @@ export function renderTable(rows: readonly Row[], options: RenderOptions): strin
   const count = chalk.dim(`${rows.length} ${rows.length === 1 ? 'row' : 'rows'}`);
   const width = options.width ?? 80;
   const widths = options.expanded === true ? undefined : fitColumns(fields, texts, width);
-  if (widths === undefined && options.expanded !== false && rows.length > 0) return `${records(texts, fields, width, chalk)}\n${count}\n`;
+  // Records of no rows are none: the count alone, as psql's expanded display says `(0 rows)`.
+  if (widths === undefined && options.expanded !== false) return rows.length === 0 ? `${count}\n` : `${records(texts, fields, width, chalk)}\n${count}\n`;
 
   const table = new Table({
     head: fields.map((f, i) => chalk.bold(widths ? wrapHeader(f.name, widths[i] ?? f.name.length) : f.name)),
