@@ -98,6 +98,7 @@ describe('savedq (the built CLI)', () => {
   it('gives exit 2 and one line for every kind of bad input', async () => {
     await expectBadInput(['run', 'logs.al', '-p', 'project=x'], /^savedq: unknown query 'logs.al'. Did you mean logs.all\?/);
     await expectBadInput(['run', 'logs.all'], /missing parameter 'project' for logs.all/);
+    await expectBadInput(['run', 'usage.api-counts'], /^savedq: missing parameters for usage.api-counts: 'project' \(.*\) and 'interval' \(one of minutely, hourly, daily\)\.$/m);
     await expectBadInput(['run', 'logs.all', '-p', 'project=x', '-p', 'tier=PRO'], /unknown parameter "tier"/);
     await expectBadInput(['run', 'logs.all', '-p', 'project'], /invalid parameter "project": expected name=value/);
     await expectBadInput(['run', 'logs.all', '-p', 'project=x', '-p', 'iso_timestamp_start=soon'], /'iso_timestamp_start': an ISO 8601/);

@@ -59,6 +59,15 @@ describe('parameters', () => {
     expect(() => normaliseParams(logs, [])).toThrow(InputError);
   });
 
+  it('names every missing parameter at once, before a value of another is judged', () => {
+    const counts = findEndpoint('usage.api-counts');
+    const both = "missing parameters for usage.api-counts: 'project' (an RE2 regular expression) and 'interval' (one of minutely, hourly, daily).";
+    expect(() => normaliseParams(counts, [])).toThrow(both);
+    expect(() => normaliseParams(counts, [['project', '']])).toThrow(both);
+    expect(() => normaliseParams(counts, [['project', 'p']])).toThrow("missing parameter 'interval' for usage.api-counts: one of minutely, hourly, daily.");
+    expect(() => normaliseParams(logs, [['iso_timestamp_end', 'yesterday']])).toThrow(/missing parameter 'project'/);
+  });
+
   it('rejects a malformed timestamp, naming the parameter and the format', () => {
     expect(() => normaliseParams(logs, [['project', 'p'], ['iso_timestamp_end', 'yesterday']])).toThrow(
       /invalid value "yesterday" for parameter 'iso_timestamp_end': an ISO 8601 timestamp/,

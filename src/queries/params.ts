@@ -63,12 +63,11 @@ export function normaliseParams(query: SavedQuery, raw: RawParams): NormalisedPa
     given.set(name, value);
   }
 
+  const missing = query.params.filter((param) => param.required && (given.get(param.name) ?? '') === '');
+  if (missing.length > 0) throw new InputError(missingText(query.name, missing));
   const result: Record<string, string> = {};
   for (const param of query.params) {
     const value = given.get(param.name) ?? '';
-    if (value === '' && param.required) {
-      throw new InputError(`missing parameter '${param.name}' for ${query.name}: ${accepted(param)}.`);
-    }
     const checked = checkValue(param, value);
     if ('reason' in checked) {
       throw new InputError(`invalid value ${quoteValue(value)} for parameter '${param.name}': ${checked.reason}.`);
@@ -76,6 +75,14 @@ export function normaliseParams(query: SavedQuery, raw: RawParams): NormalisedPa
     result[param.name] = checked.value;
   }
   return result;
+}
+
+/** Every required parameter a call left out, named at once with what each accepts (not one a try). */
+function missingText(queryName: string, missing: readonly ParamDefinition[]): string {
+  const [first] = missing;
+  if (missing.length === 1 && first) return `missing parameter '${first.name}' for ${queryName}: ${accepted(first)}.`;
+  const each = missing.map((param) => `'${param.name}' (${accepted(param)})`);
+  return `missing parameters for ${queryName}: ${each.slice(0, -1).join(', ')} and ${each.at(-1)}.`;
 }
 
 /** Patterns known to compile, by their text (RE2's answer never changes for one text). */
