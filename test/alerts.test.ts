@@ -122,7 +122,7 @@ describe('an alert from firing to resolved', () => {
     const history = await cli([...flags, 'alerts', 'history', 'fn-errors', '-f', 'json']);
     expect(JSON.parse(history.stdout)).toEqual([
       { at: new Date(Date.parse(atOffset(2 * DAY))).toISOString(), old_state: 'firing', new_state: 'ok', detail: '0 rows matched' },
-      { at: new Date(Date.parse(AT)).toISOString(), old_state: 'new', new_state: 'firing', detail: '1 row matched' },
+      { at: new Date(Date.parse(AT)).toISOString(), old_state: null, new_state: 'firing', detail: '1 row matched' },
     ]);
     expect(await cli([...flags, 'alerts', 'history', 'fn-errors', '-n', '0'])).toMatchObject({ code: 2, stderr: 'savedq: invalid --limit "0": a whole number from 1 to 1000.\n' });
     // Each subcommand's own -f, and savedq alerts's as the default subcommand's.
@@ -337,11 +337,13 @@ describe('alerts test', () => {
     expect(JSON.parse(tried.stdout)).toMatchObject({ alert: 'dry', old_state: null, new_state: 'firing', matched: 1 });
     expect(tried.stderr).toMatch(/dry: new -> firing \(1 row matched\); would send this to webhook http:\/\/127\.0\.0\.1:\d+\/…\. Nothing was sent\./);
     expect(hook.got).toHaveLength(0);
-    expect(JSON.parse((await cli([...flags, 'alerts', '-f', 'json'])).stdout)[0]).toMatchObject({ state: 'new', evaluated: null });
+    // Never evaluated: null to tools, as a notification's old_state is; `new` in a table.
+    expect(JSON.parse((await cli([...flags, 'alerts', '-f', 'json'])).stdout)[0]).toMatchObject({ state: null, evaluated: null });
+    expect((await cli([...flags, 'alerts', '-f', 'table'])).stdout).toMatch(/│ dry +│ new +│/);
     // An --at that is no ISO 8601 instant is refused before anything is evaluated, as run refuses it.
     const badAt = await cli([...flags, 'alerts', 'check', '--at', 'Nov 3 2026']);
     expect(badAt).toMatchObject({ code: 2, stderr: 'savedq: invalid --at "Nov 3 2026": expected an ISO 8601 timestamp such as 2026-01-31T12:00:00Z.\n' });
-    expect(JSON.parse((await cli([...flags, 'alerts', '-f', 'json'])).stdout)[0]).toMatchObject({ state: 'new', evaluated: null });
+    expect(JSON.parse((await cli([...flags, 'alerts', '-f', 'json'])).stdout)[0]).toMatchObject({ state: null, evaluated: null });
     const unknown = await cli([...flags, 'alerts', 'test', 'drx']);
     expect(unknown).toMatchObject({ code: 2, stdout: '', stderr: 'savedq: no alert named drx; there are dry.\n' });
   }, LONG_TEST_MS);

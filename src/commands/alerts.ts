@@ -1,4 +1,4 @@
-import { durationText, type CheckReport, type Evaluation } from '../alerts/index.js';
+import { durationText, type AlertState, type CheckReport, type Evaluation } from '../alerts/index.js';
 import { AlertsNotOkError, InputError } from '../errors.js';
 import type { Savedq } from '../library.js';
 import { problemText } from '../queries/catalog.js';
@@ -36,13 +36,18 @@ function instant(ms: number | null, format: string): string | null {
   return format === 'table' ? iso.replace(/\.\d{3}Z$/, 'Z') : iso;
 }
 
+/** A state as a table shows it (`new` before an alert's first evaluation), or as tools read it (null then, as a notification's old_state). */
+function stateText(state: AlertState | null, format: string): string | null {
+  return state ?? (format === 'table' ? 'new' : null);
+}
+
 /** `savedq alerts`: each alert, its state and since when, its last evaluation, and what it still owes. */
 export async function alertsListCommand(lib: Savedq, options: CommonOptions & { format?: string | undefined }, io: Io): Promise<Row[]> {
   const format = outputFormat(io, options.format, ['table', 'json', 'ndjson', 'csv']);
   const { alerts, broken } = await (await lib.alerts()).list();
   const rows: Row[] = alerts.map((a) => ({
     alert: a.name,
-    state: a.state ?? 'new',
+    state: stateText(a.state, format),
     since: instant(a.since, format),
     evaluated: instant(a.evaluatedAt, format),
     every: durationText(a.every),
@@ -135,7 +140,7 @@ export async function alertsHistoryCommand(lib: Savedq, options: CommonOptions &
   const { name } = alerts.find(options.name);
   const rows: Row[] = (await alerts.history(name, limit)).map((c) => ({
     at: instant(c.at, format),
-    old_state: c.oldState ?? 'new',
+    old_state: stateText(c.oldState, format),
     new_state: c.newState,
     detail: c.detail,
   }));
