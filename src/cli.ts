@@ -63,9 +63,35 @@ function formatOption(choices: readonly string[] = FORMATS): Option {
   return new Option('-f, --format <format>', 'output format (default: table on a terminal, else json)').choices(choices);
 }
 
-/** An "Examples:" section for a command's help. */
-function examples(...lines: string[]): string {
-  return `\nExamples:\n${lines.map((l) => `  $ ${l}`).join('\n')}\n`;
+/**
+ * An "Examples:" section for a command's help, at the help's width (the terminal's, else 80): an
+ * example longer than that is broken between its words with ` \`, as a shell reads one line.
+ */
+function examples(...lines: string[]): (context: { error: boolean; command: Command }) => string {
+  return ({ error, command }) => {
+    const output = command.configureOutput();
+    const width = (error ? output.getErrHelpWidth?.() : output.getOutHelpWidth?.()) ?? 80;
+    return `\nExamples:\n${lines.map((l) => continued(`  $ ${l}`, width)).join('\n')}\n`;
+  };
+}
+
+/**
+ * A command line broken with ` \` between words so no line passes `width`: never inside quotes, nor
+ * between an option and its value (`-p name=value` stays whole); a comment is left whole.
+ */
+function continued(line: string, width: number): string {
+  if (line.length <= width || line.startsWith('  $ #')) return line;
+  const words = line.slice(4).match(/(?:-\S+ (?=[^-|\s]))?(?:'[^']*'|"[^"]*"|[^\s'"]+)+/g) ?? [];
+  const lines: string[] = [];
+  let [current, started] = ['  $', false];
+  for (const word of words) {
+    if (started && current.length + 1 + word.length + 2 > width) {
+      lines.push(`${current} \\`);
+      current = '     ';
+    }
+    [current, started] = [`${current} ${word}`, true];
+  }
+  return [...lines, current].join('\n');
 }
 
 const program = withSettings(

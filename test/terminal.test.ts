@@ -26,6 +26,14 @@ describe('help that teaches', () => {
       expect(h.stdout, name).toMatch(/Examples:\n {2}\$ \S/);
       expect(h.stdout, name).not.toContain('(default: [])'); // a repeatable option's empty list is no default to tell
     }
+    // Examples fit the help's width (80 in a pipe), broken with ` \` as a shell reads one line, an option with its value.
+    for (const [i, h] of helps.entries()) {
+      const long = h.stdout.split('\n').filter((line) => line.length > 80 && /\s\S/.test(line.trim()));
+      expect(long, commands[i - 1] ?? 'savedq').toEqual([]);
+    }
+    const run = helps[1]?.stdout ?? '';
+    expect(run).toContain('  $ savedq run logs.all -p project=acme-shop -p project_tier=PRO \\\n      -p iso_timestamp_start=2026-11-21T00:00:00Z\n');
+    expect(run.replace(/ \\\n +/g, ' ')).toContain('$ savedq run 0f4c6b2e-7f3a-4a51-9a8e-3d2b1c5e6f01 -p project=acme-shop --at 2026-11-21T12:00:00Z -f csv\n');
     expect(helps[1]?.stdout).toContain('--no-cache');
     expect(helps[6]?.stdout).toMatch(/--port <port>\s+port to listen on [^]*\(default:\s+"4000"\)/);
   });
