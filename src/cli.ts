@@ -496,6 +496,9 @@ function cliShape(): CliShape {
 const UNKNOWN_OPTION = /^unknown option '(--[^'=]+)(=[^']*)?'\n$/;
 const UNKNOWN_COMMAND = /^unknown command '([^']+)'\n$/;
 const TOO_MANY_ARGUMENTS = /^too many arguments for '[^']+'\./;
+const MISSING_QUERY = /^missing required argument 'query'/;
+/** How many query names a command missing its query lists before it says how many there are. */
+const QUERY_NAMES_SHOWN = 6;
 
 /** An error sayErrors said without a guess: main may still guess a parameter from an unknown flag in it. */
 let unguessed: { command: Command; said: string } | undefined;
@@ -575,6 +578,17 @@ async function parameterGuess({ command, said }: { command: Command; said: strin
   return meant.length === 0 ? undefined : meant.join(' ');
 }
 
+/** The saved queries' names, for a command missing its query (the first few of many); undefined when there are none or they cannot be read. */
+async function queryNames(command: Command): Promise<string | undefined> {
+  try {
+    const names = (await lib(command.optsWithGlobals<GlobalFlags>()).catalog.scan()).queries.map((q) => q.name).sort();
+    if (names.length === 0) return undefined;
+    return names.length <= QUERY_NAMES_SHOWN ? names.join(', ') : `${names.slice(0, QUERY_NAMES_SHOWN - 1).join(', ')}, … (${names.length} in all)`;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * A value as a POSIX shell reads it back: as it is when it holds only characters no shell treats
  * specially, else in single quotes (Python's shlex.quote). The shell-quote package escapes `:` and `=`
@@ -595,6 +609,8 @@ async function main(argv: string[]): Promise<number> {
       if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.exitCode === 0) return 0;
       const guess = (err.code === 'commander.unknownOption' || err.code === 'commander.excessArguments') && unguessed ? await parameterGuess(unguessed) : undefined;
       if (guess !== undefined) io.stderr.write(`(Did you mean ${guess}?)\n`);
+      const names = err.code === 'commander.missingArgument' && unguessed && MISSING_QUERY.test(unguessed.said) ? await queryNames(unguessed.command) : undefined;
+      if (names !== undefined) io.stderr.write(`(the saved queries: ${names}; savedq list shows what each takes)\n`);
       return 2;
     }
     const debug = program.opts<GlobalFlags>().debug === true;

@@ -132,6 +132,13 @@ describe('savedq (the built CLI)', () => {
     await expectBadInput(['list', '--project', 'acme'], /^savedq: unknown option '--project'\n$/);
     await expectBadInput(['schema', '--cluster', ''], /^savedq: --cluster is empty: give the name of a cluster of the server \(system.clusters\)\.\n$/);
     await expectBadInput(['runn'], /^savedq: unknown command 'runn'\n\(Did you mean run\?\)\n$/);
+    // A command missing its query names the saved queries (the first few of many).
+    const named = /^savedq: missing required argument 'query'\n\(the saved queries: functions\.invocation-stats, logs\.all, usage\.api-counts; savedq list shows what each takes\)\n$/;
+    await expectBadInput(['run'], named);
+    await expectBadInput(['describe'], named);
+    const many = join(dir, 'many');
+    for (const name of ['a.one', 'a.two', 'a.three', 'a.four']) expect((await run('--queries', many, 'new', name)).code).toBe(0);
+    await expectBadInput(['--queries', many, 'run', '-p', 'project=x'], /^savedq: missing required argument 'query'\n\(the saved queries: a\.four, a\.one, a\.three, a\.two, functions\.invocation-stats, … \(7 in all\); savedq list/);
     await expectBadInput(['cache', 'clr'], /^savedq: unknown command 'clr'\n\(Did you mean clear\?\)\n$/);
     await expectBadInput(['load', 'edge_log', '-'], /unknown table "edge_log"/);
     await expectBadInput(['load', 'edge_logs', join(dir, 'nope.ndjson')], /no such file/);
