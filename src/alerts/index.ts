@@ -16,6 +16,11 @@ import { AlertStore, type AlertState, type Change, type StateRecord } from './st
 export { durationText } from './spec.js';
 export type { AlertState } from './store.js';
 
+/** An alert's state as people read it: `new` before its first evaluation (tools read null there, as a notification's old_state). */
+export function stateWord(state: AlertState | null): string {
+  return state ?? 'new';
+}
+
 /** Rows of the answer a notification carries, at most (CONTRACT §16). */
 const ROWS_SENT = 20;
 

@@ -1,4 +1,4 @@
-import { durationText, type AlertState, type CheckReport, type Evaluation } from '../alerts/index.js';
+import { durationText, stateWord, type AlertState, type CheckReport, type Evaluation } from '../alerts/index.js';
 import { AlertsNotOkError, InputError } from '../errors.js';
 import type { Savedq } from '../library.js';
 import { problemText } from '../queries/catalog.js';
@@ -36,9 +36,9 @@ function instant(ms: number | null, format: string): string | null {
   return format === 'table' ? iso.replace(/\.\d{3}Z$/, 'Z') : iso;
 }
 
-/** A state as a table shows it (`new` before an alert's first evaluation), or as tools read it (null then, as a notification's old_state). */
+/** A state as a table shows it (its word), or as tools read it (null before the first evaluation). */
 function stateText(state: AlertState | null, format: string): string | null {
-  return state ?? (format === 'table' ? 'new' : null);
+  return format === 'table' ? stateWord(state) : state;
 }
 
 /** `savedq alerts`: each alert, its state and since when, its last evaluation, and what it still owes. */
@@ -65,7 +65,7 @@ export async function alertsListCommand(lib: Savedq, options: CommonOptions & { 
 
 /** A change of state as one line: `firing  fn-errors  (was ok): 3 rows matched`. */
 function changeLine(e: Evaluation): string {
-  return `${e.newState.padEnd(7)} ${e.alert} (was ${e.oldState ?? 'new'}): ${e.detail}`;
+  return `${e.newState.padEnd(7)} ${e.alert} (was ${stateWord(e.oldState)}): ${e.detail}`;
 }
 
 /**
@@ -119,8 +119,8 @@ export async function alertsTestCommand(lib: Savedq, options: CommonOptions & { 
   await writeOut(io.stdout, `${JSON.stringify(evaluation.notification, null, 2)}\n`);
   const sends = evaluation.wouldSend
     ? `would send this to ${evaluation.targets.join(', ')}`
-    : `a change from ${evaluation.oldState ?? 'new'} to ${evaluation.newState} sends nothing; above is what a notification would carry`;
-  report(io, options, `${evaluation.alert}: ${evaluation.oldState ?? 'new'} -> ${evaluation.newState} (${evaluation.detail}); ${sends}. Nothing was sent.`);
+    : `a change from ${stateWord(evaluation.oldState)} to ${evaluation.newState} sends nothing; above is what a notification would carry`;
+  report(io, options, `${evaluation.alert}: ${stateWord(evaluation.oldState)} -> ${evaluation.newState} (${evaluation.detail}); ${sends}. Nothing was sent.`);
   return evaluation;
 }
 

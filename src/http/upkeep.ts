@@ -1,3 +1,4 @@
+import { stateWord } from '../alerts/index.js';
 import { warmCounts, type Savedq } from '../library.js';
 import type { Log } from '../report.js';
 import type { Metrics } from './metrics.js';
@@ -68,7 +69,7 @@ async function alertsTurn(lib: Savedq, log: Log, metrics: Metrics): Promise<void
     const alerts = await lib.alerts();
     const report = await alerts.check();
     for (const e of report.evaluations) {
-      if (e.newState !== e.oldState) log.info(`alert ${e.alert}: ${e.oldState ?? 'new'} -> ${e.newState} (${e.detail})`);
+      if (e.newState !== e.oldState) log.info(`alert ${e.alert}: ${stateWord(e.oldState)} -> ${e.newState} (${e.detail})`);
     }
     metrics.alertStates(report.states);
     for (const d of report.deliveries) {
