@@ -240,6 +240,12 @@ describe.runIf(has.script)('tables and charts in a real terminal', () => {
     expect(piped.stdout).toContain('\n      minutely: last 60 minutes by minute; hourly: last hour by hour; daily: last 7 days by day.\n');
   });
 
+  it("breaks help's examples at the terminal's width, between words, as a shell reads one line", async () => {
+    const examples = (await shownIn(60, ['warm', '--help'])).split('Examples:')[1] ?? '';
+    expect(widest(examples), examples).toBeLessThanOrEqual(60);
+    expect(examples).toMatch(/\$ savedq warm usage\.api-counts -p project=acme-shop \\\r?\n {6}-p interval=daily\r?\n/);
+  });
+
   it("wraps check's problems under their first word on a terminal, and keeps each one line when piped", async () => {
     const folder = join(dir, 'typo-queries');
     mkdirSync(folder);
