@@ -7,7 +7,7 @@ import { closest } from './suggest.js';
 import { FORMATS, RUN_FORMATS } from './output/index.js';
 import type { CliShape, CommandShape, OptionShape } from './commands/completion.js';
 import { CHECK_FORMATS, SHELLS, TEST_FORMATS } from './commands/choices.js';
-import { note, report, type CommonOptions, type Io } from './commands/io.js';
+import { hintWidth, note, report, type CommonOptions, type Io } from './commands/io.js';
 import type { Reporter } from './report.js';
 import { TABLES } from './warehouse/schema.js';
 
@@ -610,7 +610,10 @@ async function main(argv: string[]): Promise<number> {
       const guess = (err.code === 'commander.unknownOption' || err.code === 'commander.excessArguments') && unguessed ? await parameterGuess(unguessed) : undefined;
       if (guess !== undefined) io.stderr.write(`(Did you mean ${guess}?)\n`);
       const names = err.code === 'commander.missingArgument' && unguessed && MISSING_QUERY.test(unguessed.said) ? await queryNames(unguessed.command) : undefined;
-      if (names !== undefined) io.stderr.write(`(the saved queries: ${names}; savedq list shows what each takes)\n`);
+      if (names !== undefined) {
+        const { wrapped } = await import('./output/wrap.js');
+        io.stderr.write(`${wrapped(`(the saved queries: ${names}; savedq list shows what each takes)`, 0, 1, hintWidth(io))}\n`);
+      }
       return 2;
     }
     const debug = program.opts<GlobalFlags>().debug === true;

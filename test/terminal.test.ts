@@ -246,6 +246,13 @@ describe.runIf(has.script)('tables and charts in a real terminal', () => {
     expect(examples).toMatch(/\$ savedq warm usage\.api-counts -p project=acme-shop \\\r?\n {6}-p interval=daily\r?\n/);
   });
 
+  it('wraps the saved queries named for a run without one to the terminal, under the bracket', async () => {
+    const shown = await inTerminal(['run'], { columns: 60, env: { HOME: process.env.HOME ?? '', XDG_CONFIG_HOME: NO_CONFIG, ...termEnv } });
+    expect(shown.code).toBe(2);
+    expect(widest(shown.stdout), shown.stdout).toBeLessThanOrEqual(60);
+    expect(shown.stdout).toMatch(/\n\(the saved queries: functions\.invocation-stats, logs\.all,\n usage\.api-counts; savedq list shows what each takes\)\n/);
+  });
+
   it("wraps check's problems under their first word on a terminal, and keeps each one line when piped", async () => {
     const folder = join(dir, 'typo-queries');
     mkdirSync(folder);

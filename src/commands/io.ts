@@ -64,6 +64,11 @@ export function report(io: Io, options: CommonOptions, line: string): void {
   if (!options.quiet) io.stderr.write(`${line}\n`);
 }
 
+/** The width a hint on standard error is wrapped to: its terminal's; none when it is not one. */
+export function hintWidth(io: Io): number | undefined {
+  return io.stderr.isTTY === true ? resolveTableWidth(io.stderr.columns, io.env) : undefined;
+}
+
 /** The width prose is wrapped to (`describe`, `check`, run's note of an empty answer): a terminal's; none when piped, so that each piece stays one line. */
 export function proseWidth(io: Io): number | undefined {
   return io.stdout.isTTY === true ? resolveTableWidth(io.stdout.columns, io.env) : undefined;
