@@ -4,6 +4,7 @@ import { InterruptedError, SavedqError } from './errors.js';
 import { Savedq } from './library.js';
 import { packageVersion } from './package.js';
 import { closest } from './suggest.js';
+import { plural } from './words.js';
 import { FORMATS, RUN_FORMATS } from './output/index.js';
 import type { CliShape, CommandShape, OptionShape } from './commands/completion.js';
 import { CHECK_FORMATS, SHELLS, TEST_FORMATS } from './commands/choices.js';
@@ -578,12 +579,18 @@ async function parameterGuess({ command, said }: { command: Command; said: strin
   return meant.length === 0 ? undefined : meant.join(' ');
 }
 
-/** The saved queries' names, for a command missing its query (the first few of many); undefined when there are none or they cannot be read. */
+/**
+ * The saved queries' names, for a command missing its query (the first few of many), and how many files
+ * are broken (a query just written with a typo is not among the names); undefined when there are none
+ * or they cannot be read.
+ */
 async function queryNames(command: Command): Promise<string | undefined> {
   try {
-    const names = (await lib(command.optsWithGlobals<GlobalFlags>()).catalog.scan()).queries.map((q) => q.name).sort();
+    const { queries, broken } = await lib(command.optsWithGlobals<GlobalFlags>()).catalog.scan();
+    const names = queries.map((q) => q.name).sort();
     if (names.length === 0) return undefined;
-    return names.length <= QUERY_NAMES_SHOWN ? names.join(', ') : `${names.slice(0, QUERY_NAMES_SHOWN - 1).join(', ')}, … (${names.length} in all)`;
+    const shown = names.length <= QUERY_NAMES_SHOWN ? names.join(', ') : `${names.slice(0, QUERY_NAMES_SHOWN - 1).join(', ')}, … (${names.length} in all)`;
+    return broken.length === 0 ? shown : `${shown}; ${plural(broken.length, 'broken file')} left out, savedq check says why`;
   } catch {
     return undefined;
   }

@@ -1,4 +1,4 @@
-import { chmodSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { cli, tempDir } from './helpers.js';
@@ -139,6 +139,11 @@ describe('savedq (the built CLI)', () => {
     const many = join(dir, 'many');
     for (const name of ['a.one', 'a.two', 'a.three', 'a.four']) expect((await run('--queries', many, 'new', name)).code).toBe(0);
     await expectBadInput(['--queries', many, 'run', '-p', 'project=x'], /^savedq: missing required argument 'query'\n\(the saved queries: a\.four, a\.one, a\.three, a\.two, functions\.invocation-stats, … \(7 in all\); savedq list/);
+    // A query just written with a typo is not among them: the line says a file was left out, and where to look.
+    const typo = join(dir, 'typo');
+    mkdirSync(typo);
+    writeFileSync(join(typo, 'my.status.sql'), '/*\nid: 22222222-3333-4444-8555-666666666666\nparams:\n  project: { type: strng }\n*/\nSELECT 1 AS n\n');
+    await expectBadInput(['--queries', typo, 'describe'], /\(the saved queries: functions\.invocation-stats, logs\.all, usage\.api-counts; 1 broken file left out, savedq check says why; savedq list/);
     await expectBadInput(['cache', 'clr'], /^savedq: unknown command 'clr'\n\(Did you mean clear\?\)\n$/);
     await expectBadInput(['load', 'edge_log', '-'], /unknown table "edge_log"/);
     await expectBadInput(['load', 'edge_logs', join(dir, 'nope.ndjson')], /no such file/);
