@@ -11,6 +11,7 @@ import { serveMetrics } from './metrics.js';
 import { QUERY_PREFIX } from './query-route.js';
 import { READ_METHODS, credentialOf, foreignSchemeRefusal, type Answered, type RequestContext, type Route } from './route.js';
 import { serveRoutes } from './routes.js';
+import { keepTickShape } from './tick-shape.js';
 import { startUpkeep } from './upkeep.js';
 
 /** How the HTTP mode runs. */
@@ -80,6 +81,7 @@ interface Admitted {
 export async function startServer(lib: Savedq, options: ServeOptions): Promise<RunningServer> {
   const cors = options.corsOrigins && options.corsOrigins.length > 0 ? new Set(options.corsOrigins) : undefined;
   const metrics = await serveMetrics(() => lib.engineQueue());
+  await keepTickShape();
   const access = new Access({ isKey: keyChecker(options.apiKeys), secrets: options.tokenSecrets ?? [], rateLimit: options.rateLimit, clock: () => lib.clock() });
   const headerTimeoutSeconds = options.headerTimeoutSeconds ?? 10;
   // A fresh request id: this server's random prefix and a count, unique across servers and restarts
