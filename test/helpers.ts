@@ -34,10 +34,17 @@ export const NO_CONFIG = join(tmpdir(), 'savedq-tests-have-no-config');
 export const AT = '2026-03-10T12:34:56.789012Z';
 export const AT_MICROS = parseIsoTimestamp(AT) as bigint;
 
-/** A temporary directory, removed when the test file ends. */
+/**
+ * A temporary directory, removed when the test file ends: after every serve the file left running has
+ * stopped (vitest runs a file's afterAll hooks last registered first, so this one comes before the
+ * servers' own, and a serve still writing in the folder made its removal fail with ENOTEMPTY).
+ */
 export function tempDir(prefix = 'savedq-test-'): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  afterAll(async () => {
+    await stopServers();
+    rmSync(dir, { recursive: true, force: true });
+  });
   return dir;
 }
 
@@ -130,9 +137,15 @@ export interface ServeProcess {
  * inside a test would not be), and when the process does.
  */
 const servers = new Set<ChildProcess>();
-afterAll(() => {
-  for (const child of servers) child.kill('SIGKILL');
-});
+afterAll(stopServers);
+
+/** Every serve this file started and left running, killed, and waited for until it has exited. */
+async function stopServers(): Promise<void> {
+  const running = [...servers].filter((child) => child.exitCode === null && child.signalCode === null);
+  const gone = running.map((child) => new Promise<void>((resolve) => child.once('exit', () => resolve())));
+  for (const child of running) child.kill('SIGKILL');
+  await Promise.all(gone);
+}
 process.on('exit', () => {
   for (const child of servers) child.kill('SIGKILL');
 });
