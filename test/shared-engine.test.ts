@@ -15,6 +15,8 @@ writeFileSync(join(queries, 'slow.sql'), 'SELECT count() AS n FROM numbers(20000
 // Two seconds, whatever the machine: four rows, half a second each.
 writeFileSync(join(queries, 'nap.sql'), 'SELECT sleepEachRow(0.5) AS z FROM numbers(4)\n');
 writeFileSync(join(queries, 'nap.again.sql'), 'SELECT sleepEachRow(0.5) AS again FROM numbers(4)\n');
+// An answer of about 4 MB: over a frame's header limit, and nothing the socket may refuse.
+writeFileSync(join(queries, 'big.sql'), "/*\nmax_rows: 1000\n*/\nSELECT number, repeat('x', 20000) AS pad FROM numbers(200)\n");
 writeFileSync(join(queries, 'rows.of.sql'), '/*\nparams:\n  p: { type: string, required: true }\n*/\nSELECT count() AS n, uniqExact(id) AS ids FROM edge_logs WHERE project = @p\n');
 // A second's lock wait: a command that waited for the data directory rather than use serve would fail.
 const env = { SAVEDQ_DATA_DIR: join(dir, 'data'), SAVEDQ_CACHE_FILE: join(dir, 'cache.sqlite'), SAVEDQ_QUERIES: queries, SAVEDQ_LOCK_WAIT: '1' };
@@ -121,6 +123,19 @@ describe('a running serve shares its engine', () => {
     expect(Math.max(...polled.map((p) => p.ms))).toBeLessThan(5_000);
     expect(server.stderr()).not.toMatch(/failed|error/i);
 
+    server.child.kill('SIGTERM');
+    expect(await server.exited).toBe(0);
+  }, LONG_TEST_MS);
+
+  it('carries an answer of any size to a run beside serve: the same bytes as without it', async () => {
+    const alone = await cli(['run', 'big', '--no-cache', '-f', 'csv'], { env });
+    expect(alone.code, alone.stderr).toBe(0);
+    expect(alone.stdout.length).toBeGreaterThan(4_000_000);
+    const server = await serve();
+    const beside = await cli(['run', 'big', '--no-cache', '-f', 'csv'], { env });
+    expect(beside.code, beside.stderr).toBe(0);
+    expect(beside.stdout).toBe(alone.stdout);
+    expect(server.stderr()).not.toMatch(/closed a connection/);
     server.child.kill('SIGTERM');
     expect(await server.exited).toBe(0);
   }, LONG_TEST_MS);

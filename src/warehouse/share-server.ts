@@ -42,6 +42,19 @@ function checkRequest(header: unknown): Request | string {
   return header as unknown as Request;
 }
 
+/** The most of an answer's JSON one frame carries; a bigger answer goes in several. */
+const ANSWER_PART_BYTES = 4 * 1024 * 1024;
+
+/** Sends a request's value as its answer: its JSON in frames of at most ANSWER_PART_BYTES. */
+function writeAnswer(socket: Socket, id: number, value: unknown): void {
+  const json = value === undefined ? Buffer.alloc(0) : Buffer.from(JSON.stringify(value));
+  let at = 0;
+  for (; json.length - at > ANSWER_PART_BYTES; at += ANSWER_PART_BYTES) {
+    writeFrame(socket, { id, more: true } satisfies Answer, json.subarray(at, at + ANSWER_PART_BYTES));
+  }
+  writeFrame(socket, { id } satisfies Answer, json.subarray(at));
+}
+
 /** Staged batches not released are let go this long after their last use (their process died, say). */
 const STAGED_IDLE_MS = 10 * 60_000;
 
@@ -133,12 +146,13 @@ export async function shareWarehouse(
       underway += 1;
       void handle(request, body, gone.signal)
         .then(
-          (value): Answer => ({ id: request.id, value }),
-          (err: unknown): Answer => ({ id: request.id, error: toWire(err) }),
+          (value) => {
+            if (!socket.destroyed) writeAnswer(socket, request.id, value);
+          },
+          (err: unknown) => {
+            if (!socket.destroyed) writeFrame(socket, { id: request.id, error: toWire(err) } satisfies Answer);
+          },
         )
-        .then((answer) => {
-          if (!socket.destroyed) writeFrame(socket, answer);
-        })
         .finally(() => {
           underway -= 1;
           if (underway === 0) idle?.();

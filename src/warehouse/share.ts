@@ -95,11 +95,15 @@ export interface Request {
   readonly staged?: string;
 }
 
-/** An answer: the request's id, and its value or its failure. */
+/**
+ * An answer's header: the request's id, and its failure. A value travels as JSON in the frames' bodies,
+ * in parts when it is big (`more` on every frame but the last), so that no answer is too big for a
+ * frame: a frame's limits guard against a broken peer, never against what a user asked.
+ */
 export interface Answer {
   readonly id: number;
-  readonly value?: unknown;
   readonly error?: WireError;
+  readonly more?: true;
 }
 
 /**
@@ -126,7 +130,7 @@ export async function connectShared(dataDir: string, timeoutSeconds: number): Pr
   }
   socket.unref(); // waiting on an answer keeps the process alive; an idle connection does not
 
-  const waiting = new Map<number, { resolve: (value: unknown) => void; reject: (err: SavedqError) => void; timer: NodeJS.Timeout }>();
+  const waiting = new Map<number, { resolve: (value: unknown) => void; reject: (err: SavedqError) => void; timer: NodeJS.Timeout; parts: Buffer[] }>();
   let ids = 0;
   let gone: SavedqError | undefined;
   const lost = (why: string, cause?: unknown): SavedqError => new WarehouseError(`${location} stopped answering (${why}); run the command again.`, { cause });
@@ -140,15 +144,20 @@ export async function connectShared(dataDir: string, timeoutSeconds: number): Pr
   };
   readFrames(
     socket,
-    (header) => {
-    const answer = header as Answer;
-    const w = waiting.get(answer.id);
-    if (!w) return;
-    waiting.delete(answer.id);
-    clearTimeout(w.timer);
-    if (waiting.size === 0) socket.unref();
-    if (answer.error) w.reject(fromWire(answer.error));
-    else w.resolve(answer.value);
+    (header, body) => {
+      const answer = header as Answer;
+      const w = waiting.get(answer.id);
+      if (!w) return;
+      if (answer.more) {
+        w.parts.push(body);
+        return;
+      }
+      waiting.delete(answer.id);
+      clearTimeout(w.timer);
+      if (waiting.size === 0) socket.unref();
+      if (answer.error) return w.reject(fromWire(answer.error));
+      const json = w.parts.length === 0 ? body : Buffer.concat([...w.parts, body]);
+      w.resolve(json.length === 0 ? undefined : (JSON.parse(json.toString('utf8')) as unknown));
     },
     (reason) => {
       fail(lost(`it sent ${reason}`));
@@ -166,7 +175,7 @@ export async function connectShared(dataDir: string, timeoutSeconds: number): Pr
         waiting.delete(id);
         reject(lost('it did not answer in time'));
       }, waitMs);
-      waiting.set(id, { resolve: resolve as (value: unknown) => void, reject, timer });
+      waiting.set(id, { resolve: resolve as (value: unknown) => void, reject, timer, parts: [] });
       socket.ref();
       writeFrame(socket, { ...request, id }, body);
     });
