@@ -38,7 +38,8 @@ function lib(flags: GlobalFlags, options: { ownsEngine?: boolean; reporter?: Rep
   const reporter: Reporter = options.reporter ?? { warn: (message) => report(io, flags, `warning: ${message}`), note: (message) => note(io, flags, message) };
   if (!library) {
     const config = resolveConfig(flags, io.env);
-    for (const warning of config.warnings) reporter.warn(warning);
+    // What is wrong with the configuration itself is said even with --quiet: a cron job's mail is where it is read.
+    for (const warning of config.warnings) (options.reporter ?? { warn: (w: string) => io.stderr.write(`warning: ${w}\n`) }).warn(warning);
     library = new Savedq(config, { ...options, reporter, signal: interrupt.signal });
   }
   return library;
@@ -248,7 +249,7 @@ alerts
   });
 alerts
   .command('check')
-  .description('evaluate the alerts that are due, notify on each change of state; exit 1 when any is firing or in error (for cron)')
+  .description('evaluate the alerts that are due, notify on each change of state; exit 1 when any is firing or in error, or kept but its file gone (for cron)')
   .argument('[alerts...]', 'only these alerts (default: every one that is due)')
   .option('--at <iso>', 'evaluate as of this instant, as if the clock said it (to try an alert on past data)')
   .option('--force', 'evaluate the alerts even when they are not due')
@@ -281,6 +282,16 @@ alerts
     const flags = cmd.optsWithGlobals<GlobalFlags>();
     const { alertsTestCommand } = await import('./commands/alerts.js');
     await alertsTestCommand(lib(flags), { ...flags, name, at: opts.at }, io);
+  });
+alerts
+  .command('forget')
+  .description('drop what savedq keeps of an alert whose file was removed (its state, history, undelivered notifications)')
+  .argument('<alert>', "the alert's name")
+  .addHelpText('after', examples('savedq alerts forget fn-errors'))
+  .action(async (name: string, _opts: unknown, cmd: Command) => {
+    const flags = cmd.optsWithGlobals<GlobalFlags>();
+    const { alertsForgetCommand } = await import('./commands/alerts.js');
+    await alertsForgetCommand(lib(flags), { ...flags, name }, io);
   });
 
 withSettings(

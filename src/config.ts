@@ -142,6 +142,9 @@ function path(value: string): string {
 
 /** Precedence, lowest first: defaults < environment < flags. */
 export function resolveConfig(flags: ConfigFlags = {}, env: Env = process.env): Config {
+  // Without HOME (cron's `env -i`, a service without a user), the defaults are under the account's home
+  // in the password database: said once, naming each one so taken, never chosen in silence.
+  const homeSet = text(env.HOME) !== undefined;
   const home = text(env.HOME) ?? homedir();
   const dataHome = text(env.XDG_DATA_HOME) ?? join(home, '.local', 'share');
   const cacheHome = text(env.XDG_CACHE_HOME) ?? join(home, '.cache');
@@ -157,17 +160,31 @@ export function resolveConfig(flags: ConfigFlags = {}, env: Env = process.env): 
   const passwordFile = settingOf(SETTINGS.passwordFile, flags.passwordFile, env);
   const url = given !== undefined && passwordFile !== undefined ? withPassword(given, readPasswordFile(path(passwordFile))) : given;
   const dataDir = path(settingOf(SETTINGS.dataDir, flags.dataDir, env) ?? join(dataHome, 'savedq'));
+  const cacheFile = path(settingOf(SETTINGS.cacheFile, flags.cacheFile, env) ?? join(cacheHome, 'savedq', 'results.sqlite'));
+  const folders = queryFolders(flags.queries, env[SETTINGS.queries.env], join(configHome, 'savedq', 'queries'));
+  if (!homeSet) {
+    const underHome = (given: string | undefined, xdg: string | undefined) => given === undefined && text(xdg) === undefined;
+    const queriesGiven = [...(flags.queries ?? []), ...(env[SETTINGS.queries.env] ?? '').split(':')].some((dir) => dir !== '');
+    const guessed = [
+      url === undefined && underHome(settingOf(SETTINGS.dataDir, flags.dataDir, env), env.XDG_DATA_HOME) ? `the data directory ${dataDir} (--data-dir)` : undefined,
+      underHome(settingOf(SETTINGS.cacheFile, flags.cacheFile, env), env.XDG_CACHE_HOME) ? `the cache file ${cacheFile} (--cache-file)` : undefined,
+      underHome(queriesGiven ? 'given' : undefined, env.XDG_CONFIG_HOME)
+        ? `${folders.queryFolders.length > 0 ? 'the queries folder' : 'no queries folder, as there is no'} ${folders.newQueriesDir} (--queries)`
+        : undefined,
+    ].filter((g) => g !== undefined);
+    if (guessed.length > 0) warnings.push(`HOME is not set, so savedq takes ${home} for it: ${guessed.join('; ')}. Set HOME, or give each of these.`);
+  }
   return {
     url,
     source: url === undefined ? `embedded:${realPath(dataDir)}` : `server:${redactUrl(url)}`,
     warnings,
     dataDir,
-    cacheFile: path(settingOf(SETTINGS.cacheFile, flags.cacheFile, env) ?? join(cacheHome, 'savedq', 'results.sqlite')),
+    cacheFile,
     lockWaitMs: number(settingOf(SETTINGS.lockWait, flags.lockWait, env) ?? '', 'lock wait', { min: 0, max: 86_400, unit: 'seconds' }) * 1000,
     queryTimeoutSeconds: number(settingOf(SETTINGS.timeout, flags.timeout, env) ?? '', 'timeout', { min: 0.001, max: 86_400, unit: 'seconds' }),
     cacheMaxBytes: number(settingOf(SETTINGS.cacheMaxMb, flags.cacheMaxMb, env) ?? '', '--cache-max-mb', { min: 1, max: 1_048_576, unit: 'megabytes' }) * 2 ** 20,
     sandboxMaxMemoryBytes: number(settingOf(SETTINGS.sandboxMaxMemoryMb, flags.sandboxMaxMemoryMb, env) ?? '', '--sandbox-max-memory-mb', { min: 16, max: 1_048_576, unit: 'megabytes' }) * 2 ** 20,
-    ...queryFolders(flags.queries, env[SETTINGS.queries.env], join(configHome, 'savedq', 'queries')),
+    ...folders,
   };
 }
 
