@@ -1,12 +1,12 @@
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, openSync, closeSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, openSync, closeSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAlertFile } from '../src/alerts/spec.js';
 import { SandboxRefusedError } from '../src/errors.js';
-import { AT, DAY, HOUR, MINUTE, atOffset, cli, eventually, load, LONG_TEST_MS, startCli, startServe, tempDir, testLibrary } from './helpers.js';
+import { AT, DAY, HOUR, MINUTE, atOffset, binPath, cli, eventually, load, LONG_TEST_MS, runProgram, startCli, startServe, tempDir, testLibrary } from './helpers.js';
 
 // CONTRACT §16: alerts, tried as cron and serve run them: the built CLI on a real data directory and
 // cache file, a real webhook receiver on 127.0.0.1, real commands; time moved with --at.
@@ -203,6 +203,55 @@ describe('delivery', () => {
     expect(result.code).toBe(1);
     expect(JSON.parse(execFileSync('cat', [out], { encoding: 'utf8' }))).toMatchObject({ alert: 'by-mail', new_state: 'firing', matched: 1 });
     expect(execFileSync('cat', [`${out}.env`], { encoding: 'utf8' })).toBe('by-mail firing\n');
+  }, LONG_TEST_MS);
+});
+
+describe('what a check cannot see', () => {
+  it('appends one line of JSON a notification to a command that appends what it reads', async () => {
+    const out = join(dir, 'alerts.ndjson');
+    const flags = folder('lines', {
+      'lines.alert.yaml': `query: functions.invocation-stats\nparams: { project: alerting, interval: 1day }\nwhen: error_count > 0\nevery: 1m\nnotify:\n  - command: [sh, -c, 'cat >> "$0"', ${out}]\n`,
+    });
+    expect((await cli([...flags, 'alerts', 'check', '--at', AT])).code).toBe(1);
+    expect((await cli([...flags, 'alerts', 'check', '--at', atOffset(2 * DAY)])).code).toBe(0);
+    const lines = readFileSync(out, 'utf8').split('\n');
+    expect(lines.pop()).toBe('');
+    expect(lines.map((l) => (JSON.parse(l) as { new_state: string }).new_state)).toEqual(['firing', 'ok']);
+  }, LONG_TEST_MS);
+
+  it('reports an alert it keeps whose file it cannot find (the wrong folders, as cron gives) as gone, exits 1, and forgets it when told', async () => {
+    const flags = folder('moved', { 'moved.alert.yaml': alertFile('http://127.0.0.1:9/unused', '', 'alerting').replace(/notify:[\s\S]*$/, "notify:\n  - command: ['true']\n") });
+    expect((await cli([...flags, 'alerts', 'check', '--at', AT])).code).toBe(1);
+    // The same cache file, another folder: as a cron line that left out the queries folder.
+    const elsewhere = join(dir, 'no-alerts-here');
+    mkdirSync(elsewhere, { recursive: true });
+    const blind = [...flags.slice(0, -1), elsewhere];
+    const check = await cli([...blind, 'alerts', 'check', '--at', atOffset(MINUTE)]);
+    expect(check.code).toBe(1);
+    expect(check.stderr).toContain(`gone    moved (was firing): no moved.alert.yaml in ${elsewhere}; if it was removed on purpose, savedq alerts forget moved\n`);
+    expect(check.stderr).toContain('alerts: 0 evaluated; 0 ok, 0 pending, 0 firing, 0 error; 1 gone\n');
+    expect(check.stderr).toContain('savedq: alerts not ok: moved gone.\n');
+    // Said with --quiet too, and listed.
+    const quiet = await cli([...blind, 'alerts', 'check', '--quiet']);
+    expect(quiet).toMatchObject({ code: 1, stdout: '' });
+    expect(quiet.stderr).toMatch(/^gone {4}moved \(was firing\)/);
+    expect((await cli([...blind, 'alerts'])).stderr).toContain('gone    moved (was firing)');
+    // Forgetting one that has its file is refused; one gone is forgotten, and the check is clean.
+    expect(await cli([...flags, 'alerts', 'forget', 'moved'])).toMatchObject({ code: 2, stderr: 'savedq: the alert moved has a file in the queries folders; remove the file first, then forget it.\n' });
+    expect(await cli([...blind, 'alerts', 'forget', 'moved'])).toMatchObject({ code: 0, stderr: 'forgot moved (was firing): its state, history and undelivered notifications.\n' });
+    const clean = await cli([...blind, 'alerts', 'check']);
+    expect(clean).toMatchObject({ code: 0, stderr: `no alerts: no <name>.alert.yaml file in ${elsewhere}.\nalerts: 0 evaluated; 0 ok, 0 pending, 0 firing, 0 error\n` });
+    expect((await cli([...blind, 'alerts', 'forget', 'moved'])).code).toBe(2);
+  }, LONG_TEST_MS);
+
+  it('says which folders it takes when HOME is not set, even with --quiet', async () => {
+    const cacheFile = join(dir, 'homeless.sqlite');
+    const r = await runProgram(process.execPath, [binPath, '--data-dir', dataDir, '--cache-file', cacheFile, 'alerts', 'check', '--quiet'], { env: {}, timeoutMs: LONG_TEST_MS });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/^warning: HOME is not set, so savedq takes \/\S* for it: (the queries folder|no queries folder, as there is no) \S+\/\.config\/savedq\/queries \(--queries\)\. Set HOME, or give each of these\.\n/);
+    // Every folder given: nothing guessed, nothing said.
+    const given = await runProgram(process.execPath, [binPath, '--data-dir', dataDir, '--cache-file', cacheFile, '--queries', dir, 'alerts', 'check', '--quiet'], { env: {}, timeoutMs: LONG_TEST_MS });
+    expect(given).toMatchObject({ code: 0, stderr: '' });
   }, LONG_TEST_MS);
 });
 

@@ -65,7 +65,8 @@ function runCommand(argv: readonly string[], payload: string, env: Readonly<Reco
     });
     // A command that does not read its input is no failure of the notification's.
     child.stdin.on('error', () => undefined);
-    child.stdin.end(payload);
+    // One line of JSON: a command that appends what it reads (`cat >> alerts.ndjson`) keeps a line each.
+    child.stdin.end(`${payload}\n`);
     child.once('error', (err: NodeJS.ErrnoException) => reject(new DeliveryFailure(err.code === 'ENOENT' ? `no program ${program} on the PATH` : err.message)));
     child.once('close', (code, signal) => {
       if (code === 0) return resolve();

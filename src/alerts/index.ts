@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import { basename } from 'node:path';
 import { asOfMicros, type CallRequest, type PreparedCall } from '../calls/prepare.js';
 import type { RunResult } from '../calls/runner.js';
 import { nodeCrypto } from '../lazy.js';
@@ -19,6 +20,17 @@ export type { AlertState } from './store.js';
 /** An alert's state as people read it: `new` before its first evaluation (tools read null there, as a notification's old_state). */
 export function stateWord(state: AlertState | null): string {
   return state ?? 'new';
+}
+
+/** The alert a file is of, by its name (`fn-errors.alert.yaml`: fn-errors). */
+function alertNameOf(file: string): string {
+  return basename(file).replace(/\.alert\.yaml$/, '');
+}
+
+/** The alerts kept in the store with no file of theirs in the folders, a broken one's included. */
+function goneOf(kept: ReadonlyMap<string, StateRecord>, alerts: readonly AlertSpec[], broken: readonly BrokenAlert[]): GoneAlert[] {
+  const present = new Set([...alerts.map((a) => a.name), ...broken.map((b) => alertNameOf(b.file))]);
+  return [...kept.values()].filter((r) => !present.has(r.name)).map((r) => ({ name: r.name, state: r.state }));
 }
 
 /** Rows of the answer a notification carries, at most (CONTRACT §16). */
@@ -112,6 +124,17 @@ export interface CheckReport {
   readonly broken: readonly BrokenAlert[];
   /** Every alert's state after the check (null: never evaluated). */
   readonly states: ReadonlyMap<string, AlertState | null>;
+  /** Alerts whose state is kept but whose file is in none of the folders (moved, removed, or the wrong folders given). */
+  readonly gone: readonly GoneAlert[];
+  /** The folders the alert files were looked for in. */
+  readonly folders: readonly string[];
+}
+
+/** An alert savedq keeps a state of, with no file in the queries folders. */
+export interface GoneAlert {
+  readonly name: string;
+  /** Its last state (null: never evaluated). */
+  readonly state: AlertState | null;
 }
 
 /** An alert as `savedq alerts` lists it. */
@@ -217,7 +240,7 @@ export class Alerts {
     const { alerts, broken } = this.read();
     const found = alerts.find((a) => a.name === name);
     if (found) return found;
-    const isBroken = broken.find((b) => b.file.endsWith(`/${name}.alert.yaml`));
+    const isBroken = broken.find((b) => alertNameOf(b.file) === name);
     if (isBroken) throw new InputError(`the alert ${name} is broken: ${isBroken.problems[0]?.message ?? ''} (see savedq check).`);
     throw new NotFoundError(`no alert named ${name}${alerts.length > 0 ? `; there are ${alerts.map((a) => a.name).join(', ')}` : ': there are no <name>.alert.yaml files in the queries folders'}.`);
   }
@@ -278,7 +301,25 @@ export class Alerts {
     await store.prune(now);
     const after = await store.states();
     const states = new Map(alerts.map((a) => [a.name, after.get(a.name)?.state ?? null]));
-    return { evaluations, deliveries, busy, broken, states };
+    const gone = options.names ? [] : goneOf(after, alerts, broken);
+    return { evaluations, deliveries, busy, broken, states, gone, folders: this.#parts.folders };
+  }
+
+  /**
+   * Drops what is kept of an alert whose file is gone (its state, history and notifications not
+   * delivered), so that checks stop reporting it; one with a file is refused, as its next check would
+   * start it again as new.
+   */
+  async forget(name: string): Promise<GoneAlert> {
+    const { alerts, broken } = this.read();
+    if (alerts.some((a) => a.name === name) || broken.some((b) => alertNameOf(b.file) === name)) {
+      throw new InputError(`the alert ${name} has a file in the queries folders; remove the file first, then forget it.`);
+    }
+    const store = await this.#open();
+    const kept = (await store.states()).get(name);
+    if (!kept) throw new NotFoundError(`savedq keeps nothing of an alert named ${name}.`);
+    await store.forget(name);
+    return { name, state: kept.state };
   }
 
   /** Evaluates one alert now (or as of `at`) and says what it would send, changing nothing and sending nothing (`alerts test`). */
@@ -293,7 +334,7 @@ export class Alerts {
   }
 
   /** Every alert with its state and what it owes (`savedq alerts`). */
-  async list(): Promise<{ alerts: AlertView[]; broken: BrokenAlert[] }> {
+  async list(): Promise<{ alerts: AlertView[]; broken: BrokenAlert[]; gone: GoneAlert[]; folders: readonly string[] }> {
     const { alerts, broken } = this.read();
     const store = await this.#open();
     const [states, owed] = await Promise.all([store.states(), store.outboxSummary()]);
@@ -314,7 +355,7 @@ export class Alerts {
         lastError: o?.lastError ?? null,
       };
     });
-    return { alerts: views, broken };
+    return { alerts: views, broken, gone: goneOf(states, alerts, broken), folders: this.#parts.folders };
   }
 
   /** An alert's latest changes of state, newest first. */

@@ -279,6 +279,13 @@ export class AlertStore {
     );
   }
 
+  /** Deletes all that is kept of an alert: its state, its history, its notifications. */
+  forget(name: string): Promise<void> {
+    return this.#inTurn(async () => {
+      for (const table of ['savedq_alert_state', 'savedq_alert_history', 'savedq_alert_outbox']) await this.#run(`DELETE FROM ${table} WHERE name = ?`, name);
+    }, true);
+  }
+
   /** Deletes notifications delivered or abandoned more than a week ago. */
   prune(now: number): Promise<void> {
     return this.#inTurn(async () => {

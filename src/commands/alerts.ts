@@ -1,7 +1,7 @@
-import { durationText, stateWord, type AlertState, type CheckReport, type Evaluation } from '../alerts/index.js';
+import { durationText, stateWord, type AlertState, type CheckReport, type Evaluation, type GoneAlert } from '../alerts/index.js';
 import { AlertsNotOkError, InputError } from '../errors.js';
 import type { Savedq } from '../library.js';
-import { problemText } from '../queries/catalog.js';
+import { displayPath, problemText } from '../queries/catalog.js';
 import type { Row } from '../queries/types.js';
 import type { AsOf } from '../time.js';
 import { plural } from '../words.js';
@@ -44,7 +44,7 @@ function stateText(state: AlertState | null, format: string): string | null {
 /** `savedq alerts`: each alert, its state and since when, its last evaluation, and what it still owes. */
 export async function alertsListCommand(lib: Savedq, options: CommonOptions & { format?: string | undefined }, io: Io): Promise<Row[]> {
   const format = outputFormat(io, options.format, ['table', 'json', 'ndjson', 'csv']);
-  const { alerts, broken } = await (await lib.alerts()).list();
+  const { alerts, broken, gone, folders } = await (await lib.alerts()).list();
   const rows: Row[] = alerts.map((a) => ({
     alert: a.name,
     state: stateText(a.state, format),
@@ -59,7 +59,8 @@ export async function alertsListCommand(lib: Savedq, options: CommonOptions & { 
   for (const b of broken) for (const p of b.problems) io.stderr.write(`warning: skipped ${problemText(p)}\n`);
   const owing = alerts.filter((a) => a.waiting > 0);
   for (const a of owing) report(io, options, `${a.name}: ${plural(a.waiting, 'notification')} waiting to be delivered${a.lastError ? ` (last attempt: ${a.lastError})` : ''}`);
-  if (alerts.length === 0 && broken.length === 0) report(io, options, 'no alerts: write <name>.alert.yaml files in a queries folder (see savedq alerts --help).');
+  for (const g of gone) io.stderr.write(`${goneLine(g, folders, lib)}\n`);
+  if (alerts.length === 0 && broken.length === 0) report(io, options, `no alerts: no <name>.alert.yaml file in ${whereLooked(folders, lib)} (see savedq alerts --help).`);
   return rows;
 }
 
@@ -87,6 +88,9 @@ export async function alertsCheckCommand(lib: Savedq, options: AlertsCheckOption
     else log.info(`could not notify ${d.alert} ${d.newState} to ${d.target} (${d.error ?? ''}); tried again later`);
   }
   for (const name of result.busy) log.info(`${name}: being evaluated by another savedq process; left to it`);
+  // An alert savedq keeps but cannot find is never taken for quiet: the wrong folders (cron's), or a file removed.
+  for (const g of result.gone) log.warn(goneLine(g, result.folders, lib));
+  if (result.states.size === 0 && result.broken.length === 0 && result.gone.length === 0) log.info(`no alerts: no <name>.alert.yaml file in ${whereLooked(result.folders, lib)}.`);
   const bad = [...result.states].filter(([, s]) => s === 'firing' || s === 'error');
   if (json) {
     await writeOut(
@@ -98,6 +102,7 @@ export async function alertsCheckCommand(lib: Savedq, options: AlertsCheckOption
           busy: result.busy,
           broken: result.broken.flatMap((b) => b.problems.map((p) => ({ file: p.file, line: p.line, message: p.message }))),
           states: Object.fromEntries(result.states),
+          gone: result.gone,
         },
         null,
         2,
@@ -105,12 +110,33 @@ export async function alertsCheckCommand(lib: Savedq, options: AlertsCheckOption
     );
   }
   const counts = (['ok', 'pending', 'firing', 'error'] as const).map((s) => `${[...result.states.values()].filter((v) => v === s).length} ${s}`).join(', ');
-  report(io, options, `alerts: ${result.evaluations.length} evaluated; ${counts}`);
-  if (bad.length > 0 || result.broken.length > 0) {
-    const parts = [...bad.map(([name, s]) => `${name} ${s}`), ...(result.broken.length > 0 ? [`${plural(result.broken.length, 'alert file')} broken`] : [])];
+  report(io, options, `alerts: ${result.evaluations.length} evaluated; ${counts}${result.gone.length > 0 ? `; ${result.gone.length} gone` : ''}`);
+  if (bad.length > 0 || result.broken.length > 0 || result.gone.length > 0) {
+    const parts = [
+      ...bad.map(([name, s]) => `${name} ${s}`),
+      ...(result.broken.length > 0 ? [`${plural(result.broken.length, 'alert file')} broken`] : []),
+      ...result.gone.map((g) => `${g.name} gone`),
+    ];
     throw new AlertsNotOkError(`alerts not ok: ${parts.join(', ')}.`, { silent: options.quiet === true });
   }
   return result;
+}
+
+/** Where alert files were looked for: the folders, or the default folder that does not exist. */
+function whereLooked(folders: readonly string[], lib: Savedq): string {
+  return folders.length > 0 ? folders.map(displayPath).join(', ') : `a queries folder: none was given (--queries, SAVEDQ_QUERIES) and ${displayPath(lib.config.newQueriesDir)} does not exist`;
+}
+
+/** What a check says of an alert it keeps but cannot find. */
+function goneLine(g: GoneAlert, folders: readonly string[], lib: Savedq): string {
+  return `gone    ${g.name} (was ${stateWord(g.state)}): no ${g.name}.alert.yaml in ${whereLooked(folders, lib)}; if it was removed on purpose, savedq alerts forget ${g.name}`;
+}
+
+/** `savedq alerts forget <name>`: drops what is kept of an alert whose file is gone. */
+export async function alertsForgetCommand(lib: Savedq, options: CommonOptions & { name: string }, io: Io): Promise<GoneAlert> {
+  const forgotten = await (await lib.alerts()).forget(options.name);
+  report(io, options, `forgot ${forgotten.name} (was ${stateWord(forgotten.state)}): its state, history and undelivered notifications.`);
+  return forgotten;
 }
 
 /** `savedq alerts test <name>`: evaluates one alert now and prints the JSON it would send, sending nothing and changing nothing. */
