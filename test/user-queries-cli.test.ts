@@ -200,7 +200,7 @@ describe('SQL only the engine finds wrong', () => {
     writeFileSync(join(refused, 'misspelt.sql'), '/*\ndescription: cont for count\nparams:\n  project: { required: true }\n*/\nSELECT cont() AS n\nFROM edge_logs\nWHERE project = @project AND timestamp > @now - INTERVAL 1 DAY\n');
     const typo = await cli(['run', 'typo'], { env: withIt });
     expect(typo.code).toBe(2);
-    expect(typo.stderr).toMatch(/^savedq: .*refused\/typo\.sql:5: the engine refuses the query: Syntax error.*\(SYNTAX_ERROR\)\n {2}5 \| {3}count\( AS n\n$/);
+    expect(typo.stderr).toMatch(/^savedq: .*refused\/typo\.sql:5: the engine cannot parse the query: Syntax error: failed at column 8 \(\(\): \( AS n \(SYNTAX_ERROR\)\n {2}5 \| {3}count\( AS n\n$/);
     const misspelt = await cli(['run', 'misspelt', '-p', 'project=acme-shop'], { env: withIt });
     expect(misspelt.code).toBe(2);
     expect(misspelt.stdout).toBe('');
@@ -213,12 +213,35 @@ describe('SQL only the engine finds wrong', () => {
     expect(check.stdout).not.toMatch(/_CAST|'x'/);
   });
 
+  it('is one file’s problem when the file is not text or not a SELECT: check names each and goes on with the others, run exits 2', async () => {
+    const odd = join(dir, 'odd');
+    mkdirSync(odd);
+    writeFileSync(join(odd, 'binary.sql'), Buffer.from([0xff, 0xfe, 0x00, ...Buffer.from('garbage')]));
+    writeFileSync(join(odd, 'nul.sql'), 'SELECT 1 AS one\n\0\n');
+    writeFileSync(join(odd, 'drop.sql'), '-- a mistake\nDROP TABLE edge_logs\n');
+    writeFileSync(join(odd, 'word.sql'), 'garbage\n');
+    writeFileSync(join(odd, 'fine.sql'), 'SELECT 1 AS one\n');
+    const check = await cli(['check'], { env: { ...env, SAVEDQ_QUERIES: odd } });
+    expect(check.code).toBe(2);
+    expect(check.stdout).toMatch(/^error {2}.*odd\/binary\.sql:1: this file is not text a saved query can be: it holds bytes that are not UTF-8\.$/m);
+    expect(check.stdout).toMatch(/^error {2}.*odd\/nul\.sql:2: this file is not text a saved query can be: it holds a NUL byte\.$/m);
+    expect(check.stdout).toMatch(/^error {2}.*odd\/drop\.sql:1: a saved query is one SELECT \(WITH, UNION ALL and subqueries of its own included\); the engine reads a DROP statement\.$/m);
+    expect(check.stdout).toMatch(/^error {2}.*odd\/word\.sql:1: the engine cannot parse the query: Syntax error: failed at column 8 \(end of query\)/m);
+    expect(check.stdout).toMatch(/^ok {5}fine /m);
+    expect(check.stderr).toBe('savedq: check: 4 ok, 4 broken.\n');
+    const list = await cli(['list', '-f', 'json'], { env: { ...env, SAVEDQ_QUERIES: odd } });
+    expect((JSON.parse(list.stdout) as { name: string }[]).map((q) => q.name)).not.toContain('binary');
+    const run = await cli(['run', 'drop'], { env: { ...env, SAVEDQ_QUERIES: odd } });
+    expect(run).toMatchObject({ code: 2, stdout: '' });
+    expect(run.stderr).toMatch(/drop\.sql:1: a saved query is one SELECT/);
+  });
+
   it('keeps serve from starting (exit 2, listing each), and is refused on SIGHUP, the old set kept', async () => {
     const started = await cli(['serve', '--port', '0'], { env: { ...withIt, SAVEDQ_API_KEYS: 'k' } });
     expect(started.code).toBe(2);
     expect(started.stderr).toMatch(/^savedq: serve: 2 saved query definitions are broken; fix them first:\n/);
     expect(started.stderr).toMatch(/misspelt\.sql:6: the engine refuses the query: Function with name `cont`.*\n {4}6 \| SELECT cont\(\) AS n/);
-    expect(started.stderr).toMatch(/typo\.sql:5: the engine refuses the query: Syntax error/);
+    expect(started.stderr).toMatch(/typo\.sql:5: the engine cannot parse the query: Syntax error/);
 
     const folder = join(dir, 'served-then-refused');
     mkdirSync(folder);

@@ -233,7 +233,7 @@ describe('savedq check', () => {
     expect(out).toMatch(/^ok {5}fine {2,}.*fine\.sql$/m);
     expect(out).toMatch(/^ok {5}logs\.all {2,}/m);
     expect(out).toMatch(/^error {2}.*typo\.sql:5: the engine refuses the query: .*stauts_code.* \(UNKNOWN_IDENTIFIER\)$/m);
-    expect(out).toMatch(/^error {2}.*syntax\.sql:7: the engine refuses the query: Syntax error.* \(SYNTAX_ERROR\)$/m);
+    expect(out).toMatch(/^error {2}.*syntax\.sql:7: the engine cannot parse the query: Syntax error: failed at column 28 \(1\): 1\. Expected .* \(SYNTAX_ERROR\)$/m);
     expect(out).toMatch(/^error {2}.*header\.sql:3: unknown type 'strnig' in parameter 'p'\. Did you mean string\?/m);
     const json = captureIo();
     await expect(checkCommand(team, { format: 'json' }, json)).rejects.toThrow(DefinitionError);

@@ -292,11 +292,21 @@ function definitionError(broken: readonly BrokenDefinition[]): DefinitionError {
 
 /** A definition file's text, or a problem saying why it cannot be read. */
 function fileText(file: string): { text: string } | { problem: DefinitionProblem } {
+  let bytes: Buffer;
   try {
-    return { text: readFileSync(file, 'utf8') };
+    bytes = readFileSync(file);
   } catch (err) {
     return { problem: { file, line: 0, message: `cannot read the file: ${errnoText(err, 'file')}.` } };
   }
+  const text = bytes.toString('utf8');
+  // Bytes that are not UTF-8 come back as U+FFFD, and do not encode to themselves again.
+  const notUtf8 = !Buffer.from(text, 'utf8').equals(bytes);
+  const at = notUtf8 ? text.indexOf('\uFFFD') : text.indexOf('\0');
+  if (notUtf8 || at >= 0) {
+    const line = (text.slice(0, Math.max(0, at)).match(/\n/g)?.length ?? 0) + 1;
+    return { problem: { file, line, message: `this file is not text a saved query can be: it holds ${notUtf8 ? 'bytes that are not UTF-8' : 'a NUL byte'}.` } };
+  }
+  return { text };
 }
 
 /**

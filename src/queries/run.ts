@@ -8,7 +8,7 @@ import { RESULT_TABLE, sqlError } from '../sandbox/check.js';
 import { displayPath } from './catalog.js';
 import { bindValue, type BoundValue } from './param-types.js';
 import { quoteValue } from './params.js';
-import { NOW_PARAM } from './sql.js';
+import { NOW_PARAM, paramUses } from './sql.js';
 import type { NormalisedParams, ParamType, Row, SavedQuery } from './types.js';
 
 /** How a saved query is run. */
@@ -168,15 +168,52 @@ export async function explainQuery(
     const sample = p.default ?? p.allowed?.[0] ?? (p.min !== undefined ? String(p.min) : p.max !== undefined ? String(p.max) : SAMPLE_VALUES[p.type]);
     params[p.name] = sample;
   }
+  const values = bindValues(query, params, now);
   try {
-    await warehouse.query(`EXPLAIN ${query.boundSql}`, bindValues(query, params, now), querySettings(query, 30));
+    // The engine's parse of the query's own text first: what kind of statement it is, and where it
+    // cannot be read, in the file's own lines.
+    const [top = ''] = await warehouse.explainAst(query.boundSql, values);
+    const kind = /^\w+/.exec(top)?.[0] ?? '';
+    if (kind !== 'SelectWithUnionQuery') {
+      const words = kind.replace(/Query$/, '').replace(/([a-z])([A-Z])/g, '$1 $2').toUpperCase();
+      return { line: query.sqlLine, message: `a saved query is one SELECT (WITH, UNION ALL and subqueries of its own included); the engine reads ${words === '' ? 'another statement' : `a ${words} statement`}.` };
+    }
+    await warehouse.query(`EXPLAIN ${query.boundSql}`, values, querySettings(query, 30));
     return undefined;
   } catch (err) {
     // Only the engine refusing the query is the query's fault; anything else (unreachable, busy, out of
     // time) fails the check as it would fail a run.
+    if (isSyntaxError(err)) return unreadable(query, err as WarehouseError, 'EXPLAIN AST '.length);
     if (!isRefusal(err)) throw err;
     return objection(query, err as WarehouseError);
   }
+}
+
+/**
+ * Where the engine could not parse a saved query, as a line and column of its file: its position (in
+ * bytes, from 1, of the statement sent, which began with `prefix` characters before the query's text)
+ * taken back through each `@name` bound as `{name:Type}`.
+ */
+function unreadable(query: SavedQuery, err: WarehouseError, prefix: number): { line: number; message: string } {
+  const engine = err.engine as EngineFailure;
+  const position = Number(/failed at position (\d+)/.exec(engine.message)?.[1] ?? NaN);
+  if (!Number.isInteger(position)) return objection(query, err);
+  const bound = Buffer.from(query.boundSql).subarray(0, Math.max(0, position - 1 - prefix)).toString('utf8').length;
+  let grown = 0;
+  for (const use of paramUses(query.sql)) {
+    const start = use.offset + grown;
+    if (bound <= start) break;
+    const length = query.boundSql.indexOf('}', start) + 1 - start;
+    if (bound < start + length) {
+      grown = bound - use.offset;
+      break;
+    }
+    grown += length - (use.name.length + 1);
+  }
+  const before = query.sql.slice(0, bound - grown);
+  const line = query.sqlLine + (before.match(/\n/g)?.length ?? 0);
+  const column = before.length - before.lastIndexOf('\n');
+  return { line, message: `the engine cannot parse the query: ${engineSays({ ...engine, message: engine.message.replace(/failed at position \d+/, `failed at column ${column}`).replace(/ \(line \d+, col \d+\)/, '') })}` };
 }
 
 /**

@@ -44,10 +44,10 @@ export function clientStatements(client: ClickHouseClient, location: string): Pi
   return {
     // exec sends the text as it is (query() would add a FORMAT clause, which the explained statement
     // would take as its own).
-    explainAst: (statement) =>
+    explainAst: (statement, params) =>
       classified(location, async () => {
         // The answer's format as a setting, never in the text: the engine's own for chDB, a URL parameter for a server.
-        const { stream } = await client.exec({ query: `EXPLAIN AST ${statement}`, clickhouse_settings: { default_format: 'JSONEachRow' } });
+        const { stream } = await client.exec({ query: `EXPLAIN AST ${statement}`, query_params: { ...params }, clickhouse_settings: { default_format: 'JSONEachRow' } });
         const chunks: Buffer[] = [];
         for await (const chunk of stream) chunks.push(Buffer.from(chunk as Uint8Array));
         const rows = Buffer.concat(chunks).toString('utf8').split('\n').filter((line) => line !== '');

@@ -39,7 +39,7 @@ export function inLane(warehouse: Warehouse): Warehouse {
         return Promise.reject(signal.reason as Error);
       }),
     command: (...args) => inTurn('query', () => warehouse.command(...args)),
-    explainAst: (statement) => inTurn('query', () => warehouse.explainAst(statement)),
+    explainAst: (statement, params) => inTurn('query', () => warehouse.explainAst(statement, params)),
     measure: (sql, params, settings, signal) =>
       inTurn('query', () => {
         if (!signal?.aborted) return warehouse.measure(sql, params, settings);

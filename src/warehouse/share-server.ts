@@ -97,7 +97,7 @@ export async function shareWarehouse(
       case 'measure':
         return warehouse.measure(s?.sql ?? '', s?.params ?? {}, s?.settings, gone);
       case 'explain':
-        return warehouse.explainAst(s?.sql ?? '');
+        return warehouse.explainAst(s?.sql ?? '', s?.params ?? {});
       case 'command':
         await warehouse.command(s?.sql ?? '', s?.params ?? {}, s?.settings);
         return null;

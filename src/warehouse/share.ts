@@ -196,7 +196,7 @@ export async function connectShared(dataDir: string, timeoutSeconds: number): Pr
     embedded: true,
     query: (sql, params, settings) => call<WarehouseRow[]>({ op: 'query', statement: statement(sql, params, settings) }, queryWaitMs),
     measure: (sql, params, settings) => call<MeasuredRows>({ op: 'measure', statement: statement(sql, params, settings) }, queryWaitMs),
-    explainAst: (sql) => call<string[]>({ op: 'explain', statement: statement(sql, {}, {}) }, queryWaitMs),
+    explainAst: (sql, params) => call<string[]>({ op: 'explain', statement: statement(sql, params, {}) }, queryWaitMs),
     command: async (sql, params, settings) => {
       await call({ op: 'command', statement: statement(sql, params, settings) }, queryWaitMs);
     },

@@ -66,9 +66,10 @@ export interface Warehouse {
   /**
    * The engine's own parse of one statement, as `EXPLAIN AST` prints it (a line a node, indented by
    * depth), sent as written: no FORMAT or SETTINGS is added to the text, which would bind to the
-   * statement explained. The statement must be one the engine formatted (sandbox/check.ts).
+   * statement explained. The statement must be one the engine formatted (sandbox/check.ts), or a saved
+   * query's own, with its parameters bound (`params`).
    */
-  explainAst(statement: string): Promise<string[]>;
+  explainAst(statement: string, params?: StatementParams): Promise<string[]>;
   /** Runs a statement that returns no rows. */
   command(sql: string, params?: StatementParams, settings?: ClickHouseSettings): Promise<void>;
   /** Puts a batch of lines where the engine can read them. */
