@@ -207,6 +207,17 @@ describe('the sample looks like traffic', () => {
     const minutely = await rows('usage.api-counts', '-p', 'project=\\.savedq\\.dev/', '-p', 'interval=minutely', '--at', now);
     const active = minutely.filter((r) => Number(r.total_rest_requests) + Number(r.total_auth_requests) + Number(r.total_storage_requests) > 0);
     expect(active.length).toBeGreaterThan(30);
+    // Each project has calls in every minute of its last hour (the window's first minute may be cut),
+    // and acme-shop's incident of 35 minutes before the load is its busiest minute.
+    for (const project of ['acme-shop', 'globex-api', 'initech-crm', 'umbrella-labs']) {
+      const own = await rows('usage.api-counts', '-p', `project=^https://${project}\\.`, '-p', 'interval=minutely', '--at', now);
+      expect(own.length, project).toBeGreaterThanOrEqual(60);
+    }
+    const acme = await rows('usage.api-counts', '-p', 'project=^https://acme-shop\\.', '-p', 'interval=minutely', '--at', now);
+    const busiest = acme.reduce((a, b) => (Number(b.total_rest_requests) > Number(a.total_rest_requests) ? b : a));
+    const minutesAgo = (Date.parse(now) - Date.parse(String(busiest.timestamp))) / 60_000;
+    expect(minutesAgo, JSON.stringify(busiest)).toBeGreaterThan(28);
+    expect(minutesAgo, JSON.stringify(busiest)).toBeLessThan(37);
     const hours = await rows('functions.invocation-stats', '-p', 'project=acme-shop', '-p', 'interval=1day', '--at', now);
     const byRate = hours.map((r) => ({ errors: Number(r.error_count), count: Number(r.count) })).sort((a, b) => a.errors / a.count - b.errors / b.count);
     // The other hours' rate, all their calls together (6 % of calls fail outside incidents): an hour alone

@@ -313,7 +313,8 @@ describe.runIf(has.script)('tables and charts in a real terminal', () => {
   const at = new Date().toISOString();
   const traffic = ['run', 'usage.api-counts', '-p', 'project=acme-shop', '-p', 'interval=minutely', '--at', at, '-f', 'chart'];
   const counters = ['total_rest_requests', 'total_storage_requests', 'total_auth_requests', 'total_realtime_requests'];
-  const shownTime = (iso: string) => iso.replace('T', ' ').replace(/Z$/, '');
+  // Minute buckets: the axis shows them to the minute.
+  const shownTime = (iso: string) => iso.replace('T', ' ').slice(0, 16);
 
   it('charts a time series at 80, 100 and 200 columns: a chart a numeric field, headed by its figures, the time axis labelled at both ends', async () => {
     const json = await cli(['run', 'usage.api-counts', '-p', 'project=acme-shop', '-p', 'interval=minutely', '--at', at, '-f', 'json'], { env: termEnv });
@@ -370,9 +371,47 @@ describe.runIf(has.script)('tables and charts in a real terminal', () => {
     expect(widest(text)).toBeLessThanOrEqual(80);
     expect(text).toMatch(/^calls {2}min 10 {2}max 900 {2}last 12$/m);
     expect(text).toMatch(/^900 ┼ *╭╮$/m); // the one peak, a column wide, at the top
-    expect(text).toContain('2026-11-01 00:00:00');
-    expect(text).toContain('2026-11-01 08:19:00');
-    expect(text).toContain('500 rows by minute; each column is the highest of up to 7 of them');
+    expect(text).toContain('2026-11-01 00:00');
+    expect(text).toContain('2026-11-01 08:19');
+    expect(text).toContain('500 rows by minute, 1 min each; each column is the highest of up to 7 buckets');
+  });
+
+  /** The plot lines of a chart's first block: what is right of the axis, by line. */
+  const plotOf = (text: string) => text.split('\n\n')[0]?.split('\n').slice(1, -1).map((line) => line.replace(/^ *[\d.-]+ [┤┼]/, '')) ?? [];
+
+  it('draws no line where a bucket has no row: a gap, said under the chart', async () => {
+    const start = Date.parse('2026-11-21T11:00:00Z');
+    // 17 minutes of 60 have a row: the first five, the last twelve.
+    const minutes = [...Array.from({ length: 5 }, (_, i) => i), ...Array.from({ length: 12 }, (_, i) => 48 + i)];
+    const rows = minutes.map((m) => ({ timestamp: new Date(start + m * 60_000).toISOString(), requests: 1 + (m % 2) }));
+    const fields = [{ name: 'timestamp', type: 'timestamp' as const }, { name: 'requests', type: 'integer' as const }];
+    const text = [...(await render('chart', rows, { fields, color: false, width: 80 }))].join('');
+    expect(text).toContain('17 rows by timestamp, 1 min each; 43 of 60 buckets have no row: gaps');
+    const plot = plotOf(text);
+    // The columns of minutes 10 to 40 are empty on every line; the ends are drawn.
+    const columns = plot.map((line) => line.slice(Math.round((10 / 60) * 75), Math.round((40 / 60) * 75)));
+    expect(columns.every((c) => c.trim() === ''), text).toBe(true);
+    expect(plot.some((line) => line.slice(0, 5).trim() !== '') && plot.some((line) => line.slice(-5).trim() !== '')).toBe(true);
+    // An empty value is a gap too, never the lowest value drawn.
+    const nulls = [...(await render('chart', rows.map((r, i) => ({ ...r, requests: i === 2 ? null : r.requests })), { fields, color: false, width: 80 }))].join('');
+    expect(nulls).toMatch(/requests {2}min 1 {2}max 2/);
+  });
+
+  it('gives counts whole-number axis labels, a step apart, and uses the width', async () => {
+    const start = Date.parse('2026-11-20T00:00:00Z');
+    const fields = [{ name: 'hour', type: 'timestamp' as const }, { name: 'calls', type: 'integer' as const }];
+    for (const [high, step] of [[7, 1], [9, 2], [40, 5], [1000, 125]] as const) {
+      const rows = Array.from({ length: 24 }, (_, i) => ({ hour: new Date(start + i * 3_600_000).toISOString(), calls: Math.round((high * ((i * 7) % 24)) / 23) }));
+      rows[5] = { ...(rows[5] as { hour: string; calls: number }), calls: high };
+      rows[6] = { ...(rows[6] as { hour: string; calls: number }), calls: 0 };
+      const text = [...(await render('chart', rows, { fields, color: false, width: 80 }))].join('');
+      const labels = text.split('\n').map((l) => /^ *(-?\d+) [┤┼]/.exec(l)?.[1]).filter((l) => l !== undefined).map(Number);
+      expect(labels.slice(1).map((l, i) => (labels[i] as number) - l), `${high}\n${text}`).toEqual(labels.slice(1).map(() => step));
+      expect(labels.at(-1), text).toBe(0);
+      // 24 hours across the plot's whole width, not a few columns an hour and the rest empty.
+      const widest = Math.max(...plotOf(text).map((line) => line.trimEnd().length));
+      expect(widest, text).toBeGreaterThanOrEqual(80 - 8);
+    }
   });
 
   it('refuses to chart what is not a time series or bars, saying what a chart needs', async () => {

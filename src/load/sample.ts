@@ -54,8 +54,15 @@ const EVENTS: Readonly<Record<TableName, number>> = { edge_logs: 60_000, functio
  * worker): so even a quiet project's last five minutes have calls, at any hour of the day.
  */
 const SCHEDULED_MINUTES = 180;
+/**
+ * Each project's clients call its API every minute of the last hours, a few calls a minute by its
+ * share and the hour: so a minutely series of any project has a value every minute, its incidents
+ * a bump above it.
+ */
+const STEADY_EDGE_MINUTES = 180;
+const STEADY_EDGE_PER_MINUTE = 8;
 /** Extra requests a minute of an incident (clients retrying), of all the project's events: per table. */
-const INCIDENT_EVENTS_PER_MINUTE: Readonly<Record<TableName, number>> = { edge_logs: 6, function_edge_logs: 3 };
+const INCIDENT_EVENTS_PER_MINUTE: Readonly<Record<TableName, number>> = { edge_logs: 10, function_edge_logs: 3 };
 
 function pick<T>(items: readonly T[]): T {
   return items[Math.floor(Math.random() * items.length)] as T;
@@ -162,6 +169,16 @@ function gaussian(): number {
   return Math.sqrt(-2 * Math.log(1 - Math.random())) * Math.cos(2 * Math.PI * Math.random());
 }
 
+/** The instants of a project's steady calls of the last hours: a few in every minute (the current one's so far), more at its busy hours. */
+function steadyMinutes(project: SampleProject, nowMs: number): number[] {
+  const thisMinute = Math.floor(nowMs / MINUTE_MS) * MINUTE_MS;
+  return Array.from({ length: STEADY_EDGE_MINUTES }, (_, minute) => {
+    const start = thisMinute - minute * MINUTE_MS;
+    const calls = Math.max(2, Math.round(STEADY_EDGE_PER_MINUTE * project.share * diurnal(start, project.peakHour)));
+    return Array.from({ length: calls }, () => start + Math.random() * Math.min(MINUTE_MS, nowMs - start));
+  }).flat();
+}
+
 /** How many sample events `sampleLines` yields for a table. */
 export function sampleSize(table: TableName): number {
   return EVENTS[table];
@@ -186,8 +203,10 @@ export function* sampleLines(table: TableName, nowMs: number): Generator<string>
   for (const [index, project] of SAMPLE_PROJECTS.entries()) {
     const { events, incidentEvents } = projectCounts(table, project, index);
     const scheduled = table === 'function_edge_logs' ? SCHEDULED_MINUTES : 0;
-    for (let i = 0; i < events - incidentEvents - scheduled; i++) yield JSON.stringify(event(project, trafficInstant(nowMs, project), false));
+    const steady = table === 'edge_logs' ? steadyMinutes(project, nowMs) : [];
+    for (let i = 0; i < events - incidentEvents - scheduled - steady.length; i++) yield JSON.stringify(event(project, trafficInstant(nowMs, project), false));
     for (let minute = 0; minute < scheduled; minute++) yield JSON.stringify(event(project, nowMs - (minute + Math.random()) * MINUTE_MS, false, true));
+    for (const at of steady) yield JSON.stringify(event(project, at, false));
     for (const incident of project.incidents) {
       const start = nowMs - incident.ago * MINUTE_MS;
       for (let i = 0; i < incident.minutes * INCIDENT_EVENTS_PER_MINUTE[table]; i++) {

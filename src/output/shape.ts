@@ -59,3 +59,17 @@ function typeOfValue(value: unknown): TableField['type'] {
   if (typeof value === 'object' && value !== null) return 'object';
   return 'string';
 }
+
+/**
+ * The step between a series' buckets (ms), when every instant is a whole number of the smallest step
+ * from the first: a bucket between them with no row is then known to be missing. Undefined when the
+ * instants keep no one step (months, say), or there are too few to tell.
+ */
+export function bucketStep(instants: readonly number[]): number | undefined {
+  const steps = instants.slice(1).map((t, i) => t - (instants[i] as number));
+  const step = Math.min(...steps);
+  if (steps.length === 0 || !(step > 0) || steps.some((s) => s % step !== 0)) return undefined;
+  return ((instants.at(-1) as number) - (instants[0] as number)) / step < MAX_BUCKETS ? step : undefined;
+}
+/** A series longer than this many buckets is drawn row by row. */
+const MAX_BUCKETS = 100_000;

@@ -2,7 +2,7 @@
 // of parameters to JSON Schema), its answer as a table and, for a time series, a chart. Everything it
 // asks for is on this server (relative addresses); the credential stays in this tab's sessionStorage.
 import uPlot from 'uplot';
-import { chartShape, fieldsOfRows } from '../../output/shape.js';
+import { bucketStep, chartShape, fieldsOfRows } from '../../output/shape.js';
 import type { TableField } from '../../output/types.js';
 
 /** A JSON Schema of a parameter or a field, as /openapi.json gives it. */
@@ -347,8 +347,12 @@ function showAnswer(query: Query, rows: Row[]): void {
   const shape = chartShape(rows, fields);
   if (shape.kind !== 'series') return;
   const time = shape.time.name;
-  const sorted = [...rows].sort((a, b) => Date.parse(String(a[time])) - Date.parse(String(b[time])));
-  const instants = sorted.map((r) => Date.parse(String(r[time])) / 1000);
+  const byTime = [...rows].sort((a, b) => Date.parse(String(a[time])) - Date.parse(String(b[time])));
+  // A bucket with no row, where the step is known, is a gap (a null uPlot leaves undrawn), never a line across it.
+  const step = bucketStep(byTime.map((r) => Date.parse(String(r[time]))));
+  const sorted: (Row | undefined)[] = step === undefined ? byTime : [];
+  if (step !== undefined) for (const r of byTime) sorted[Math.round((Date.parse(String(r[time])) - Date.parse(String(byTime[0]?.[time]))) / step)] = r;
+  const instants = Array.from(sorted, (r, i) => (step === undefined ? Date.parse(String(r?.[time])) : Date.parse(String(byTime[0]?.[time])) + i * step) / 1000);
   // One chart, one y-axis, a unit: integers (counts) apart from decimals (times, rates), so that
   // counts in the thousands never flatten milliseconds into a line at 0.
   const integers = shape.numeric.filter((f) => f.type === 'integer').map((f) => f.name);
@@ -358,8 +362,8 @@ function showAnswer(query: Query, rows: Row[]): void {
   for (const numeric of units) {
     const box = el('div', { class: 'chart', role: 'img', 'aria-label': `Chart of ${numeric.join(', ')} by ${time} (UTC), ${isoTime(instants[0])} to ${isoTime(instants.at(-1))}, ${rows.length} points; the table below has the numbers.` });
     chartBox.append(box);
-    const data: uPlot.AlignedData = [instants, ...numeric.map((name) => sorted.map((r) => (typeof r[name] === 'number' ? (r[name] as number) : null)))];
-    const series = numeric.map((name) => ({ label: name, stroke: COLORS[colour++ % COLORS.length] ?? 'black', width: 2, points: { show: sorted.length < 60 } }));
+    const data: uPlot.AlignedData = [instants, ...numeric.map((name) => Array.from(sorted, (r) => (typeof r?.[name] === 'number' ? (r[name] as number) : null)))];
+    const series = numeric.map((name) => ({ label: name, stroke: COLORS[colour++ % COLORS.length] ?? 'black', width: 2, points: { show: byTime.length < 60 } }));
     charts.push(
       new uPlot(
         {
