@@ -1,7 +1,7 @@
 import { chmodSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { cli, tempDir } from './helpers.js';
+import { cli, eventually, tempDir } from './helpers.js';
 
 const dir = tempDir();
 const env = { SAVEDQ_DATA_DIR: join(dir, 'data'), SAVEDQ_CACHE_FILE: join(dir, 'cache.sqlite') };
@@ -58,7 +58,11 @@ describe('savedq (the built CLI)', () => {
     expect(table).toContain('│ timestamp');
     expect(table).toMatch(new RegExp(`${json.length} rows\\n$`));
     expect(table).not.toContain('\u001b['); // no colour when not on a terminal
-    const records = (await run(...args, '-f', 'table')).stdout;
+    // At 80, still a table: numbers rounded and headers cut to fit, and said so; --expanded gives records.
+    const narrow = (await run(...args, '-f', 'table')).stdout;
+    expect(narrow).toContain('│ timestamp');
+    expect(narrow).toMatch(new RegExp(`${json.length} rows; numbers rounded to fit \\(--expanded shows every digit\\)\\n$`));
+    const records = (await run('--expanded', ...args, '-f', 'table')).stdout;
     expect(records).toMatch(/^─\[ record 1 \]/);
     expect(records).toMatch(new RegExp(`${json.length} rows\\n$`));
   });
@@ -227,6 +231,7 @@ describe('savedq (the built CLI)', () => {
       query: 'functions.invocation-stats',
       params: { project: 'listed', function_id: '', interval: '5min' },
       at: null,
+      sql: null,
       age_seconds: expect.any(Number),
       served_seconds_ago: expect.any(Number),
       expires_in_seconds: expect.any(Number),
@@ -239,6 +244,24 @@ describe('savedq (the built CLI)', () => {
     expect(cleared.code).toBe(0);
     expect(cleared.stderr).toMatch(/^cache cleared: \d+ entr(y|ies) removed\n$/);
     expect(JSON.parse((await run('cache', 'list', '-f', 'json')).stdout)).toEqual([]);
+  });
+
+  it('lists each answer to a caller\'s SQL apart, by its SQL, and no answer past its time', async () => {
+    const queries = join(dir, 'listed-queries');
+    mkdirSync(queries, { recursive: true });
+    writeFileSync(join(queries, 'per.minute.sql'), "/*\nparams:\n  p: { type: string, required: true }\ncache: 60\nsandbox: true\n*/\nSELECT toStartOfMinute(timestamp) AS minute, count() AS n FROM edge_logs WHERE project = @p GROUP BY minute\n");
+    writeFileSync(join(queries, 'brief.sql'), '/*\ncache: 1\n*/\nSELECT 1 AS one\n');
+    const own = (...args: string[]) => cli(['--queries', queries, ...args], { env: { ...env, SAVEDQ_CACHE_FILE: join(dir, 'listed.sqlite') } });
+    const sqls = ['SELECT count() AS c FROM result', 'SELECT max(n) AS m FROM result', 'SELECT min(n) AS m FROM result', 'SELECT sum(n) AS s FROM result'];
+    for (const sql of sqls) expect((await own('run', 'per.minute', '-p', 'p=acme-shop', '--sql', sql)).code).toBe(0);
+    expect((await own('run', 'brief')).code).toBe(0);
+    const listed = JSON.parse((await own('cache', 'list', '-f', 'json')).stdout) as { query: string; sql: string | null }[];
+    expect(listed.filter((e) => e.query === 'per.minute').map((e) => e.sql).sort()).toEqual([...sqls].sort());
+    const table = await own('cache', 'list', '-f', 'table');
+    expect(table.stdout).toContain('SELECT max(n) AS m FROM result');
+    // The one cached for a second goes from the list once its second is past, though its record stays for warming.
+    await eventually('brief\'s answer to expire', async () => !(JSON.parse((await own('cache', 'list', '-f', 'json')).stdout) as { query: string }[]).some((e) => e.query === 'brief'));
+    expect(JSON.parse((await own('cache', 'list', '-f', 'json')).stdout)).toHaveLength(4);
   });
 
   it('warms one given call, and exits 1 when a refresh fails', async () => {

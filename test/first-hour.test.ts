@@ -98,8 +98,8 @@ describe('an empty answer before anything is loaded', () => {
     // logs.all keeps nothing in the cache, which the tests below count.
     const shown = await inTerminal(['run', 'logs.all', '-p', 'project=no-such-project'], { columns: 200, env: { ...env, XDG_CONFIG_HOME: NO_CONFIG, NO_COLOR: '1' } });
     expect(shown.code, shown.stdout).toBe(0);
-    expect(shown.stdout).toContain('0 rows\n');
-    expect(shown.stdout).toMatch(/^logs\.all: 0 rows$/m);
+    // The table's count, said once.
+    expect(shown.stdout.match(/0 rows/g)).toEqual(['0 rows']);
     expect(shown.stdout).not.toContain('hold no events');
   });
 

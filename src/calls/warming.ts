@@ -137,7 +137,7 @@ export async function warm(
 export async function cachedCallViews({ catalog, source, generation, cache, clock }: WarmingParts): Promise<CachedCallView[]> {
   const now = clock();
   const data = generation();
-  const { byId } = await catalog.scan();
+  const { byId, byName } = await catalog.scan();
   const views = (await cache.entries()).map((entry): CachedCallView => {
     const query = byId.get(entry.call.query);
     // A result of a definition since changed or removed, or of this source's data before a load, is
@@ -156,5 +156,7 @@ export async function cachedCallViews({ catalog, source, generation, cache, cloc
       expiresInSeconds: age === null || !current ? null : Math.max(0, current.cacheSeconds - age),
     };
   });
-  return views.sort((a, b) => a.query.localeCompare(b.query) || (a.ageSeconds ?? 0) - (b.ageSeconds ?? 0));
+  // What has no result any more, or one past its time, is no cached call: its served record only waits to go.
+  const past = (v: CachedCallView) => v.ageSeconds === null || v.expiresInSeconds === 0 || v.ageSeconds >= (byName.get(v.query)?.cacheSeconds ?? Infinity);
+  return views.filter((v) => !past(v)).sort((a, b) => a.query.localeCompare(b.query) || (a.ageSeconds ?? 0) - (b.ageSeconds ?? 0));
 }

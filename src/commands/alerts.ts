@@ -22,16 +22,16 @@ export interface AlertsCheckOptions extends CommonOptions {
 const LIST_FIELDS = [
   { name: 'alert', type: 'string', key: true },
   { name: 'state', type: 'string' },
-  { name: 'since', type: 'string' },
-  { name: 'evaluated', type: 'string' },
+  { name: 'since', type: 'timestamp' },
+  { name: 'evaluated', type: 'timestamp' },
   { name: 'every', type: 'string' },
   { name: 'query', type: 'string' },
   { name: 'notify', type: 'string' },
 ] as const;
 
-/** An instant as a table shows it (to the second, UTC), or as tools read it (ISO 8601 to the millisecond, null for none). */
+/** An instant as a table shows it (to the second: the table writes it as it writes every instant), or as tools read it (ISO 8601 to the millisecond, null for none). */
 function instant(ms: number | null, format: string): string | null {
-  if (ms === null) return format === 'table' ? '' : null;
+  if (ms === null) return null;
   const iso = new Date(ms).toISOString();
   return format === 'table' ? iso.replace(/\.\d{3}Z$/, 'Z') : iso;
 }
@@ -151,7 +151,7 @@ export async function alertsTestCommand(lib: Savedq, options: CommonOptions & { 
 }
 
 const HISTORY_FIELDS = [
-  { name: 'at', type: 'string', key: true },
+  { name: 'at', type: 'timestamp', key: true },
   { name: 'old_state', type: 'string' },
   { name: 'new_state', type: 'string' },
   { name: 'detail', type: 'string' },

@@ -12,6 +12,7 @@ const FIELDS = [
   { name: 'query', type: 'string', key: true },
   { name: 'params', type: 'string' },
   { name: 'at', type: 'string' },
+  { name: 'sql', type: 'string' },
   { name: 'age_seconds', type: 'integer' },
   { name: 'served_seconds_ago', type: 'integer' },
   { name: 'expires_in_seconds', type: 'integer' },
@@ -26,12 +27,16 @@ export async function cacheListCommand(lib: Savedq, options: CacheListOptions, i
     // In a table, as -p would give them (those given); for tools, the call's parameters whole.
     params: format === 'table' ? paramsText(c.params) : c.params,
     at: c.at,
+    // A caller's own SQL over the answer (as the engine spells it): what tells apart answers of one call.
+    sql: c.sql ?? null,
     age_seconds: c.ageSeconds,
     served_seconds_ago: c.servedSecondsAgo,
     expires_in_seconds: c.expiresInSeconds,
     source: c.source,
   }));
-  await writeRows(io, options, format, rows, FIELDS);
+  // A table leaves out the columns no call has a value of (--at, a caller's SQL): most lists fit a terminal then.
+  const fields = format === 'table' ? FIELDS.filter((f) => (f.name !== 'at' && f.name !== 'sql') || rows.some((r) => r[f.name] !== null)) : FIELDS;
+  await writeRows(io, options, format, rows, fields);
   const megabytes = (lib.cache.fileBytes() / 2 ** 20).toFixed(1);
   report(io, options, `${rows.length} cached ${rows.length === 1 ? 'call' : 'calls'}; ${lib.cache.file}: ${megabytes} MB (at most about ${lib.config.cacheMaxBytes / 2 ** 20} MB)`);
   return rows;

@@ -37,21 +37,21 @@ export async function runCommand(lib: Savedq, options: RunOptions, io: Io): Prom
   const cut = result.truncated && (options.stats === true || (watching && !options.quiet));
   if (cut) io.stderr.write(`showing the first ${plural(result.rows.length, 'row')}: the query has more (max_rows ${result.query.maxRows})\n`);
   if (options.stats === true) io.stderr.write(`${statsLine(result, lib.clock())}\n`);
-  else statusNote(lib, result, cut, options, io);
+  // A table ends with its count: the note does not say it again.
+  else statusNote(lib, result, cut || format === 'table', options, io);
   // An empty answer on a new machine: said where a person reads it, and why, only when it is so.
   const empty = result.rows.length === 0 && noting(io, options) ? await lib.withoutEvents().catch(() => undefined) : undefined;
   if (empty !== undefined) note(io, options, wrapped(`(the log tables of ${empty} hold no events yet: savedq load --sample loads sample ones)`, 0, 1, proseWidth(io)));
 }
 
-/** What the answer was, from the cache or computed now, for a person watching. */
-function statusNote(lib: Savedq, result: RunResult, cut: boolean, options: RunOptions, io: Io): void {
+/** What the answer was, from the cache or computed now, for a person watching; its count unless `counted` already (a table's last line, a cut answer's). */
+function statusNote(lib: Savedq, result: RunResult, counted: boolean, options: RunOptions, io: Io): void {
   if (result.cache === 'hit') {
     const age = Math.max(0, Math.round((lib.clock() - result.computedAt) / 1000));
     note(io, options, `${result.query.name}: from cache, computed ${age} s ago`);
   } else if (result.cache === 'miss') {
-    note(io, options, `${result.query.name}: ${cut ? '' : `${result.rows.length} rows, `}kept in the cache for ${result.query.cacheSeconds} s`);
-  } else if (!cut) {
-    // How many rows the line above says already when the answer was cut.
+    note(io, options, `${result.query.name}: ${counted ? '' : `${result.rows.length} rows, `}kept in the cache for ${result.query.cacheSeconds} s`);
+  } else if (!counted) {
     note(io, options, `${result.query.name}: ${result.rows.length} rows`);
   }
 }

@@ -9,6 +9,8 @@ import { visible, type RenderOptions, type TableField } from './types.js';
  * its middle value's width, so what stays of a message or a JSON object still says something.
  */
 const MIN_TEXT_WIDTH = 12;
+/** The narrowest a header is cut to, across lines, to keep a table a table. */
+const MIN_HEADER_WIDTH = 4;
 /** The narrowest the value column of records gets, however narrow the terminal. */
 const MIN_VALUE_WIDTH = 20;
 
@@ -16,11 +18,43 @@ const isNumber = (f: TableField) => f.type === 'integer' || f.type === 'number';
 /** Columns never shortened: the caller's keys, numbers, and the instants a row is about. */
 const isWhole = (f: TableField) => f.key === true || isNumber(f) || f.type === 'timestamp' || f.type === 'date';
 
-function cellText(value: unknown, type: string): string {
+/** How a table shows a column's values: as they are, or shortened to fit (numbers rounded to a precision that still tells them apart). */
+type Shown = 'whole' | 'rounded';
+
+/**
+ * The texts of a column's cells. Instants in UTC to the column's unit (a day, a minute, as given), with
+ * their zone; decimals the same in every cell of a column: at most 2 (3 significant digits below 1),
+ * and, `rounded`, fewer the larger the numbers (none from 100).
+ */
+function columnTexts(values: readonly unknown[], type: string, shown: Shown): string[] {
+  if (type === 'timestamp') {
+    const instants = values.filter((v): v is string => typeof v === 'string');
+    const unit = instants.every((v) => /T00:00:00(\.0+)?Z$/.test(v)) ? 10 : instants.every((v) => /:00(\.0+)?Z$/.test(v)) ? 16 : undefined;
+    return values.map((v) => (typeof v !== 'string' ? otherText(v) : visible(unit === 10 ? v.slice(0, 10) : `${v.replace('T', ' ').replace(/Z$/, '').slice(0, unit)}Z`)));
+  }
+  if (type !== 'number') return values.map(otherText);
+  const numbers = values.filter((v): v is number => typeof v === 'number' && Number.isFinite(v));
+  if (numbers.length === 0) return values.map(otherText);
+  const places = (v: number) => (Math.abs(v) >= 1 || v === 0 ? 2 : Math.min(6, 2 - Math.floor(Math.log10(Math.abs(v)))));
+  const given = (v: number) => (Number.isInteger(v) ? 0 : Math.min(places(v), String(v).split('.')[1]?.length ?? 0));
+  let decimals = Math.max(...numbers.map(given));
+  if (shown === 'rounded') {
+    const middle = Math.abs([...numbers].sort((a, b) => a - b)[Math.floor(numbers.length / 2)] as number);
+    decimals = Math.min(decimals, middle >= 100 ? 0 : middle >= 10 ? 1 : decimals);
+  }
+  return values.map((v) => (typeof v === 'number' && Number.isFinite(v) ? v.toFixed(decimals) : otherText(v)));
+}
+
+function otherText(value: unknown): string {
   if (value === null || value === undefined) return '';
-  if (type === 'timestamp' && typeof value === 'string') return visible(value.replace('T', ' ').replace(/Z$/, ''));
   if (typeof value === 'object') return visible(JSON.stringify(value));
   return visible(String(value));
+}
+
+/** The texts of rows' cells, row by row. */
+function cellTexts(rows: readonly Row[], fields: readonly TableField[], shown: Shown): string[][] {
+  const columns = fields.map((f) => columnTexts(rows.map((r) => r[f.name]), f.type, shown));
+  return rows.map((_, i) => columns.map((c) => c[i] ?? ''));
 }
 
 /**
@@ -60,11 +94,11 @@ function wrapHeader(name: string, width: number): string {
 
 /**
  * The width of each column (without padding) so the table fits `total` columns of terminal, or
- * undefined when it cannot: headers wider than their values wrap at word breaks, then the widest text
- * columns are shortened, down to MIN_TEXT_WIDTH or half their middle value; keys, numbers and
- * timestamps stay whole.
+ * undefined when it cannot: headers wider than their values wrap at word breaks (or, `cutHeaders`,
+ * anywhere), then the widest text columns are shortened, down to MIN_TEXT_WIDTH or half their middle
+ * value; keys, numbers and timestamps stay whole.
  */
-export function fitColumns(fields: readonly TableField[], texts: readonly string[][], total: number): number[] | undefined {
+export function fitColumns(fields: readonly TableField[], texts: readonly string[][], total: number, cutHeaders = false): number[] | undefined {
   const budget = total - (3 * fields.length + 1);
   const cells = fields.map((_, i) => Math.max(0, ...texts.map((t) => stringWidth(t[i] ?? ''))));
   const widths = fields.map((f, i) => Math.max(stringWidth(f.name), cells[i] ?? 0));
@@ -72,12 +106,14 @@ export function fitColumns(fields: readonly TableField[], texts: readonly string
   if (sum() <= budget) return widths;
   const headerMin = fields.map((f) => headerMinWidth(f.name));
   for (const [i] of fields.entries()) widths[i] = Math.max(headerMin[i] ?? 0, cells[i] ?? 0);
+  // Cut, a header goes down to a few columns (or its values' width), the widest first.
+  const headerFloor = fields.map((_, i) => (cutHeaders ? Math.min(headerMin[i] ?? 0, MIN_HEADER_WIDTH) : (headerMin[i] ?? 0)));
   const halfMedian = fields.map((_, i) => {
     const sorted = texts.map((t) => stringWidth(t[i] ?? '')).sort((a, b) => a - b);
     return Math.ceil((sorted[Math.floor(sorted.length / 2)] ?? 0) / 2);
   });
   const floors = fields.map((f, i) =>
-    isWhole(f) ? (widths[i] ?? 0) : Math.max(headerMin[i] ?? 0, Math.min(Math.max(MIN_TEXT_WIDTH, halfMedian[i] ?? 0), widths[i] ?? 0)),
+    isWhole(f) ? Math.max(headerFloor[i] ?? 0, cells[i] ?? 0) : Math.max(headerFloor[i] ?? 0, Math.min(Math.max(MIN_TEXT_WIDTH, halfMedian[i] ?? 0), widths[i] ?? 0)),
   );
   while (sum() > budget) {
     let widest = -1;
@@ -89,31 +125,53 @@ export function fitColumns(fields: readonly TableField[], texts: readonly string
 }
 
 /**
- * Rows for people: an aligned table (numbers right-aligned, a row count after it) that fits the
- * terminal's width, or, when its columns cannot fit even shortened, one block of `field  value` lines a
- * record (as psql's `\x auto` and clickhouse-client's Vertical format do). `expanded` forces either.
+ * Rows for people: an aligned table (numbers right-aligned, a rule under the header, a row count after
+ * it) that fits the terminal's width, or, when its columns cannot fit even shortened, one block of
+ * `field  value` lines a record (as psql's `\x auto` and clickhouse-client's Vertical format do).
+ * What is shortened first is what loses least: headers wrapped at word breaks, then numbers rounded
+ * (said under the table), then headers wrapped anywhere. `expanded` forces either.
  */
 export function renderTable(rows: readonly Row[], options: RenderOptions): string {
   const chalk = new Chalk({ level: options.color ? 1 : 0 });
-  const texts = rows.map((row) => options.fields.map((f) => cellText(row[f.name], f.type)));
   // Shown as every value is: a field's name comes from a query's SQL, which may be anyone's.
   const fields = options.fields.map((f) => ({ ...f, name: visible(f.name) }));
-  const count = chalk.dim(`${rows.length} ${rows.length === 1 ? 'row' : 'rows'}`);
+  const count = `${rows.length} ${rows.length === 1 ? 'row' : 'rows'}`;
   const width = options.width ?? 80;
-  const widths = options.expanded === true ? undefined : fitColumns(fields, texts, width);
+  const whole = cellTexts(rows, options.fields, 'whole');
+  if (options.expanded === true) return rows.length === 0 ? `${chalk.dim(count)}\n` : `${records(whole, fields, width, chalk)}\n${chalk.dim(count)}\n`;
+  const rounded = () => cellTexts(rows, options.fields, 'rounded');
+  const tries: [() => string[][], boolean, string][] = [
+    [() => whole, false, ''],
+    [rounded, false, 'numbers rounded to fit'],
+    [rounded, true, 'numbers rounded to fit'],
+  ];
+  for (const [texts, cutHeaders, note] of tries) {
+    const shown = texts();
+    const widths = fitColumns(fields, shown, width, cutHeaders);
+    if (widths) return `${drawTable(fields, shown, widths, options.color, chalk)}\n${chalk.dim(note === '' ? count : `${count}; ${note} (--expanded shows every digit)`)}\n`;
+  }
   // Records of no rows are none: the count alone, as psql's expanded display says `(0 rows)`.
-  if (widths === undefined && options.expanded !== false) return rows.length === 0 ? `${count}\n` : `${records(texts, fields, width, chalk)}\n${count}\n`;
+  if (options.expanded !== false) return rows.length === 0 ? `${chalk.dim(count)}\n` : `${records(whole, fields, width, chalk)}\n${chalk.dim(count)}\n`;
+  return `${drawTable(fields, whole, undefined, options.color, chalk)}\n${chalk.dim(count)}\n`;
+}
 
+/** A table of cells, its columns `widths` wide (cli-table3 shortens what is longer with '…'), with a rule under the header. */
+function drawTable(fields: readonly TableField[], texts: readonly string[][], widths: readonly number[] | undefined, color: boolean, chalk: InstanceType<typeof Chalk>): string {
+  const heads = fields.map((f, i) => (widths ? wrapHeader(f.name, widths[i] ?? f.name.length) : f.name));
   const table = new Table({
-    head: fields.map((f, i) => chalk.bold(widths ? wrapHeader(f.name, widths[i] ?? f.name.length) : f.name)),
-    style: { head: [], border: options.color ? ['grey'] : [] },
+    head: heads.map((h) => chalk.bold(h)),
+    style: { head: [], border: color ? ['grey'] : [] },
     chars: { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' },
     colAligns: fields.map((f) => (isNumber(f) ? 'right' : 'left')),
-    // Told its widths, cli-table3 shortens what is longer with '…'.
     ...(widths ? { colWidths: widths.map((w) => w + 2) } : {}),
   });
   for (const t of texts) table.push(t);
-  return `${table.toString()}\n${count}\n`;
+  const lines = table.toString().split('\n');
+  // The rule under the header, made of the top border's own characters (and colour).
+  const headLines = Math.max(...heads.map((h) => h.split('\n').length));
+  const rule = (lines[0] ?? '').replace('┌', '├').replaceAll('┬', '┼').replace('┐', '┤');
+  lines.splice(1 + headLines, 0, rule);
+  return lines.join('\n');
 }
 
 /**
