@@ -288,7 +288,7 @@ describe.runIf(has.script)('tables and charts in a real terminal', () => {
     expect(eighty).toMatch(/^│ timestamp +│ +min │ +max │ +avg │ +p95 │ +p99 │ count │ error │\n│ +│ +execu/m);
     expect(eighty).toMatch(/^├─+┼/m);
     expect(eighty).toMatch(/^\d+ rows; numbers rounded to fit \(--expanded shows every digit\)$/m);
-    expect(await shownIn(100, stats)).toMatch(/^│ timestamp  │ +min │ +max │/m); // headers wrap at _ to fit
+    expect(await shownIn(100, stats)).toMatch(/^│ timestamp {2}│ +min │ +max │/m); // headers wrap at _ to fit
     const wide = await shownIn(200, stats);
     expect(wide).toMatch(/^│ timestamp +│ min_execution_time │/m);
     expect(wide).toMatch(/│ +\d+ │ +\d+ │\n/); // numbers right-aligned
