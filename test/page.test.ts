@@ -151,7 +151,9 @@ describe('the page at /', () => {
     const { body } = await api('/api/endpoints/query/usage.api-counts?project=acme-shop&interval=minutely');
     const rows = body.result ?? [];
     expect(rows.length).toBeGreaterThan(10);
-    expect(await tableRows(tab)).toEqual(rows.map((r) => [r.timestamp, r.total_rest_requests, r.total_storage_requests, r.total_auth_requests, r.total_realtime_requests].map(String)));
+    // Minute buckets in UTC, to the minute.
+    const minute = (iso: unknown) => `${String(iso).replace('T', ' ').slice(0, 16)}Z`;
+    expect(await tableRows(tab)).toEqual(rows.map((r) => [minute(r.timestamp), r.total_rest_requests, r.total_storage_requests, r.total_auth_requests, r.total_realtime_requests].map(String)));
     expect(await drawnPixels(tab)).toBeGreaterThan(2_000);
     expect(await tab.locator('.u-legend .u-series').allTextContents()).toEqual(expect.arrayContaining([expect.stringContaining('total_rest_requests')]));
 
@@ -219,8 +221,14 @@ describe('the page at /', () => {
       expect.stringMatching(/^Chart of min_execution_time, max_execution_time, avg_execution_time, p95_execution_time, p99_execution_time by timestamp \(UTC\)/),
     ]);
     expect(await tab.locator('#chart canvas').count()).toBe(2);
-    // A timestamp cell keeps its line.
+    // A timestamp cell keeps its line, to its unit and in UTC; every column fits the page, headers
+    // wrapped at their _, decimals alike in a column.
     expect(await tab.locator('#rows td.time').first().evaluate((td) => getComputedStyle(td).whiteSpace)).toBe('nowrap');
+    expect(await tab.locator('#rows td.time').first().textContent()).toMatch(/^\d{4}-\d\d-\d\d \d\d:00Z$/);
+    const box = await tab.locator('#table-box').evaluate((b) => ({ scroll: b.scrollWidth, client: b.clientWidth }));
+    expect(box.scroll, JSON.stringify(box)).toBeLessThanOrEqual(box.client);
+    const averages = await tab.locator('#rows tbody tr td:nth-child(4)').allTextContents();
+    expect(new Set(averages.map((a) => a.split('.')[1]?.length ?? 0)).size).toBe(1);
     await tab.screenshot({ path: join(dir, 'page-units.png'), fullPage: true });
     if (process.env.SAVEDQ_PAGE_SCREENSHOT_UNITS) await tab.screenshot({ path: process.env.SAVEDQ_PAGE_SCREENSHOT_UNITS, fullPage: true });
     expect(errors).toEqual([]);
@@ -316,7 +324,8 @@ describe('the page at /', () => {
     expect(await answered(pinned.tab)).toMatch(/^\d+ rows/);
     const acme = await api(`/api/endpoints/query/usage.api-counts?project=${encodeURIComponent('^https://acme-shop\\.')}&interval=daily`);
     const globex = await api('/api/endpoints/query/usage.api-counts?project=globex-api&interval=daily');
-    expect(await tableRows(pinned.tab)).toEqual((acme.body.result ?? []).map((r) => [r.timestamp, r.total_rest_requests, r.total_storage_requests, r.total_auth_requests, r.total_realtime_requests].map(String)));
+    // Day buckets: the day alone.
+    expect(await tableRows(pinned.tab)).toEqual((acme.body.result ?? []).map((r) => [String(r.timestamp).slice(0, 10), r.total_rest_requests, r.total_storage_requests, r.total_auth_requests, r.total_realtime_requests].map(String)));
     expect(acme.body.result).not.toEqual(globex.body.result);
     // Asked by hand for another project, the server refuses and the page says what it said.
     await pinned.tab.evaluate(() => document.getElementById('param-project')?.removeAttribute('readonly'));

@@ -2,6 +2,7 @@ import { Chalk } from 'chalk';
 import Table from 'cli-table3';
 import stringWidth from 'string-width';
 import type { Row } from '../queries/types.js';
+import { columnTexts, type Shown } from './cells.js';
 import { visible, type RenderOptions, type TableField } from './types.js';
 
 /**
@@ -18,42 +19,9 @@ const isNumber = (f: TableField) => f.type === 'integer' || f.type === 'number';
 /** Columns never shortened: the caller's keys, numbers, and the instants a row is about. */
 const isWhole = (f: TableField) => f.key === true || isNumber(f) || f.type === 'timestamp' || f.type === 'date';
 
-/** How a table shows a column's values: as they are, or shortened to fit (numbers rounded to a precision that still tells them apart). */
-type Shown = 'whole' | 'rounded';
-
-/**
- * The texts of a column's cells. Instants in UTC to the column's unit (a day, a minute, as given), with
- * their zone; decimals the same in every cell of a column: at most 2 (3 significant digits below 1),
- * and, `rounded`, fewer the larger the numbers (none from 100).
- */
-function columnTexts(values: readonly unknown[], type: string, shown: Shown): string[] {
-  if (type === 'timestamp') {
-    const instants = values.filter((v): v is string => typeof v === 'string');
-    const unit = instants.every((v) => /T00:00:00(\.0+)?Z$/.test(v)) ? 10 : instants.every((v) => /:00(\.0+)?Z$/.test(v)) ? 16 : undefined;
-    return values.map((v) => (typeof v !== 'string' ? otherText(v) : visible(unit === 10 ? v.slice(0, 10) : `${v.replace('T', ' ').replace(/Z$/, '').slice(0, unit)}Z`)));
-  }
-  if (type !== 'number') return values.map(otherText);
-  const numbers = values.filter((v): v is number => typeof v === 'number' && Number.isFinite(v));
-  if (numbers.length === 0) return values.map(otherText);
-  const places = (v: number) => (Math.abs(v) >= 1 || v === 0 ? 2 : Math.min(6, 2 - Math.floor(Math.log10(Math.abs(v)))));
-  const given = (v: number) => (Number.isInteger(v) ? 0 : Math.min(places(v), String(v).split('.')[1]?.length ?? 0));
-  let decimals = Math.max(...numbers.map(given));
-  if (shown === 'rounded') {
-    const middle = Math.abs([...numbers].sort((a, b) => a - b)[Math.floor(numbers.length / 2)] as number);
-    decimals = Math.min(decimals, middle >= 100 ? 0 : middle >= 10 ? 1 : decimals);
-  }
-  return values.map((v) => (typeof v === 'number' && Number.isFinite(v) ? v.toFixed(decimals) : otherText(v)));
-}
-
-function otherText(value: unknown): string {
-  if (value === null || value === undefined) return '';
-  if (typeof value === 'object') return visible(JSON.stringify(value));
-  return visible(String(value));
-}
-
 /** The texts of rows' cells, row by row. */
 function cellTexts(rows: readonly Row[], fields: readonly TableField[], shown: Shown): string[][] {
-  const columns = fields.map((f) => columnTexts(rows.map((r) => r[f.name]), f.type, shown));
+  const columns = fields.map((f) => columnTexts(rows.map((r) => r[f.name]), f.type, shown).map(visible));
   return rows.map((_, i) => columns.map((c) => c[i] ?? ''));
 }
 

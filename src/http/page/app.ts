@@ -2,6 +2,7 @@
 // of parameters to JSON Schema), its answer as a table and, for a time series, a chart. Everything it
 // asks for is on this server (relative addresses); the credential stays in this tab's sessionStorage.
 import uPlot from 'uplot';
+import { columnTexts } from '../../output/cells.js';
 import { bucketStep, chartShape, fieldsOfRows } from '../../output/shape.js';
 import type { TableField } from '../../output/types.js';
 
@@ -338,10 +339,14 @@ const isTime = (f: TableField) => f.type === 'timestamp' || f.type === 'date';
 function showAnswer(query: Query, rows: Row[]): void {
   clearAnswer();
   const fields = query.fields.length > 0 ? query.fields.map(([name, s]) => ({ name, type: fieldType(s) })) : fieldsOfRows(rows);
+  // Cells as a terminal's table shows them (a column's decimals alike, instants to their unit, in UTC);
+  // a header may wrap after each _, so that many numeric columns fit beside each other.
+  const columns = fields.map((f) => columnTexts(rows.map((r) => r[f.name]), f.type, 'whole'));
+  const header = (name: string) => name.split(/(?<=_)/).flatMap((piece, i) => (i === 0 ? [piece] : [el('wbr'), piece]));
   table.append(
     el('caption', {}, `${query.name}: ${rows.length} ${rows.length === 1 ? 'row' : 'rows'}`),
-    el('thead', {}, el('tr', {}, ...fields.map((f) => el('th', { scope: 'col' }, f.name)))),
-    el('tbody', {}, ...rows.map((row) => el('tr', {}, ...fields.map((f) => el('td', isNumber(f) ? { class: 'number' } : isTime(f) ? { class: 'time' } : {}, cellText(row[f.name])))))),
+    el('thead', {}, el('tr', {}, ...fields.map((f) => el('th', { scope: 'col', ...(isNumber(f) ? { class: 'number' } : {}) }, ...header(f.name))))),
+    el('tbody', {}, ...rows.map((_, i) => el('tr', {}, ...fields.map((f, c) => el('td', isNumber(f) ? { class: 'number' } : isTime(f) ? { class: 'time' } : {}, columns[c]?.[i] ?? ''))))),
   );
   table.hidden = false;
   const shape = chartShape(rows, fields);
@@ -403,11 +408,6 @@ function isoTicks(splits: number[]): string[] {
     day = date;
     return shown;
   });
-}
-
-function cellText(value: unknown): string {
-  if (value === null || value === undefined) return '';
-  return typeof value === 'object' ? JSON.stringify(value) : String(value);
 }
 
 /** The query list for the credential: a token's own queries only. */
