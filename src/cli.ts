@@ -316,7 +316,7 @@ withSettings(
     'after',
     examples(
       'SAVEDQ_API_KEYS=secret savedq serve    # then open http://127.0.0.1:4000/',
-      "curl -H 'X-API-KEY: secret' 'http://127.0.0.1:4000/api/endpoints/query/usage.api-counts?project=acme-shop&interval=daily'",
+      "curl -H 'X-API-KEY: secret' -G http://127.0.0.1:4000/api/endpoints/query/usage.api-counts -d project=acme-shop -d interval=daily",
     ),
   )
   .action(async (opts: { host: string; port: string; apiKeyFile?: string; maxConnections?: string; headerTimeout?: string; maxQueue?: string; tokenSecretFile?: string; rateLimit?: string; corsOrigin?: string[]; ui: boolean; mcp: boolean; alerts: boolean; allowedHost?: string[] }, cmd: Command) => {
@@ -360,8 +360,8 @@ token
   .addHelpText(
     'after',
     examples(
-      "savedq token create --name acme-dashboard --query 'usage.*' --query logs.all --fix 'usage.*:project=^https://acme-shop\\.' --fix logs.all:project=acme-shop --ttl 30d --rps 5",
-      "curl -H \"Authorization: Bearer $TOKEN\" 'http://127.0.0.1:4000/api/endpoints/query/usage.api-counts?interval=daily'",
+      "TOKEN=$(savedq token create --token-secret-file ~/.config/savedq/token-secrets --name acme-dashboard --query 'usage.*' --query logs.all --fix 'usage.*:project=^https://acme-shop\\.' --fix logs.all:project=acme-shop --ttl 30d --rps 5)",
+      "curl -H \"Authorization: Bearer $TOKEN\" -G http://127.0.0.1:4000/api/endpoints/query/usage.api-counts -d interval=daily",
     ),
   )
   .action(async (opts: { name: string; query?: string[]; fix?: string[]; fixUnanchored?: boolean; ttl?: string; rps?: string; sql?: boolean; tokenSecretFile?: string }, cmd: Command) => {

@@ -26,10 +26,12 @@ describe('help that teaches', () => {
       expect(h.stdout, name).toMatch(/Examples:\n {2}\$ \S/);
       expect(h.stdout, name).not.toContain('(default: [])'); // a repeatable option's empty list is no default to tell
     }
-    // Examples fit the help's width (80 in a pipe), broken with ` \` as a shell reads one line, an option with its value.
-    for (const [i, h] of helps.entries()) {
-      const long = h.stdout.split('\n').filter((line) => line.length > 80 && /\s\S/.test(line.trim()));
-      expect(long, commands[i - 1] ?? 'savedq').toEqual([]);
+    // Examples fit the help's width (80 in a pipe), broken with ` \` as a shell reads one line, an option with its value;
+    // no word of one (a URL) is longer than a line, for a terminal to cut.
+    const more = await Promise.all([['token', 'create'], ['token', 'inspect'], ['alerts', 'check'], ['cache', 'list']].map((c) => cli([...c, '--help'])));
+    for (const [i, h] of [...helps, ...more].entries()) {
+      const long = h.stdout.split('\n').filter((line) => line.length > 80);
+      expect(long, `${i}: ${h.stdout.split('\n')[0]}`).toEqual([]);
     }
     const run = helps[1]?.stdout ?? '';
     expect(run).toContain('  $ savedq run logs.all -p project=acme-shop -p project_tier=PRO \\\n      -p iso_timestamp_start=2026-11-21T00:00:00Z\n');
@@ -228,13 +230,22 @@ describe.runIf(has.script)('tables and charts in a real terminal', () => {
     }
   });
 
-  it('wraps what describe says to the terminal, each piece under its first word, and leaves the SQL as written', async () => {
+  it('wraps what describe says to the terminal, each piece under its first word, and the SQL\'s comments, its code left as written', async () => {
     const text = await shownIn(60, ['describe', 'usage.api-counts']);
     const [prose = '', sql = ''] = text.split('\nSQL:\n');
     expect(widest(prose), prose).toBeLessThanOrEqual(60);
     // The interval's description, cut at a word break, its second line under its first.
     expect(prose).toMatch(/\n {6}minutely: last 60 minutes by minute; hourly: last hour\r?\n {6}by hour; daily: last 7 days by day\.\r?\n/);
-    expect(sql).toContain("multiIf(@interval = 'minutely', 'minute', @interval = 'hourly', 'hour', 'day') AS granularity,");
+    expect(sql).toContain("    multiIf(@interval = 'minutely', 'minute',\n            @interval = 'hourly', 'hour',\n");
+    // A comment too long for the terminal is one paragraph wrapped again, every line a comment still.
+    const comments = sql.split('\n').filter((l) => l.startsWith('--'));
+    expect(widest(comments.join('\n')), sql).toBeLessThanOrEqual(60);
+    expect(comments.map((l) => l.slice(3)).join(' ')).toContain('`project` is an RE2 pattern matched against the request URL');
+    // The built-ins' code fits 80 columns as written.
+    for (const name of ['functions.invocation-stats', 'logs.all', 'usage.api-counts']) {
+      const code = (await shownIn(80, ['describe', name])).split('\nSQL:\n')[1] ?? '';
+      expect(widest(code), code).toBeLessThanOrEqual(80);
+    }
     // Piped, each piece is one line, whatever COLUMNS says.
     const piped = await cli(['describe', 'usage.api-counts'], { env: { ...termEnv, COLUMNS: '60' } });
     expect(piped.stdout).toContain('\n      minutely: last 60 minutes by minute; hourly: last hour by hour; daily: last 7 days by day.\n');

@@ -58,9 +58,17 @@ describe('signed tokens', () => {
     const inspected = await cli(['token', 'inspect', token], { env });
     expect(inspected.stdout).toMatch(/"name": "acme-dashboard"/);
     expect(inspected.stdout).toMatch(/^verifies: yes$/m);
-    expect(inspected.stdout).toMatch(/^expires: \d{4}-.*Z \(in 3[56]\d\d s\)$/m);
+    expect(inspected.stdout).toMatch(/^expires: \d{4}-.*Z \(in (59|60) min\)$/m);
+    expect(inspected.code).toBe(0);
+    // Another secret: it does not verify, exit 1; no secret at all: it cannot tell, exit 2. The claims either way.
     const elsewhere = await cli(['token', 'inspect', token], { env: { ...env, SAVEDQ_TOKEN_SECRETS: 'another-secret-entirely-0123456789abcdef' } });
     expect(elsewhere.stdout).toMatch(/^verifies: no: the token's signature does not verify\.$/m);
+    expect(elsewhere).toMatchObject({ code: 1, stderr: "savedq: the token does not verify: the token's signature does not verify.\n" });
+    const unknown = await cli(['token', 'inspect', token], { env: { ...env, SAVEDQ_TOKEN_SECRETS: '' } });
+    expect(unknown.stdout).toMatch(/"name": "acme-dashboard"[^]*^verifies: cannot tell: no token secret is given$/m);
+    expect(unknown).toMatchObject({ code: 2, stderr: 'savedq: cannot tell whether the token verifies: give the secret serve signs with (--token-secret-file, or SAVEDQ_TOKEN_SECRETS).\n' });
+    const month = await cli(['token', 'create', '--name', 'm', '--query', 'logs.all', '--fix', 'project=acme-shop', '--ttl', '30d'], { env });
+    expect((await cli(['token', 'inspect', month.stdout.trim()], { env })).stdout).toMatch(/^expires: .* \(in 30 days\)$/m);
   });
 
   it('refuses with 401 and WWW-Authenticate: Bearer what is not a valid token, saying why', async () => {

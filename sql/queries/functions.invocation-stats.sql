@@ -42,7 +42,8 @@ WITH
             @interval = '1hr', 3600,
             @interval = '7day', 604800,
             86400) AS span_seconds,
-    dateTrunc(granularity, @now - toIntervalSecond(span_seconds)) AS first_bucket,
+    dateTrunc(granularity, @now - toIntervalSecond(span_seconds))
+        AS first_bucket,
     dateTrunc(granularity, @now) AS last_bucket
 SELECT
     bucket AS timestamp,
@@ -50,14 +51,16 @@ SELECT
     max(execution_time_ms) AS max_execution_time,
     -- Summed as decimals (to the nanosecond), which is exact: the engine sums in parallel in no fixed
     -- order, and a float sum would differ in its last bits from run to run.
-    toFloat64(sum(toDecimal128(execution_time_ms, 6)) / count()) AS avg_execution_time,
+    toFloat64(sum(toDecimal128(execution_time_ms, 6)) / count())
+        AS avg_execution_time,
     quantileExact(0.95)(execution_time_ms) AS p95_execution_time,
     quantileExact(0.99)(execution_time_ms) AS p99_execution_time,
     count() AS count,
     countIf(status_code >= 400) AS error_count
 FROM
 (
-    SELECT dateTrunc(granularity, timestamp) AS bucket, execution_time_ms, status_code
+    SELECT dateTrunc(granularity, timestamp) AS bucket,
+           execution_time_ms, status_code
     FROM function_edge_logs
     WHERE project = @project
       AND (@function_id = '' OR function_id = @function_id)

@@ -26,8 +26,12 @@ warm: 300
 -- pattern matched against the request URL; a request raises every counter whose area its path
 -- contains, or none.
 WITH
-    multiIf(@interval = 'minutely', 'minute', @interval = 'hourly', 'hour', 'day') AS granularity,
-    @now - toIntervalSecond(multiIf(@interval = 'minutely', 3600, @interval = 'hourly', 3600, 604800)) AS window_start
+    multiIf(@interval = 'minutely', 'minute',
+            @interval = 'hourly', 'hour',
+            'day') AS granularity,
+    @now - toIntervalSecond(multiIf(@interval = 'minutely', 3600,
+                                    @interval = 'hourly', 3600,
+                                    604800)) AS window_start
 SELECT
     bucket AS timestamp,
     countIf(position(request_path, '/rest') > 0) AS total_rest_requests,

@@ -1,5 +1,6 @@
 import { resolveTokenSecrets } from '../config.js';
-import { InputError } from '../errors.js';
+import { InputError, SavedqError } from '../errors.js';
+import { plural } from '../words.js';
 import type { Savedq } from '../library.js';
 import { checkValue } from '../queries/params.js';
 import type { SavedQuery } from '../queries/types.js';
@@ -98,21 +99,37 @@ function checkFixed(query: SavedQuery, fixed: Readonly<Record<string, string>>, 
   }
 }
 
-/** `savedq token inspect <token>`: its claims, whether it verifies with the configured secrets, and when it expires. */
+/**
+ * `savedq token inspect <token>`: its claims, whether it verifies with the configured secrets, and when
+ * it expires. Exits 1 when it does not verify, and 2 when no secret says (the claims printed either way).
+ */
 export async function tokenInspectCommand(token: string, options: { tokenSecretFile?: string | undefined }, io: Io, now = Date.now()): Promise<void> {
   const claims = readClaims(token);
   const secrets = resolveTokenSecrets(options.tokenSecretFile, io.env);
-  let verdict: string;
-  if (secrets.length === 0) verdict = 'not checked: no token secret is configured';
-  else {
+  let failure: SavedqError | undefined;
+  let verdict = 'yes';
+  if (secrets.length === 0) {
+    verdict = 'cannot tell: no token secret is given';
+    failure = new InputError("cannot tell whether the token verifies: give the secret serve signs with (--token-secret-file, or SAVEDQ_TOKEN_SECRETS).");
+  } else {
     try {
       await verifyToken(token, secretKeys(secrets), Math.floor(now / 1000));
-      verdict = 'yes';
     } catch (err) {
-      verdict = `no: ${err instanceof Error ? err.message : String(err)}`;
+      const reason = err instanceof Error ? err.message : String(err);
+      verdict = `no: ${reason}`;
+      failure = new SavedqError(`the token does not verify: ${reason}`);
     }
   }
   const exp = typeof claims.exp === 'number' ? claims.exp : undefined;
-  const expires = exp === undefined ? 'never (no exp: refused)' : `${new Date(exp * 1000).toISOString()} (${exp * 1000 > now ? `in ${Math.round((exp * 1000 - now) / 1000)} s` : 'already'})`;
+  const expires = exp === undefined ? 'never (no exp: refused)' : `${new Date(exp * 1000).toISOString()} (${exp * 1000 > now ? `in ${spanText(exp * 1000 - now)}` : `${spanText(now - exp * 1000)} ago`})`;
   io.stdout.write(`${JSON.stringify(claims, null, 2)}\nverifies: ${verdict}\nexpires: ${expires}\n`);
+  if (failure) throw failure;
+}
+
+/** A span of time as a person says it, to its largest unit: `30 days`, `5 h`, `12 min`, `40 s`. */
+function spanText(ms: number): string {
+  const units: [number, string][] = [[86_400_000, 'day'], [3_600_000, 'h'], [60_000, 'min'], [1000, 's']];
+  const [size, unit] = units.find(([u]) => ms >= 2 * u) ?? [1000, 's'];
+  const n = Math.round(ms / size);
+  return unit === 'day' ? plural(n, 'day') : `${n} ${unit}`;
 }

@@ -1,4 +1,5 @@
 import { Chalk } from 'chalk';
+import stringWidth from 'string-width';
 import { boundsText, clickhouseType } from '../queries/param-types.js';
 import type { SavedQuery } from '../queries/types.js';
 import { wrapped } from './wrap.js';
@@ -7,7 +8,7 @@ import { wrapped } from './wrap.js';
  * A saved query for a reader: its name and id, where it comes from (`from`, as the reader may see
  * it), its parameters, fields, limits and cache, and its SQL. What `describe` prints, and an MCP
  * resource's text. With a `width` (a terminal's), its prose is wrapped at word breaks to fit, each
- * piece's lines under its first word; the SQL is left as it is written.
+ * piece's lines under its first word, and so are the SQL's comments; its code is left as it is written.
  */
 export function describeText(q: SavedQuery, options: { readonly color: boolean; readonly from: string; readonly width?: number }): string {
   const c = new Chalk({ level: options.color ? 1 : 0 });
@@ -39,7 +40,36 @@ export function describeText(q: SavedQuery, options: { readonly color: boolean; 
     fit(`Sandbox: ${q.sandbox === true ? 'yes: callers may send their own SELECT over the answer, which it reads as the table result (run --sql, ?sql=)' : 'no: callers send parameters only'}`, 0, 2),
     '',
     'SQL:',
-    q.sql,
+    sqlText(q.sql, options.width),
     '',
   ].join('\n');
+}
+
+/**
+ * A query's SQL for a reader: as written, but for a run of comment lines (`-- …`, one indent) with a
+ * line longer than `width`, which is wrapped again at word breaks as one paragraph. Code is never rewrapped.
+ */
+function sqlText(sql: string, width: number | undefined): string {
+  if (width === undefined) return sql;
+  const out: string[] = [];
+  let run: { lead: string; lines: string[] } | undefined;
+  const flush = () => {
+    if (!run) return;
+    const { lead, lines } = run;
+    if (lines.some((l) => stringWidth(`${lead}${l}`) > width)) {
+      out.push(...wrapped(lines.join(' '), 0, 0, width - stringWidth(lead)).split('\n').map((part) => `${lead}${part}`));
+    } else out.push(...lines.map((l) => `${lead}${l}`));
+    run = undefined;
+  };
+  for (const line of sql.split('\n')) {
+    const comment = /^(\s*--\s?)(.*)$/.exec(line);
+    if (comment && run && run.lead === comment[1]) run.lines.push(comment[2] as string);
+    else {
+      flush();
+      if (comment) run = { lead: comment[1] as string, lines: [comment[2] as string] };
+      else out.push(line);
+    }
+  }
+  flush();
+  return out.join('\n');
 }
