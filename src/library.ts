@@ -329,7 +329,7 @@ export class Savedq {
   async loadSample(table: TableName, options: LoadOptions & { replace?: boolean } = {}): Promise<LoadReport & { present: number }> {
     const [{ loadEvents }, sample] = await Promise.all([import('./load/index.js'), import('./load/sample.js')]);
     const present = await sample.sampleRowsIn(await this.warehouse(), table);
-    if (present > 0 && !options.replace) return { loaded: 0, rejected: 0, lines: 0, rechecked: 0, present };
+    if (present > 0 && !options.replace) return { loaded: 0, already: 0, rejected: 0, lines: 0, rechecked: 0, present };
     return this.#changingData(async (opening) => {
       const warehouse = await opening;
       if (present > 0) await sample.deleteSample(warehouse, table);

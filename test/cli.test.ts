@@ -161,13 +161,13 @@ describe('savedq (the built CLI)', () => {
     expect(r.code).toBe(2);
     expect(r.stdout).toBe('');
     expect(r.stderr).toContain('line 2: not valid JSON');
-    expect(r.stderr).toContain('loaded 1 rows into edge_logs, rejected 1 lines');
+    expect(r.stderr).toContain('loaded 1 row into edge_logs, rejected 1 line');
   });
 
   it('reads events from standard input', async () => {
     const r = await cli(['load', 'edge_logs'], { env, input: `${JSON.stringify({ timestamp: '2026-01-01T00:00:00Z', project: 'stdin' })}\n` });
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stderr).toContain('loaded 1 rows into edge_logs, rejected 0 lines');
+    expect(r.stderr).toContain('loaded 1 row into edge_logs, rejected 0 lines');
   });
 
   it('fails with exit 1 and a clear line when the warehouse is unreachable, never showing the password', async () => {

@@ -84,9 +84,25 @@ describe('savedq load', () => {
       JSON.stringify({ timestamp: `2026-03-10T11:00:${String(i % 60).padStart(2, '0')}Z`, project: 'twice', event_message: `e${i}` }),
     );
     writeFileSync(file, `${lines.join('\n')}\n`);
-    await loadCommand(lib, { table: 'edge_logs', file }, captureIo());
-    await loadCommand(lib, { table: 'edge_logs', file }, captureIo());
+    const first = captureIo();
+    await loadCommand(lib, { table: 'edge_logs', file }, first);
+    expect(first.err()).toBe('loaded 250 rows into edge_logs, rejected 0 lines\n');
+    // The second time it says that nothing was stored, and why.
+    const again = captureIo();
+    await loadCommand(lib, { table: 'edge_logs', file }, again);
+    expect(again.err()).toBe('loaded 0 rows into edge_logs, 250 there already (an earlier load of the same lines), rejected 0 lines\n');
     expect(await rowsOf("SELECT count() AS n, uniqExact(event_message) AS u FROM edge_logs WHERE project = 'twice'")).toEqual([{ n: 250, u: 250 }]);
+    // With bad lines among them: a line, a line each, and what became of the others, said as it is.
+    const mixed = join(dir, 'twice-mixed.ndjson');
+    writeFileSync(mixed, `${lines[0]}\nnot json\n${lines[1]}\n`);
+    const mixedFirst = captureIo();
+    await expect(loadCommand(lib, { table: 'edge_logs', file: mixed }, mixedFirst)).rejects.toThrow('1 line was rejected; the other lines were loaded.');
+    expect(mixedFirst.err()).toContain('loaded 2 rows into edge_logs, rejected 1 line\n');
+    const mixedAgain = captureIo();
+    await expect(loadCommand(lib, { table: 'edge_logs', file: mixed }, mixedAgain)).rejects.toThrow('1 line was rejected; the other lines were loaded before.');
+    expect(mixedAgain.err()).toContain('loaded 0 rows into edge_logs, 2 there already (an earlier load of the same lines), rejected 1 line\n');
+    const none = captureIo('not json\n');
+    await expect(loadCommand(lib, { table: 'edge_logs', file: '-' }, none)).rejects.toThrow('1 line was rejected; no other line holds an event.');
   });
 
   it('refuses an unknown table or a missing file and loads nothing', async () => {

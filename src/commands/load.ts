@@ -6,6 +6,7 @@ import type { Savedq } from '../library.js';
 import type { LoadInput, LoadReport } from '../load/index.js';
 import { sampleSize } from '../load/sample.js';
 import { TABLES, type TableName } from '../warehouse/schema.js';
+import { plural } from '../words.js';
 import { report, type CommonOptions, type Io } from './io.js';
 import { loadProgressText, progress } from './progress.js';
 
@@ -127,11 +128,10 @@ export async function loadCommand(lib: Savedq, options: LoadOptions, io: Io): Pr
     options.signal?.removeEventListener('abort', stop);
     input.close();
   }
-  report(io, options, `loaded ${r.loaded} rows into ${table}, rejected ${r.rejected} lines`);
+  report(io, options, `loaded ${plural(r.loaded, 'row')} into ${table}${r.already > 0 ? `, ${r.already} there already (an earlier load of the same lines)` : ''}, rejected ${plural(r.rejected, 'line')}`);
   if (r.rejected > 0) {
-    throw new InputError(
-      `${r.rejected} line${r.rejected === 1 ? ' was' : 's were'} rejected${r.rejected > NAMED_REJECTS ? ` (the first ${NAMED_REJECTS} are named above)` : ''}; the other lines were loaded.`,
-    );
+    const others = r.loaded + r.already === 0 ? 'no other line holds an event' : r.already === 0 ? 'the other lines were loaded' : r.loaded === 0 ? 'the other lines were loaded before' : `the other lines were loaded (${r.already} of them before)`;
+    throw new InputError(`${r.rejected} line${r.rejected === 1 ? ' was' : 's were'} rejected${r.rejected > NAMED_REJECTS ? ` (the first ${NAMED_REJECTS} are named above)` : ''}; ${others}.`);
   }
   return [r];
 }

@@ -29,7 +29,7 @@ export async function loadEvents(
   input: LoadInput,
   options: LoadOptions = {},
 ): Promise<LoadReport> {
-  const report: LoadReport = { loaded: 0, rejected: 0, lines: 0, rechecked: 0 };
+  const report: LoadReport = { loaded: 0, already: 0, rejected: 0, lines: 0, rechecked: 0 };
   // A warehouse that fails to open fails the load, when the first batch needs it or at the end.
   const opened = Promise.resolve(warehouse);
   opened.catch(() => undefined);
@@ -63,10 +63,11 @@ export async function loadEvents(
         await staged.release();
       }
     });
-    counted = Promise.all([counted, outcome]).then(([, { rejected, rechecked }]) => {
+    counted = Promise.all([counted, outcome]).then(([, { rejected, already, rechecked }]) => {
       for (const { line, reason } of rejected) options.onReject?.(firstLine + line, reason);
       report.rejected += rejected.length;
-      report.loaded += events - rejected.length;
+      report.already += already;
+      report.loaded += events - rejected.length - already;
       if (rechecked) report.rechecked += 1;
       bytes += lines.length;
       options.onProgress?.(report, bytes);

@@ -1,7 +1,7 @@
 import type { StagedLines } from '../warehouse/index.js';
 import { isRefusal, isUnknownTable } from '../warehouse/errors.js';
 import type { TableName } from '../warehouse/schema.js';
-import { IN_ORDER, insertInto, insertSettings, rules } from './statements.js';
+import { IN_ORDER, insertInto, insertSettings, MARK_COLUMN, rules } from './statements.js';
 import type { TableShape } from './tables.js';
 import type { Batch, BatchOutcome } from './types.js';
 
@@ -12,6 +12,14 @@ import type { Batch, BatchOutcome } from './types.js';
  * again, whole or half stored, stores each of its rows once.
  */
 export async function storeBatch(table: TableName, batch: Batch, staged: StagedLines, shape: TableShape): Promise<BatchOutcome> {
+  // What an earlier load of these lines stored (found by the mark's bloom filter): the same file loaded
+  // again stores nothing, and says so.
+  const storedBefore = Number((await staged.query(`SELECT count() AS n FROM ${table} WHERE ${MARK_COLUMN} = {load_batch:UInt64}`, { load_batch: batch.mark }, {}))[0]?.n ?? 0);
+  const outcome = await storeLines(table, batch, staged, shape);
+  return { ...outcome, already: Math.min(storedBefore, batch.events - outcome.rejected.length) };
+}
+
+async function storeLines(table: TableName, batch: Batch, staged: StagedLines, shape: TableShape): Promise<Omit<BatchOutcome, 'already'>> {
   const params = { project_from_metadata: table === 'function_edge_logs', events: batch.events, load_batch: batch.mark };
   const settings = insertSettings(shape.computed);
   const insert = (rows: string, where: string) => insertInto(table, rows, where, shape.computed, shape.partitionKey);

@@ -6,7 +6,10 @@ export interface RejectedLine {
 
 /** What a load did. */
 export interface LoadReport {
+  /** Rows this load stored. */
   loaded: number;
+  /** Rows of its input stored by an earlier load of the same lines, stored again by none. */
+  already: number;
   rejected: number;
   /** Lines read, blank ones included. */
   lines: number;
@@ -17,6 +20,8 @@ export interface LoadReport {
 /** What became of one batch. */
 export interface BatchOutcome {
   readonly rejected: RejectedLine[];
+  /** Rows of the batch an earlier load stored (the same lines loaded again). */
+  readonly already: number;
   /** Whether the batch went through the strict, line-by-line path. */
   readonly rechecked: boolean;
 }
