@@ -37,6 +37,17 @@ const ISO_PATTERN = new RegExp(ISO_TIMESTAMP_PATTERN);
  * the two to each other.)
  */
 export function parseIsoTimestamp(text: string): Micros | undefined {
+  const read = readIsoTimestamp(text);
+  return read === 'out of range' ? undefined : read;
+}
+
+/** What an ISO 8601 timestamp must be, said of one that is not (its shape, or the engine's range). */
+export function isoTimestampProblem(text: string): string {
+  return readIsoTimestamp(text) === 'out of range' ? `a timestamp from ${MIN_YEAR}-01-01 to ${MAX_YEAR}-12-31, the range the engine holds` : 'an ISO 8601 timestamp such as 2026-01-31T12:00:00Z';
+}
+
+/** A timestamp read: its microseconds, undefined when it is no ISO 8601 instant, or 'out of range' when it is one the engine cannot hold. */
+function readIsoTimestamp(text: string): Micros | 'out of range' | undefined {
   const m = ISO_PATTERN.exec(text);
   if (!m) return undefined;
   const [, ys, mos, ds, hs = '0', mis = '0', ss = '0', frac = '', zone = 'Z'] = m;
@@ -46,8 +57,9 @@ export function parseIsoTimestamp(text: string): Micros | undefined {
   const hour = Number(hs);
   const minute = Number(mis);
   const second = Number(ss);
-  if (year < MIN_YEAR || year > MAX_YEAR || month < 1 || month > 12 || day < 1) return undefined;
+  if (month < 1 || month > 12 || day < 1) return undefined;
   if (day > daysInMonth(year, month)) return undefined;
+  if (year < MIN_YEAR || year > MAX_YEAR) return 'out of range';
   if (hour > 23 || minute > 59 || second > 59) return undefined;
   let offsetMinutes = 0;
   if (zone !== 'Z' && zone !== 'z') {

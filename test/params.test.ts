@@ -3,6 +3,10 @@ import { InputError, NotFoundError } from '../src/errors.js';
 import { normaliseParams, parsePairs } from '../src/queries/params.js';
 import { toClickHouseParams } from '../src/queries/sql.js';
 import { isoAt, parseIsoTimestamp, toClickHouseDateTime, toIsoMicros } from '../src/time.js';
+import { asOfMicros } from '../src/calls/prepare.js';
+import { QueryCatalog } from '../src/queries/catalog.js';
+import type { SavedQuery } from '../src/queries/types.js';
+import { builtinQueriesDir, examplesDir } from '../src/package.js';
 import { builtins, endpoints, findEndpoint } from './helpers.js';
 
 describe('timestamps', () => {
@@ -72,6 +76,18 @@ describe('parameters', () => {
     expect(() => normaliseParams(logs, [['project', 'p'], ['iso_timestamp_end', 'yesterday']])).toThrow(
       /invalid value "yesterday" for parameter 'iso_timestamp_end': an ISO 8601 timestamp/,
     );
+  });
+
+  it('calls a value of the right shape out of range what it is: out of the engine\'s range, or of the declared bounds', async () => {
+    expect(() => normaliseParams(logs, [['project', 'p'], ['iso_timestamp_start', '1800-01-01T00:00:00Z']])).toThrow(
+      "invalid value \"1800-01-01T00:00:00Z\" for parameter 'iso_timestamp_start': a timestamp from 1900-01-01 to 2299-12-31, the range the engine holds.",
+    );
+    expect(() => normaliseParams(logs, [['project', 'p'], ['iso_timestamp_start', '2026-02-30T00:00:00Z']])).toThrow(/: an ISO 8601 timestamp such as/);
+    expect(() => asOfMicros('2300-01-01T00:00:00Z')).toThrow('invalid --at "2300-01-01T00:00:00Z": expected a timestamp from 1900-01-01 to 2299-12-31, the range the engine holds.');
+    const days = (await new QueryCatalog({ builtin: builtinQueriesDir, user: [examplesDir] }).scan()).byName.get('errors.by-path') as SavedQuery;
+    for (const value of ['9223372036854775807', '9223372036854775808', '-99999999999999999999', '91']) {
+      expect(() => normaliseParams(days, [['project', 'p'], ['days', value]]), value).toThrow(`invalid value "${value}" for parameter 'days': a base-10 integer from 1 to 90.`);
+    }
   });
 
   it('rejects a parameter given twice', () => {

@@ -5,7 +5,7 @@ import { argumentsAsParams } from '../queries/arguments.js';
 import type { QueryCatalog } from '../queries/catalog.js';
 import { checkPatterns, normaliseParams, quoteValue, type PatternMemo, type RawParams } from '../queries/params.js';
 import type { NormalisedParams, SavedQuery } from '../queries/types.js';
-import { parseIsoTimestamp, storedAsOf, type AsOf, type Micros } from '../time.js';
+import { isoTimestampProblem, parseIsoTimestamp, storedAsOf, type AsOf, type Micros } from '../time.js';
 
 /** A request to run a saved query, as a surface received it. */
 export interface CallRequest {
@@ -54,7 +54,7 @@ export interface DataSource {
 export function asOfMicros(at: AsOf): Micros | undefined {
   if (at === undefined) return undefined;
   const micros = parseIsoTimestamp(at);
-  if (micros === undefined) throw new InputError(`invalid --at ${quoteValue(at)}: expected an ISO 8601 timestamp such as 2026-01-31T12:00:00Z.`);
+  if (micros === undefined) throw new InputError(`invalid --at ${quoteValue(at)}: expected ${isoTimestampProblem(at)}.`);
   return micros;
 }
 

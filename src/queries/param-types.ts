@@ -1,5 +1,5 @@
 import { lazyRequire } from '../lazy.js';
-import { parseIsoTimestamp, toClickHouseDateTime, toIsoMicros } from '../time.js';
+import { isoTimestampProblem, parseIsoTimestamp, toClickHouseDateTime, toIsoMicros } from '../time.js';
 import { BOOLEAN_TEXTS, type ParamDefinition, type ParamType } from './types.js';
 
 /** A value bound to a `{name:Type}` query parameter. */
@@ -113,7 +113,7 @@ const rules: Record<ParamType, TypeRules> = {
     accepts: 'an ISO 8601 timestamp such as 2026-01-31T12:00:00Z',
     canonical(text) {
       const micros = parseIsoTimestamp(text);
-      return micros === undefined ? REFUSED : { value: toIsoMicros(micros) };
+      return micros === undefined ? { reason: isoTimestampProblem(text) } : { value: toIsoMicros(micros) };
     },
     bind: (text) => toClickHouseDateTime(parseIsoTimestamp(text) as bigint),
   },

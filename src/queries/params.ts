@@ -116,7 +116,9 @@ export async function checkPatterns(query: SavedQuery, params: NormalisedParams,
 export function checkValue(param: ParamDefinition, value: string): { value: string } | { reason: string } {
   if (value === '') return { value: param.default ?? '' };
   const typed = typeRules(param.type).canonical(value);
-  if ('reason' in typed) return { reason: typed.reason ?? accepted(param) };
+  // A value of the type's shape out of its range says the declared bounds, when the query sets some.
+  const bounded = param.min !== undefined || param.max !== undefined;
+  if ('reason' in typed) return { reason: bounded ? accepted(param) : (typed.reason ?? accepted(param)) };
   if (param.allowed && !allowedItems(param, typed.value).every((item) => param.allowed?.includes(item))) {
     if (param.other === 'default' && param.default !== undefined) return { value: param.default };
     return { reason: accepted(param) };
