@@ -136,7 +136,7 @@ program
   .addOption(formatOption(RUN_FORMATS))
   .option('--no-cache', 'neither read nor write the results cache')
   .option('--refresh', 'run the query and replace the cached result')
-  .option('--at <iso>', 'run the query as of this instant instead of now')
+  .option('--at <iso>', "run with the query's @now at this instant: windows are measured back from it, and logs.all and usage.api-counts still count what came after it (no upper bound)")
   .option('--sql <select>', "your own SELECT over the query's answer, which it reads as the table result (queries with sandbox: true)")
   .option('--stats', 'after the answer, one line on standard error: rows, truncated or not, cached and how old, seconds, rows and bytes read')
   .addHelpText(
