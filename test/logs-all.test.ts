@@ -43,6 +43,8 @@ beforeAll(async () => {
     edge('range', atOffset(-1 * HOUR), 'minus 1h'),
     edge('range', atOffset(-1 * MINUTE), 'minus 1min'),
     edge('other-project', atOffset(-1 * MINUTE), 'not mine'),
+    edge('after-at', atOffset(-1 * HOUR), 'before --at'),
+    edge('after-at', atOffset(3 * HOUR), 'after --at'),
     ...Array.from({ length: 150 }, (_, i) => edge('many', atOffset(-i * MINUTE), `n${i}`)),
   ]);
 });
@@ -50,6 +52,11 @@ beforeAll(async () => {
 describe('logs.all', () => {
   it('keeps only entries newer than now minus the FREE retention of 1 day, strictly', async () => {
     expect(await messages({ project: 'tier-free', project_tier: 'FREE' })).toEqual(['inside by 1us']);
+  });
+
+  it('has no upper bound, as the specification says: --at moves @now, not the data, so what came after it is returned (README, --at)', async () => {
+    expect(await messages({ project: 'after-at' })).toEqual(['after --at', 'before --at']);
+    expect(await messages({ project: 'after-at', iso_timestamp_end: AT })).toEqual(['before --at']);
   });
 
   it('uses 7 days for PRO', async () => {
