@@ -69,8 +69,10 @@ describe('shell completion', () => {
   const completer = async () => {
     const bash = await script('bash');
     return (line: string) =>
-      execFileSync('bash', ['-c', `${bash}\nCOMP_WORDS=(${line}); COMP_CWORD=$((\${#COMP_WORDS[@]}-1)); _savedq; printf '%s\\n' "\${COMPREPLY[@]}"`])
-        .toString()
+      // _savedq is called as bash's completion calls it, but outside a completion, where bash's compopt
+      // says "not currently executing completion function": that one line is no failure, anything else is.
+      spawnSync('bash', ['-c', `${bash}\nCOMP_WORDS=(${line}); COMP_CWORD=$((\${#COMP_WORDS[@]}-1)); _savedq; printf '%s\\n' "\${COMPREPLY[@]}"`], { encoding: 'utf8' })
+        .stdout.toString()
         .trim()
         .split('\n');
   };
@@ -97,6 +99,12 @@ describe('shell completion', () => {
     const complete = await completer();
     expect(complete('savedq run usage.')).toEqual(['usage.api-counts']);
     expect(complete("savedq run usage.api-counts -p interval=h")).toEqual(['interval=hourly']);
+    // As bash breaks the words at '=': the name's values after it.
+    expect(complete("savedq run usage.api-counts -p interval = ''")).toEqual(['minutely', 'hourly', 'daily']);
+    expect(complete('savedq run usage.api-counts -p interval = h')).toEqual(['hourly']);
+    expect(complete('savedq run usage.api-counts -p interval =')).toEqual(['minutely', 'hourly', 'daily']);
+    expect(complete("savedq run logs.all --param project_tier = P")).toEqual(['PRO', 'PAYG']);
+    expect(complete("savedq run logs.all -p project = ''")).toEqual(['']);
     expect(complete('savedq ca')).toEqual(['cache']);
     expect(complete("savedq load ''")).toEqual(['edge_logs', 'function_edge_logs']);
     expect(complete("savedq run logs.all -f ''")).toEqual(['table', 'json', 'ndjson', 'csv', 'chart']);

@@ -45,6 +45,21 @@ function bashCommand(command: CommandShape, queries: readonly SavedQuery[]): str
   const takesQuery = command.args[0]?.name === 'query';
   if (takesQuery && command.options.some((o) => o.flags.includes('--param'))) {
     const cases = queries.map((e) => `            ${e.name}|${e.id}) words="${words(paramWords(e))}" ;;`).join('\n');
+    // bash breaks words at '=' (COMP_WORDBREAKS): after `-p interval=` the word is empty and the two
+    // before it are the name and '='; the values of that name are offered then.
+    const valueCases = queries
+      .flatMap((e) => e.params.filter((p) => p.allowed).map((p) => `            ${e.name}:${p.name}|${e.id}:${p.name}) words="${words(p.allowed ?? [])}" ;;`))
+      .join('\n');
+    lines.push(`        local at=0 name=""
+        if [ "$cur" = "=" ]; then at=$((COMP_CWORD-2)); name="$prev"; cur=""; elif [ "$prev" = "=" ]; then at=$((COMP_CWORD-3)); name="\${COMP_WORDS[COMP_CWORD-2]}"; fi
+        if [ -n "$name" ] && { [ "\${COMP_WORDS[at]}" = "-p" ] || [ "\${COMP_WORDS[at]}" = "--param" ]; }; then
+            words=""
+            case "\${COMP_WORDS[2]}:$name" in
+${valueCases}
+            esac
+            COMPREPLY=( $(compgen -W "$words" -- "$cur") )
+            return
+        fi`);
     lines.push(`        if [ "$prev" = "-p" ] || [ "$prev" = "--param" ]; then
             words=""
             case "\${COMP_WORDS[2]}" in
