@@ -175,8 +175,21 @@ describe('savedq mcp: the tools', () => {
       () => 'answered',
       (err: Error) => err.message,
     );
-    expect(unknown).toMatch(/unknown tool "usage_api-count"\. Did you mean usage_api-counts\?/);
+    // The client says the code once; the server's message does not say it again.
+    expect(unknown).toMatch(/^MCP error -32602: unknown tool "usage_api-count"\. Did you mean usage_api-counts\?/);
     expect(stdioStderr).not.toMatch(/at .*\.js:\d+/); // no stack trace anywhere
+  });
+
+  it('answers a line that is not JSON, or not JSON-RPC, with JSON-RPC\'s error (id null), and goes on', async () => {
+    const initialize = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } };
+    const r = await cli([...queriesArgs, 'mcp'], { env, input: `hello\n{"jsonrpc":"2.0","foo":1}\n${JSON.stringify(initialize)}\n` });
+    expect(r.code, r.stderr).toBe(0);
+    const answers = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { id: unknown; error?: { code: number; message: string }; result?: unknown });
+    expect(answers.slice(0, 2)).toEqual([
+      { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error: a line that is not JSON.' } },
+      { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Invalid Request: a line that is not a JSON-RPC message.' } },
+    ]);
+    expect(answers[2]).toMatchObject({ id: 1, result: { serverInfo: { name: 'savedq' } } });
   });
 
   it('refuses a number out of its bounds or of the wrong type as run does, and takes a list as a list (the examples)', async () => {
@@ -263,7 +276,9 @@ describe('savedq mcp: the tools', () => {
     expect(code).toBe(0);
     const messages = out.trimEnd().split('\n').map((line) => JSON.parse(line) as { jsonrpc: string; id?: number; result?: unknown; error?: unknown });
     expect(messages.every((m) => m.jsonrpc === '2.0')).toBe(true);
-    expect(messages.filter((m) => m.id !== undefined).map((m) => m.id).sort()).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    // Every request answered, and the line that is not JSON answered with JSON-RPC's parse error.
+    expect(messages.filter((m) => m.id !== undefined).map((m) => m.id)).toEqual(expect.arrayContaining([1, 2, 3, 4, 5, 6, 7, null]));
+    expect(messages.filter((m) => m.id !== undefined)).toHaveLength(8);
     const resource = messages.find((m) => m.id === 6)?.result as { contents: { text: string }[] };
     expect(resource.contents[0]?.text).toMatch(/^logs\.all {2}0f4c6b2e-/);
     expect(resource.contents[0]?.text).toContain('From: logs.all.sql (built-in)');

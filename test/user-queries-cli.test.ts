@@ -1,7 +1,8 @@
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { cli, startServe, tempDir } from './helpers.js';
+import { binPath, cli, startServe, tempDir } from './helpers.js';
 
 // The built CLI, as a user meets it: an empty folder, `savedq new`, an edit, `check`, `run`, `serve`.
 const dir = tempDir();
@@ -49,6 +50,21 @@ describe('from an empty folder to a saved query of your own', () => {
     const result = JSON.parse(rows.stdout) as { status_code: number; requests: number }[];
     expect(result.reduce((sum, r) => sum + r.requests, 0)).toBe(24_000); // every sample request of the project (40% of 60,000)
     expect(result[0]?.requests).toBeGreaterThan(result[1]?.requests ?? Infinity);
+  });
+
+  it('names a file under HOME as ~/… from HOME or from a folder above it, and relative to a folder below it', () => {
+    const top = join(dir, 'paths');
+    const home = join(top, 'home');
+    const project = join(home, 'project');
+    mkdirSync(project, { recursive: true });
+    // What `new` says of the test file it wrote beside the query (standard output has the whole path, for scripts).
+    const said = (cwd: string, ...args: string[]) =>
+      /its test, (\S+):/.exec(
+        spawnSync(process.execPath, [binPath, ...args], { cwd, env: { PATH: process.env.PATH ?? '', HOME: home, SAVEDQ_DATA_DIR: join(top, 'data'), SAVEDQ_CACHE_FILE: join(top, 'c.sqlite') }, encoding: 'utf8' }).stderr,
+      )?.[1];
+    expect(said(top, 'new', 'from.above')).toBe('~/.config/savedq/queries/from.above.test.yaml');
+    expect(said(home, 'new', 'from.home')).toBe('~/.config/savedq/queries/from.home.test.yaml');
+    expect(said(project, '--queries', 'mine', 'new', 'from.below')).toBe('mine/from.below.test.yaml');
   });
 
   it('savedq new never overwrites a file nor takes a name in use (exit 2)', async () => {

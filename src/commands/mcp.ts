@@ -53,6 +53,14 @@ export async function mcpCommand(lib: Savedq, options: McpCommandOptions, io: Io
     if (m.id !== undefined && m.method !== undefined) pending.add(m.id);
     receive?.(message);
   };
+  // A line that is not a JSON-RPC message gets JSON-RPC's answer (id null), as the specification asks;
+  // the SDK's transport only tells its onerror, and the agent would wait for an answer that never comes.
+  const failed = transport.onerror;
+  transport.onerror = (error) => {
+    failed?.(error);
+    const [code, message] = error instanceof SyntaxError ? [-32700, 'Parse error: a line that is not JSON.'] : [-32600, 'Invalid Request: a line that is not a JSON-RPC message.'];
+    void transport.send({ jsonrpc: '2.0', id: null, error: { code, message } } as unknown as Parameters<typeof transport.send>[0]).catch(() => undefined);
+  };
   const send = transport.send.bind(transport);
   transport.send = async (message) => {
     await send(message);

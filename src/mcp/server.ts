@@ -27,6 +27,14 @@ export interface McpSession {
 const RESOURCE_PREFIX = 'savedq://queries/';
 
 /**
+ * A JSON-RPC error of `code` whose message is `message` as it is: the SDK answers a thrown error with
+ * its code and message (McpError's own message would say "MCP error -32602: …" inside an error of that code).
+ */
+function protocolError(code: number, message: string): Error & { code: number } {
+  return Object.assign(new Error(message), { code });
+}
+
+/**
  * An MCP server over the saved queries, on the SDK's low-level Server (so an unknown tool and a bad
  * argument are answered in savedq's words, as `run` answers): a tool a query the caller may run, a
  * resource a query's definition. A tool call is a run: the same checks, cache, served record and
@@ -60,7 +68,7 @@ export function mcpServer(sdk: Sdk, session: McpSession): InstanceType<Sdk['Serv
     const tool = offered.get(request.params.name);
     if (!tool) {
       const guess = closest(request.params.name, [...offered.keys()]);
-      throw new sdk.McpError(sdk.ErrorCode.InvalidParams, `unknown tool ${JSON.stringify(request.params.name.slice(0, 80))}.${guess ? ` Did you mean ${guess}?` : ''} Tools: ${[...offered.keys()].join(', ')}.`);
+      throw protocolError(sdk.ErrorCode.InvalidParams, `unknown tool ${JSON.stringify(request.params.name.slice(0, 80))}.${guess ? ` Did you mean ${guess}?` : ''} Tools: ${[...offered.keys()].join(', ')}.`);
     }
     try {
       const { [SQL_PARAM]: sql, ...args } = request.params.arguments ?? {};
@@ -96,7 +104,7 @@ export function mcpServer(sdk: Sdk, session: McpSession): InstanceType<Sdk['Serv
     const { uri } = request.params;
     const name = uri.startsWith(RESOURCE_PREFIX) ? decodeURIComponent(uri.slice(RESOURCE_PREFIX.length)) : '';
     const tool = [...(await tools()).values()].find((t) => t.query.name === name);
-    if (!tool) throw new sdk.McpError(sdk.ErrorCode.InvalidParams, `no such resource: ${JSON.stringify(uri.slice(0, 120))}; resources are ${RESOURCE_PREFIX}<query name>.`);
+    if (!tool) throw protocolError(sdk.ErrorCode.InvalidParams, `no such resource: ${JSON.stringify(uri.slice(0, 120))}; resources are ${RESOURCE_PREFIX}<query name>.`);
     // The file by its name alone: where it lives on this machine is not the agent's business.
     return { contents: [{ uri, mimeType: 'text/plain', text: describeText(tool.query, { color: false, from: basename(tool.query.file) }) }] };
   });

@@ -71,15 +71,19 @@ export function brokenText(broken: BrokenDefinition): string {
   return `${first ? problemText(first) : displayPath(broken.file)}${more > 0 ? ` (and ${more} more; see savedq check)` : ''}`;
 }
 
-/** A path as a user would type it: relative to the current directory when inside it, else ~/… when in the home folder. */
+/**
+ * A path as a user would type it: relative to the current directory when inside it, else ~/… when in
+ * the home folder; ~/… too from the home folder itself or a directory above it (`/home`: not `me/.config/…`).
+ */
 export function displayPath(file: string): string {
-  const inside = (dir: string | undefined) => {
-    const rel = dir ? relative(dir, file) : '';
+  const inside = (dir: string | undefined, path = file) => {
+    const rel = dir ? relative(dir, path) : '';
     return rel !== '' && !rel.startsWith('..') && !isAbsolute(rel) ? rel : undefined;
   };
-  const here = inside(process.cwd());
-  if (here !== undefined) return here;
   const home = inside(process.env.HOME);
+  const cwd = process.cwd();
+  const here = inside(cwd);
+  if (here !== undefined && (home === undefined || inside(process.env.HOME, cwd) !== undefined)) return here;
   return home !== undefined ? `~/${home}` : file;
 }
 
