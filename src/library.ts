@@ -18,7 +18,7 @@ import type { SavedQuery } from './queries/types.js';
 import { SILENT, type Reporter } from './report.js';
 import type { CheckedTestFile, FileResult, TestOptions } from './testing/index.js';
 import type { Warehouse } from './warehouse/index.js';
-import { GenerationWatch, newGeneration, readGeneration } from './warehouse/generation.js';
+import { beginLoad, GenerationWatch, newGeneration, readGenerationState, type GenerationState } from './warehouse/generation.js';
 import type { EngineQueue } from './warehouse/types.js';
 import type { TableName } from './warehouse/schema.js';
 
@@ -106,7 +106,11 @@ export class Savedq {
       memo: this.#memo,
       turns: this.#turns,
     });
-    this.#runner = new CallRunner(this.cache, this.executor, () => this.clock());
+    // An answer is kept only when the data it read is the data of its key: no load under way, none ended since.
+    this.#runner = new CallRunner(this.cache, this.executor, () => this.clock(), (call) => {
+      const data = this.#generationState();
+      return !data.loading && data.current === (call.cached.generation ?? '');
+    });
   }
 
   /** What the catalog remembers, and the patterns that compiled: files beside the cache file (queries/memo.ts). */
@@ -238,7 +242,7 @@ export class Savedq {
   }
 
   #warming(): WarmingParts {
-    return { catalog: this.#catalog, source: this.config.source, generation: () => this.generation(), cache: this.cache, runner: this.#runner, clock: this.clock };
+    return { catalog: this.#catalog, source: this.config.source, generation: () => this.generation(), loading: () => this.#generationState().loading, cache: this.cache, runner: this.#runner, clock: this.clock };
   }
 
   /**
@@ -246,8 +250,13 @@ export class Savedq {
    * not tracked). A process that owns the engine (serve) watches it rather than read it per call.
    */
   generation(): string {
-    if (this.config.url !== undefined) return '';
-    return this.#generationWatch ? this.#generationWatch.current() : readGeneration(this.config.dataDir);
+    return this.#generationState().current;
+  }
+
+  /** The generation, and whether a load is changing the data now (then no answer computed is kept). */
+  #generationState(): GenerationState {
+    if (this.config.url !== undefined) return { current: '', loading: false };
+    return this.#generationWatch ? this.#generationWatch.current() : readGenerationState(this.config.dataDir);
   }
 
   readonly #generationWatch: GenerationWatch | undefined;
@@ -338,14 +347,15 @@ export class Savedq {
   }
 
   /**
-   * Runs a change of the warehouse's data, with a new generation of an embedded data directory's data
-   * as it starts (once the directory is open) and as it ends, so that no answer computed before or
-   * during it is served from the cache after it.
+   * Runs a change of the warehouse's data: an embedded data directory's data is marked loading as it
+   * starts (once the directory is open), so that answers from before it are still served while it
+   * runs and none computed meanwhile is kept, and gets a new generation as it ends, so that no answer
+   * computed before or during it is served from the cache after it.
    */
   async #changingData<T>(change: (warehouse: Promise<Warehouse>) => Promise<T>): Promise<T> {
     if (this.config.url !== undefined) return change(this.warehouse());
     const opening = this.warehouse().then((warehouse) => {
-      newGeneration(this.config.dataDir);
+      beginLoad(this.config.dataDir);
       return warehouse;
     });
     try {

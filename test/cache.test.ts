@@ -270,7 +270,7 @@ describe('the cache stays bounded', () => {
     }
     now += 300 * SECOND;
     const none = await other.warm(undefined, undefined, undefined, 0);
-    expect(none.map((o) => [o.call.params.project, o.left])).toEqual([['w3', true], ['w2', true], ['w1', true]]);
+    expect(none.map((o) => [o.call.params.project, o.left])).toEqual([['w3', 'time'], ['w2', 'time'], ['w1', 'time']]);
     const all = await other.warm();
     expect(all.map((o) => o.call.params.project)).toEqual(['w3', 'w2', 'w1']);
     await other.close();

@@ -17,6 +17,7 @@ writeFileSync(join(queries, 'nap.sql'), 'SELECT sleepEachRow(0.5) AS z FROM numb
 writeFileSync(join(queries, 'nap.again.sql'), 'SELECT sleepEachRow(0.5) AS again FROM numbers(4)\n');
 // An answer of about 4 MB: over a frame's header limit, and nothing the socket may refuse.
 writeFileSync(join(queries, 'big.sql'), "/*\nmax_rows: 1000\n*/\nSELECT number, repeat('x', 20000) AS pad FROM numbers(200)\n");
+writeFileSync(join(queries, 'counted.sql'), '/*\nparams:\n  p: { type: string, required: true }\ncache: 900\n*/\nSELECT count() AS n FROM edge_logs WHERE project = @p\n');
 writeFileSync(join(queries, 'rows.of.sql'), '/*\nparams:\n  p: { type: string, required: true }\n*/\nSELECT count() AS n, uniqExact(id) AS ids FROM edge_logs WHERE project = @p\n');
 // A second's lock wait: a command that waited for the data directory rather than use serve would fail.
 const env = { SAVEDQ_DATA_DIR: join(dir, 'data'), SAVEDQ_CACHE_FILE: join(dir, 'cache.sqlite'), SAVEDQ_QUERIES: queries, SAVEDQ_LOCK_WAIT: '1' };
@@ -136,6 +137,61 @@ describe('a running serve shares its engine', () => {
     expect(beside.code, beside.stderr).toBe(0);
     expect(beside.stdout).toBe(alone.stdout);
     expect(server.stderr()).not.toMatch(/closed a connection/);
+    server.child.kill('SIGTERM');
+    expect(await server.exited).toBe(0);
+  }, LONG_TEST_MS);
+
+  it('while a load runs, an answer cached before it is still served, with no engine; after it, no answer from before it', async () => {
+    const counted = ['run', 'counted', '-p', 'p=during-load'];
+    const generationFile = join(env.SAVEDQ_DATA_DIR, 'savedq-generation');
+    const before = await cli(counted, { env });
+    expect(before.code, before.stderr).toBe(0);
+    expect(JSON.parse(before.stdout)).toEqual([{ n: 0 }]);
+    // A load that holds the directory, reading a pipe that stays open.
+    const load = pipedLoad('1');
+    await eventually('the load to mark the data loading', () => existsSync(generationFile) && readFileSync(generationFile, 'utf8').includes('\nloading '));
+    // A second's lock wait: the answer comes from the cache, without the engine the load holds.
+    const hit = await cli(['--verbose', ...counted], { env });
+    expect(hit.code, hit.stderr).toBe(0);
+    expect(hit.stderr).toMatch(/^counted: from cache, computed \d+ s ago$/m);
+    expect(hit.stdout).toBe(before.stdout);
+    const initialize = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } };
+    const call = { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'counted', arguments: { p: 'during-load' } } };
+    const mcp = await cli(['mcp'], { env, input: `${JSON.stringify(initialize)}\n${JSON.stringify(call)}\n` });
+    expect(JSON.parse(mcp.stdout.trim().split('\n')[1] ?? '{}')).toMatchObject({ id: 2, result: { structuredContent: { cached: true, rows: [{ n: 0 }] } } });
+    // The load's rows arrive, and it ends: the answer from before it is served no more.
+    load.child.stdin.end(readFileSync(events(join(dir, 'during.ndjson'), 'during-load', 500)));
+    expect(await load.exited, load.stderr()).toBe(0);
+    const after = await cli(['--verbose', ...counted], { env });
+    expect(after.stderr).toMatch(/^counted: 1 row, kept in the cache/m);
+    expect(JSON.parse(after.stdout)).toEqual([{ n: 500 }]);
+  }, LONG_TEST_MS);
+
+  it('through serve, an answer computed while a load runs is not kept, and a load killed midway is a change of the data', async () => {
+    const server = await serve();
+    const ask = async () => {
+      const res = await fetch(`${server.url}/api/endpoints/query/counted?p=serve-load`, { headers: { 'X-API-KEY': KEY } });
+      return { cache: res.headers.get('x-cache'), n: ((await res.json()) as { result: { n: number }[] }).result[0]?.n };
+    };
+    expect(await ask()).toEqual({ cache: 'MISS', n: 0 });
+    expect(await ask()).toEqual({ cache: 'HIT', n: 0 });
+    // More than a batch of 1 MiB: the first batches are stored while the load waits for the rest.
+    const load = pipedLoad('1');
+    load.child.stdin.write(readFileSync(events(join(dir, 'serve-load.ndjson'), 'serve-load', 12_000)));
+    await eventually('the first rows of the load to be stored', async () => (await rowsOf('serve-load')).n > 0);
+    const stored = (await rowsOf('serve-load')).n;
+    expect(readFileSync(join(env.SAVEDQ_DATA_DIR, 'savedq-generation'), 'utf8')).toContain('\nloading ');
+    // The answer from before the load, as it was.
+    expect(await ask()).toEqual({ cache: 'HIT', n: 0 });
+    // A refresh during the load is answered on the data as it is, and not kept: the cache still has the one from before.
+    const refreshed = await cli(['run', 'counted', '-p', 'p=serve-load', '--refresh'], { env });
+    expect(refreshed.code, refreshed.stderr).toBe(0);
+    expect(JSON.parse(refreshed.stdout)).toEqual([{ n: stored }]);
+    expect(await ask()).toEqual({ cache: 'HIT', n: 0 });
+    // The load is killed: the data is half changed, and no answer from before it is served.
+    load.child.kill('SIGKILL');
+    await load.exited;
+    expect(await ask()).toEqual({ cache: 'MISS', n: stored });
     server.child.kill('SIGTERM');
     expect(await server.exited).toBe(0);
   }, LONG_TEST_MS);

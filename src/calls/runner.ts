@@ -70,11 +70,14 @@ export class CallRunner {
   readonly #uncached = new SharedWork<RunResult>();
   readonly #lookups = new SharedWork<RunResult>();
   readonly #refreshes = new SharedWork<RunResult>();
+  readonly #keeps: (call: PreparedCall) => boolean;
 
-  constructor(cache: ResultsCache, executor: Executor, clock: Clock) {
+  /** @param keeps whether a call's answer, computed now, may be kept (not while a load changes its data). */
+  constructor(cache: ResultsCache, executor: Executor, clock: Clock, keeps: (call: PreparedCall) => boolean = () => true) {
     this.#cache = cache;
     this.#executor = executor;
     this.#clock = clock;
+    this.#keeps = keeps;
   }
 
   /** Forgets what was served lately (the saved queries changed). */
@@ -95,8 +98,9 @@ export class CallRunner {
     // run stored its result would otherwise start that run again after it had finished.
     const joined: Joined<RunResult> = mode === 'use' ? this.#lookups.join(call.key, (gone) => this.#lookup(call, gone, caller), signal) : this.#refresh(call, caller, signal);
     const answer = await joined.work;
-    // The caller that ran the query records it as served; those that joined it go by the throttle.
-    await this.#served(call, answer, this.#clock(), answer.cache === 'miss' && joined.leader);
+    // The caller that ran the query records it as served; those that joined it go by the throttle. An
+    // answer not kept (computed while a load ran) is not remembered either.
+    if (answer.cache !== 'off') await this.#served(call, answer, this.#clock(), answer.cache === 'miss' && joined.leader);
     return answer;
   }
 
@@ -151,6 +155,8 @@ export class CallRunner {
       call.key,
       async (gone) => {
         const computed = await this.#executor.inTurn(call, gone, caller);
+        // Asked once the answer is in: a load that began meanwhile may have changed what it read.
+        if (!this.#keeps(call)) return { ...computed, cache: 'off' as const };
         await this.#cache.set(call.key, { rows: computed.rows, truncated: computed.truncated, computedAt: computed.computedAt, statistics: computed.statistics });
         return { ...computed, cache: 'miss' as const };
       },

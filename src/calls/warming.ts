@@ -12,8 +12,8 @@ export interface WarmOutcome {
   readonly name: string;
   readonly rows?: number;
   readonly error?: Error;
-  /** Not refreshed: the time given to warming ran out first (the next run takes it). */
-  readonly left?: boolean;
+  /** Not refreshed, left for the next run: the time given to warming ran out first, or a load is changing the data. */
+  readonly left?: 'time' | 'loading';
 }
 
 /** A cached call as `cache list` shows it. */
@@ -40,6 +40,8 @@ export interface WarmingParts {
   readonly source: string;
   /** The generation of the source's data now (warehouse/generation.ts). */
   readonly generation: () => string;
+  /** Whether a load is changing the source's data now: nothing computed meanwhile is kept. */
+  readonly loading: () => boolean;
   readonly cache: ResultsCache;
   readonly runner: CallRunner;
   readonly clock: Clock;
@@ -83,10 +85,10 @@ export async function dueForWarming({ catalog, source, generation, cache, clock 
 }
 
 /** What a warm did, counted once for every report of it: warm's summary line, serve's log and its metric. */
-export function warmCounts(outcomes: readonly WarmOutcome[]): { refreshed: number; failed: number; left: number } {
+export function warmCounts(outcomes: readonly WarmOutcome[]): { refreshed: number; failed: number; left: number; loading: boolean } {
   const failed = outcomes.filter((o) => o.error).length;
   const left = outcomes.filter((o) => o.left).length;
-  return { refreshed: outcomes.length - failed - left, failed, left };
+  return { refreshed: outcomes.length - failed - left, failed, left, loading: outcomes.some((o) => o.left === 'loading') };
 }
 
 /**
@@ -111,13 +113,19 @@ export async function warm(
     if (signal?.aborted) throw signal.reason;
     let outcome: WarmOutcome;
     const name = byId.get(call.query)?.name ?? call.query;
-    if (Date.now() >= untilMs) {
-      outcomes.push({ call, name, left: true });
+    // While a load changes the data, nothing computed would be kept: the next run warms it.
+    const left = Date.now() >= untilMs ? 'time' : parts.loading() ? 'loading' : undefined;
+    if (left) {
+      outcomes.push({ call, name, left });
       continue;
     }
     try {
       const prepared = await prepareCall(parts.catalog, { name: parts.source, generation: parts.generation() }, { nameOrId: call.query, params: Object.entries(call.params), at: asOfStored(call.at) });
       const result = await parts.runner.refresh(prepared, 'warm');
+      if (result.cache === 'off') {
+        outcomes.push({ call, name, left: 'loading' });
+        continue;
+      }
       // Warming is no one asking: the call keeps the time it was last served, with its new result.
       const servedAt = due[index]?.servedAt;
       if (servedAt !== undefined) await parts.cache.markServed(prepared.key, { call: prepared.cached, servedAt, computedAt: result.computedAt });

@@ -50,9 +50,9 @@ function statusNote(lib: Savedq, result: RunResult, counted: boolean, options: R
     const age = Math.max(0, Math.round((lib.clock() - result.computedAt) / 1000));
     note(io, options, `${result.query.name}: from cache, computed ${age} s ago`);
   } else if (result.cache === 'miss') {
-    note(io, options, `${result.query.name}: ${counted ? '' : `${result.rows.length} rows, `}kept in the cache for ${result.query.cacheSeconds} s`);
+    note(io, options, `${result.query.name}: ${counted ? '' : `${plural(result.rows.length, 'row')}, `}kept in the cache for ${result.query.cacheSeconds} s`);
   } else if (!counted) {
-    note(io, options, `${result.query.name}: ${result.rows.length} rows`);
+    note(io, options, `${result.query.name}: ${plural(result.rows.length, 'row')}`);
   }
 }
 

@@ -43,8 +43,8 @@ export async function warmCommand(lib: Savedq, options: WarmOptions, io: Io): Pr
     maxTimeMs,
   );
   checkInterrupted(options.signal);
-  const { refreshed, failed, left } = warmCounts(outcomes);
-  const leftText = left > 0 ? `, ${left} left for the next run (--max-time ${maxTimeMs / 1000} s was up)` : '';
+  const { refreshed, failed, left, loading } = warmCounts(outcomes);
+  const leftText = left > 0 ? `, ${left} left for the next run (${loading ? 'a load is changing the data' : `--max-time ${maxTimeMs / 1000} s was up`})` : '';
   report(io, options, `warm: ${refreshed} refreshed, ${failed} failed${leftText}`);
   if (failed > 0) throw new WarmFailedError(`${failed} of ${outcomes.length - left} refreshes failed.`);
   return outcomes;
