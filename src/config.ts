@@ -39,7 +39,7 @@ export const SETTINGS = {
   cacheMaxMb: { flag: '--cache-max-mb <megabytes>', env: 'SAVEDQ_CACHE_MAX_MB', default: '512', help: 'the results cache stays within about this size; the least recently served go first' },
   sandboxMaxMemoryMb: { flag: '--sandbox-max-memory-mb <megabytes>', env: 'SAVEDQ_SANDBOX_MAX_MEMORY_MB', default: '1024', help: "the memory a caller's own SQL over a sandboxed query's answer may take in the engine" },
   apiKeyFile: { flag: '--api-key-file <file>', env: 'SAVEDQ_API_KEYS', help: 'file of accepted API keys, one a line (the variable: comma-separated keys)' },
-  maxConnections: { flag: '--max-connections <n>', env: 'SAVEDQ_MAX_CONNECTIONS', default: '1000', shown: '1000, capped by the open-file limit', help: 'HTTP connections open at once, at most; past it a new one is closed' },
+  maxConnections: { flag: '--max-connections <n>', env: 'SAVEDQ_MAX_CONNECTIONS', default: '1000', shown: '1000, capped by the open-file limit', help: 'HTTP connections open at once, at most; past it a new one takes the place of the one waiting longest for its headers, or is closed' },
   headerTimeout: { flag: '--header-timeout <seconds>', default: '10', help: "a request's headers must arrive within this" },
   maxQueue: { flag: '--max-queue <n>', env: 'SAVEDQ_MAX_QUEUE', default: '64', help: 'calls waiting for the engine, at most; one more is answered 503 overloaded' },
   tokenSecretFile: { flag: '--token-secret-file <file>', env: 'SAVEDQ_TOKEN_SECRETS', help: 'secrets of signed tokens, one a line, 32 bytes or more: the first signs, all verify (the variable: comma-separated)' },

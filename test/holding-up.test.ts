@@ -277,6 +277,52 @@ describe('serve outlives floods', () => {
     }
   });
 
+  it.runIf(has.prlimit)('answers whole requests while clients that reconnect at once hold every connection with headers sent a line at a time', async () => {
+    const data = join(dir, 'dripped');
+    const server = await startServe({ ...env, SAVEDQ_DATA_DIR: data, SAVEDQ_API_KEYS: 'k' }, ['--quiet'], [], ['prlimit', '--nofile=1024:1024']);
+    const port = Number(new URL(server.url).port);
+    // 900 clients for 768 connections, each sending a header line every 2 s and never the end of its
+    // headers, and coming back the moment it is dropped.
+    let stop = false;
+    let dropped = 0;
+    const held = new Set<Socket>();
+    const drip = () => {
+      if (stop) return;
+      const s = connect(port, '127.0.0.1');
+      let timer: NodeJS.Timeout | undefined;
+      held.add(s);
+      s.on('connect', () => {
+        s.write('GET /health HTTP/1.1\r\nHost: x\r\n');
+        timer = setInterval(() => s.write(`X-Drip-${Date.now()}: 1\r\n`), 2000);
+      });
+      s.on('error', () => undefined);
+      s.on('close', () => {
+        clearInterval(timer);
+        held.delete(s);
+        dropped += 1;
+        setImmediate(drip);
+      });
+      s.resume();
+    };
+    for (let i = 0; i < 900; i++) drip();
+    try {
+      await eventually('every connection to be taken', () => dropped >= 900);
+      // Whole requests, one after another, each on a connection of its own: every one answered.
+      for (let i = 0; i < 5; i++) {
+        for (const path of ['/health', '/api/endpoints/query/hostile']) {
+          const res = await fetch(`${server.url}${path}`, { headers: { 'X-API-KEY': 'k', Connection: 'close' } });
+          expect(res.status, `${i} ${path}`).toBe(200);
+          await res.arrayBuffer();
+        }
+      }
+    } finally {
+      stop = true;
+      for (const s of held) s.destroy();
+      server.child.kill('SIGTERM');
+      await server.exited;
+    }
+  });
+
   it('serves waiting calls in turn across callers, and answers 503 overloaded with Retry-After past --max-queue', async () => {
     writeFileSync(join(queries, 'nap.each.sql'), '/*\nparams:\n  p: { type: string, required: true }\n*/\nSELECT @p AS p, sleepEachRow(0.1) AS z FROM numbers(2)\n');
     const data = join(dir, 'queued');

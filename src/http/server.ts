@@ -5,6 +5,7 @@ import { InterruptedError, MethodNotAllowedError, NotFoundError, SandboxRefusedE
 import { nodeCrypto } from '../lazy.js';
 import type { Savedq } from '../library.js';
 import type { Log } from '../report.js';
+import { holdConnections } from './connections.js';
 import { clientErrorAnswer, errorBody, send, sendError } from './answers.js';
 import { keyChecker } from './keys.js';
 import { serveMetrics } from './metrics.js';
@@ -258,7 +259,7 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     },
     onRequest,
   );
-  server.maxConnections = options.maxConnections ?? 1000;
+  holdConnections(server, options.maxConnections ?? 1000);
   // Requests Node cannot parse never reach the handler: oversized headers get 431, anything else 400.
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     if (!socket.writable) {
