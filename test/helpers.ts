@@ -262,8 +262,8 @@ function gathered(child: ChildProcessByStdio<Writable | null, Readable, Readable
  * then closes a kept-alive connection in the very turn the next fetch takes it up ("other side
  * closed", ECONNRESET; seen beside busy loops).
  */
-export function runProgram(command: string, args: readonly string[], options: { env?: Record<string, string>; timeoutMs: number }): Promise<CliResult> {
-  const child = spawn(command, args, { env: options.env, stdio: ['ignore', 'pipe', 'pipe'], timeout: options.timeoutMs, killSignal: 'SIGKILL' });
+export function runProgram(command: string, args: readonly string[], options: { env?: Record<string, string>; cwd?: string; timeoutMs: number }): Promise<CliResult> {
+  const child = spawn(command, args, { env: options.env, cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'], timeout: options.timeoutMs, killSignal: 'SIGKILL' });
   return gathered(child).done;
 }
 

@@ -1,9 +1,11 @@
-import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { binPath, tempDir, LONG_TEST_MS } from './helpers.js';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { binPath, runProgram, tempDir, LONG_TEST_MS } from './helpers.js';
+import { has } from './system.js';
 
 // The README and docs/ as a newcomer reads them: every link goes somewhere, and the tutorial's
 // commands do what it says, run as written with `savedq` on the PATH.
@@ -53,7 +55,7 @@ describe('the README and docs/', () => {
 
   it('start with a quick start of exactly two command lines, and stay a read of about 600 lines', () => {
     const readme = readFileSync(join(root, 'README.md'), 'utf8');
-    const quick = /^## .*quick start.*\n\n```sh\n([\s\S]*?)```/im.exec(readme)?.[1] ?? '';
+    const quick = /^## .*quick start.*\n\n(?:<!-- .* -->\n)?```sh\n([\s\S]*?)```/im.exec(readme)?.[1] ?? '';
     expect(quick.trim().split('\n')).toHaveLength(2);
     expect(quick).toMatch(/^npm install && npx savedq load --sample && npx savedq run /);
     expect(quick.trim().split('\n')[1]).toBe('npm test');
@@ -61,55 +63,163 @@ describe('the README and docs/', () => {
   });
 });
 
-/** The tutorial's steps, in order: files to write and commands to run, each with what the README shows it printing. */
-type Step = { kind: 'file'; path: string; text: string } | { kind: 'run'; command: string; shown: string[] };
+/** A fenced block of the README at its top level, with the readme-test note above it, if any. */
+interface Block {
+  readonly line: number;
+  readonly lang: string;
+  readonly body: string;
+  /** `run`, `file <path>`, `cron`, `skip: <why>`; none: a block of sh or console is run. */
+  readonly note: string | undefined;
+}
 
-function tutorialSteps(readme: string): Step[] {
-  const steps: Step[] = [];
-  for (const [, what, arg, body = ''] of readme.matchAll(/<!-- readme-test: (run|file)(?: (\S+))? -->\n```\w*\n([\s\S]*?)```/g)) {
-    if (what === 'file') {
-      steps.push({ kind: 'file', path: arg ?? '', text: body });
-      continue;
-    }
-    for (const chunk of body.split(/^\$ /m).slice(1)) {
-      const [command = '', ...shown] = chunk.trimEnd().split('\n');
-      steps.push({ kind: 'run', command, shown });
-    }
+function blocksOf(readme: string): Block[] {
+  const lines = readme.split('\n');
+  const blocks: Block[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const open = /^```(\w*)$/.exec(lines[i] ?? '');
+    if (!open) continue;
+    const end = lines.indexOf('```', i + 1);
+    const note = /^<!-- readme-test: (.*) -->$/.exec(lines[i - 1] ?? '')?.[1];
+    blocks.push({ line: i + 1, lang: open[1] ?? '', body: lines.slice(i + 1, end).join('\n'), note });
+    i = end;
   }
-  return steps;
+  return blocks;
+}
+
+/** One step of the tutorial: a file to write, or a command of the shell session and what it should do. */
+type Step =
+  | { kind: 'file'; path: string; text: string }
+  | { kind: 'run'; command: string; shown: string[]; line: number }
+  | { kind: 'sh'; command: string; line: number }
+  | { kind: 'cron'; command: string; env: string[]; line: number };
+
+/** An sh block's commands: a line each, `\` joining lines, comments and blank lines left out. */
+function shellCommands(body: string): string[] {
+  return body
+    .replace(/\\\n/g, '')
+    .split('\n')
+    .filter((l) => l.trim() !== '' && !l.trim().startsWith('#'));
+}
+
+/** Every block of the README as the tutorial's steps, in order; a block no step can be made of is a failure, named. */
+function tutorialSteps(readme: string): { steps: Step[]; unmarked: string[] } {
+  const steps: Step[] = [];
+  const unmarked: string[] = [];
+  const crontab: string[] = [];
+  for (const block of blocksOf(readme)) {
+    const note = block.note ?? (block.lang === 'sh' ? 'sh' : block.lang === 'console' ? 'run' : undefined);
+    if (note === undefined) unmarked.push(`README.md:${block.line}: a ${block.lang || 'plain'} block with no readme-test note (run, file, cron or skip: why)`);
+    else if (note.startsWith('skip')) {
+      if (!/^skip: \S/.test(note)) unmarked.push(`README.md:${block.line}: a skip says why`);
+    } else if (note.startsWith('file ')) steps.push({ kind: 'file', path: note.slice(5), text: `${block.body}\n` });
+    else if (note === 'run') {
+      for (const chunk of block.body.split(/^\$ /m).slice(1)) {
+        const [command = '', ...shown] = chunk.trimEnd().split('\n');
+        steps.push({ kind: 'run', command, shown, line: block.line });
+      }
+    } else if (note === 'sh') for (const command of shellCommands(block.body)) steps.push({ kind: 'sh', command, line: block.line });
+    else if (note === 'cron') {
+      // One crontab: its variables hold for the lines below them, in later blocks too.
+      for (const line of shellCommands(block.body)) {
+        if (/^[A-Z_]+=/.test(line)) crontab.push(line);
+        else steps.push({ kind: 'cron', command: line.split(/\s+/).slice(5).join(' ').replace(/\s+#.*$/, ''), env: [...crontab], line: block.line });
+      }
+    } else unmarked.push(`README.md:${block.line}: an unknown readme-test note ${JSON.stringify(note)}`);
+  }
+  return { steps, unmarked };
+}
+
+/** Text in single quotes, for a shell. */
+const quoted = (text: string) => `'${text.replace(/'/g, "'\\''")}'`;
+
+/** A port nothing listens on now. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
 }
 
 describe("the README's tutorial", () => {
-  it('runs as written, from the sample to a query of your own, its check, its runs and its test', () => {
+  it('has a readme-test note on every block that is not run as it stands', () => {
+    expect(tutorialSteps(readFileSync(join(root, 'README.md'), 'utf8')).unmarked).toEqual([]);
+  });
+
+  it.runIf(has.curl && has.tutorialTools)('runs every block in order in one shell session, serve in the background included, and the crontab lines under env -i', async () => {
     const dir = tempDir();
     const home = join(dir, 'home');
     const bin = join(dir, 'bin');
     const work = join(dir, 'work');
-    for (const d of [home, bin, work]) mkdirSync(d, { recursive: true });
+    const out = join(dir, 'out');
+    for (const d of [home, bin, work, out]) mkdirSync(d, { recursive: true });
     // `savedq` on the PATH, as `npm link` makes it: the built CLI of this checkout.
-    writeFileSync(join(bin, 'savedq'), `#!/bin/sh\nexec '${process.execPath}' '${binPath}' "$@"\n`);
-    chmodSync(join(bin, 'savedq'), 0o755);
-    const env = { PATH: `${bin}:${process.env.PATH ?? ''}`, HOME: home, LANG: 'C.UTF-8' };
-    const sh = (command: string) => spawnSync('sh', ['-c', command], { cwd: work, env, encoding: 'utf8', timeout: LONG_TEST_MS });
-
-    const loaded = sh('savedq load --sample');
-    expect(loaded.status, loaded.stderr).toBe(0);
-    const steps = tutorialSteps(readFileSync(join(root, 'README.md'), 'utf8'));
-    expect(steps.filter((s) => s.kind === 'run').length).toBeGreaterThanOrEqual(5);
-    for (const step of steps) {
+    const savedq = join(bin, 'savedq');
+    writeFileSync(savedq, `#!/bin/sh\nexec '${process.execPath}' '${binPath}' "$@"\n`);
+    chmodSync(savedq, 0o755);
+    const { steps } = tutorialSteps(readFileSync(join(root, 'README.md'), 'utf8'));
+    expect(steps.filter((s) => s.kind !== 'file').length).toBeGreaterThanOrEqual(20);
+    // The README's port is 4000; the session's, one free now. Its home is /home/you; the session's, a folder of its own.
+    const port = await freePort();
+    const local = (text: string) => text.replace(/\b4000\b/g, String(port)).replace(/\/home\/you/g, home).replace(/\/usr\/local\/bin\/savedq/g, savedq);
+    const health = `http://127.0.0.1:${port}/health`;
+    const script = [
+      'trap \'kill $(jobs -p) 2>/dev/null\' EXIT',
+      // The quick start's load, which the tutorial starts from.
+      `savedq load --sample > ${quoted(join(out, 'sample'))} 2>&1 || exit 1`,
+    ];
+    for (const [i, step] of steps.entries()) {
       if (step.kind === 'file') {
-        writeFileSync(step.path.replace(/^~/, home), step.text);
+        const file = step.path.replace(/^~/, home);
+        script.push(`mkdir -p ${quoted(dirname(file))} && printf '%s' ${quoted(step.text)} > ${quoted(file)}`);
         continue;
       }
-      const r = sh(step.command);
-      const said = `${r.stdout}${r.stderr}`;
-      // A command the README shows refused is refused; the others succeed.
-      const refused = step.shown.some((line) => line.startsWith('savedq: '));
-      expect(r.status === 0, `${step.command}\n${said}`).toBe(!refused);
-      // Every line it shows that holds no figure (figures follow the sample's draw) is what it printed.
-      for (const line of step.shown.filter((l) => !/\d/.test(l) || /^savedq: |^ok |^check: /.test(l))) {
-        expect(said.replace(new RegExp(home, 'g'), '~'), `${step.command}: ${line}`).toContain(line.replace(/ \d+ ms$/, '').replace(/ \(1 file, [\d.]+ s\)$/, ''));
+      const command = local(step.command);
+      const reloads = /\bkill -HUP\b/.test(command);
+      if (reloads) script.push(`before=$(curl -s http://127.0.0.1:${port}/openapi.json | cksum)`);
+      const line =
+        step.kind === 'cron'
+          ? `env -i ${step.env.map((v) => quoted(local(v))).join(' ')} /bin/sh -c ${quoted(command)}`
+          : command;
+      script.push(`{ ${line}\n} > ${quoted(join(out, String(i)))} 2>&1 < /dev/null; echo $? > ${quoted(join(out, `${i}.code`))}`);
+      // What a person waits for without thinking: a serve started in the background to listen, one told to read its folders to have read them.
+      if (/\bsavedq serve\b.*&/.test(command)) script.push(`for t in $(seq 600); do curl -s -o /dev/null ${health} && break; sleep 0.1; done`);
+      if (reloads) script.push(`for t in $(seq 600); do [ "$(curl -s http://127.0.0.1:${port}/openapi.json | cksum)" != "$before" ] && break; sleep 0.1; done`);
+    }
+    const env = { PATH: `${bin}:${process.env.PATH ?? ''}`, HOME: home, LANG: 'C.UTF-8' };
+    const session = await runProgram('bash', ['-c', script.join('\n')], { env, cwd: work, timeoutMs: LONG_TEST_MS });
+    expect(session.code, `${session.stderr}\n${readIfThere(join(out, 'sample'))}`).toBe(0);
+
+    for (const [i, step] of steps.entries()) {
+      if (step.kind === 'file') continue;
+      const said = readIfThere(join(out, String(i))).replace(new RegExp(home, 'g'), '~');
+      const code = Number(readIfThere(join(out, `${i}.code`)));
+      const where = `README.md:${step.line}: ${step.command}\n${said}`;
+      if (step.kind === 'run') {
+        // A command the README shows refused is refused; the others succeed.
+        const refused = step.shown.some((line) => line.startsWith('savedq: '));
+        expect(code === 0, where).toBe(!refused);
+        // Every line it shows that holds no figure (figures follow the sample's draw) is what it printed.
+        for (const line of step.shown.filter((l) => !/\d/.test(l) || /^savedq: |^ok |^check: /.test(l))) {
+          expect(said, `${where}: ${line}`).toContain(line.replace(/ \d+ ms$/, '').replace(/ \(1 file, [\d.]+ s\)$/, ''));
+        }
+      } else if (step.kind === 'sh') {
+        expect(code, where).toBe(0);
+        // No answer of serve's is an error (a curl prints one and exits 0).
+        expect(said, where).not.toMatch(/\{"error":/);
+      } else {
+        // A cron line prints nothing (cron would mail it): no folder guessed, no alert file unseen. alerts
+        // check exits 1 while an alert fires, as the README says.
+        expect(said, where).toBe('');
+        expect(code === 0 || (code === 1 && /alerts check/.test(step.command)), where).toBe(true);
       }
     }
+    // The alert's command appended one line of JSON, as the README says.
+    const notified = readFileSync(join(home, 'alerts.ndjson'), 'utf8').split('\n').filter((l) => l !== '');
+    expect(notified.map((l) => (JSON.parse(l) as { new_state: string }).new_state)).toEqual(['firing']);
   }, LONG_TEST_MS);
 });
+
+function readIfThere(file: string): string {
+  return existsSync(file) ? readFileSync(file, 'utf8') : '';
+}

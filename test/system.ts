@@ -15,6 +15,11 @@ export const NEEDS = {
     present: () => isExecutable('/usr/sbin/clickhouse-server'),
   },
   curl: { what: 'curl, as an HTTP client savedq did not write', install: 'apt-get install curl', present: () => onPath('curl') },
+  tutorialTools: {
+    what: "jq and openssl, which the README's tutorial uses",
+    install: 'apt-get install jq openssl',
+    present: () => onPath('jq') && onPath('openssl'),
+  },
   ss: { what: 'ss, to see a client’s connections', install: 'apt-get install iproute2', present: () => onPath('ss') },
   prlimit: { what: 'prlimit, for an open-file limit', install: 'apt-get install util-linux', present: () => onPath('prlimit') },
   script: { what: 'script, for a real pseudo-terminal', install: 'apt-get install bsdutils', present: () => onPath('script') },
