@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAlertFile } from '../src/alerts/spec.js';
 import { SandboxRefusedError } from '../src/errors.js';
+import { plural } from '../src/words.js';
 import { AT, DAY, HOUR, MINUTE, atOffset, binPath, cli, eventually, load, LONG_TEST_MS, runProgram, startCli, startServe, tempDir, testLibrary } from './helpers.js';
 
 // CONTRACT §16: alerts, tried as cron and serve run them: the built CLI on a real data directory and
@@ -54,7 +55,7 @@ async function loadInvocations(lines: string[]): Promise<void> {
   const file = join(dir, `load-${Date.now()}-${Math.random()}.ndjson`);
   writeFileSync(file, `${lines.join('\n')}\n`);
   const loaded = await cli(['--data-dir', dataDir, 'load', 'function_edge_logs', file]);
-  expect(loaded.stderr).toContain(`loaded ${lines.length} rows`);
+  expect(loaded.stderr).toContain(`loaded ${plural(lines.length, 'row')}`);
 }
 
 const alertFile = (url: string, extra = '', project = 'alerting') => `description: Function errors in the last day.
