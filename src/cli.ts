@@ -11,6 +11,7 @@ import { CHECK_FORMATS, SHELLS, TEST_FORMATS } from './commands/choices.js';
 import { hintWidth, note, report, type CommonOptions, type Io } from './commands/io.js';
 import type { Reporter } from './report.js';
 import { TABLES } from './warehouse/schema.js';
+import { wrapped } from './output/wrap.js';
 
 // Standard input is opened only by the commands that read it: a cache hit, which reads none, is mostly start-up.
 const io: Io = {
@@ -39,7 +40,7 @@ function lib(flags: GlobalFlags, options: { ownsEngine?: boolean; reporter?: Rep
   if (!library) {
     const config = resolveConfig(flags, io.env);
     // What is wrong with the configuration itself is said even with --quiet: a cron job's mail is where it is read.
-    for (const warning of config.warnings) (options.reporter ?? { warn: (w: string) => io.stderr.write(`warning: ${w}\n`) }).warn(warning);
+    for (const warning of config.warnings) (options.reporter ?? { warn: (w: string) => io.stderr.write(`${wrapped(`warning: ${w}`, 0, 2, hintWidth(io))}\n`) }).warn(warning);
     library = new Savedq(config, { ...options, reporter, signal: interrupt.signal });
   }
   return library;

@@ -5,7 +5,8 @@ import { displayPath, problemText } from '../queries/catalog.js';
 import type { Row } from '../queries/types.js';
 import type { AsOf } from '../time.js';
 import { plural } from '../words.js';
-import { checkInterrupted, commandLog, outputFormat, report, writeOut, writeRows, type CommonOptions, type Io } from './io.js';
+import { wrapped } from '../output/wrap.js';
+import { checkInterrupted, commandLog, hintWidth, outputFormat, report, writeOut, writeRows, type CommonOptions, type Io } from './io.js';
 
 /** Options of `savedq alerts check`. */
 export interface AlertsCheckOptions extends CommonOptions {
@@ -59,8 +60,8 @@ export async function alertsListCommand(lib: Savedq, options: CommonOptions & { 
   for (const b of broken) for (const p of b.problems) io.stderr.write(`warning: skipped ${problemText(p)}\n`);
   const owing = alerts.filter((a) => a.waiting > 0);
   for (const a of owing) report(io, options, `${a.name}: ${plural(a.waiting, 'notification')} waiting to be delivered${a.lastError ? ` (last attempt: ${a.lastError})` : ''}`);
-  for (const g of gone) io.stderr.write(`${goneLine(g, folders, lib)}\n`);
-  if (alerts.length === 0 && broken.length === 0) report(io, options, `no alerts: no <name>.alert.yaml file in ${whereLooked(folders, lib)} (see savedq alerts --help).`);
+  for (const g of gone) io.stderr.write(`${wrapped(goneLine(g, folders, lib), 0, 2, hintWidth(io))}\n`);
+  if (alerts.length === 0 && broken.length === 0) report(io, options, wrapped(`no alerts: no <name>.alert.yaml file in ${whereLooked(folders, lib)} (see savedq alerts --help).`, 0, 2, hintWidth(io)));
   return rows;
 }
 
@@ -89,8 +90,10 @@ export async function alertsCheckCommand(lib: Savedq, options: AlertsCheckOption
   }
   for (const name of result.busy) log.info(`${name}: being evaluated by another savedq process; left to it`);
   // An alert savedq keeps but cannot find is never taken for quiet: the wrong folders (cron's), or a file removed.
-  for (const g of result.gone) log.warn(goneLine(g, result.folders, lib));
-  if (result.states.size === 0 && result.broken.length === 0 && result.gone.length === 0) log.info(`no alerts: no <name>.alert.yaml file in ${whereLooked(result.folders, lib)}.`);
+  // Wrapped to a terminal's width, under their first word, as every hint is.
+  const hint = (text: string) => wrapped(text, 0, 2, hintWidth(io));
+  for (const g of result.gone) log.warn(hint(goneLine(g, result.folders, lib)));
+  if (result.states.size === 0 && result.broken.length === 0 && result.gone.length === 0) log.info(hint(`no alerts: no <name>.alert.yaml file in ${whereLooked(result.folders, lib)}.`));
   const bad = [...result.states].filter(([, s]) => s === 'firing' || s === 'error');
   if (json) {
     await writeOut(
