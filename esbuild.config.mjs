@@ -21,12 +21,17 @@ import { codeCacheFile, WRITE_CODE_CACHE_ENV } from './dist/launch.js';
 // query without an id in its header one, and loads node:crypto, which Node 22 and 24 start without
 // (5–10 ms a run). The main bundle every run compiles stays small.
 // The MCP SDK (with zod) is `savedq mcp`'s and serve's /mcp alone: src/mcp/sdk.ts is all of it savedq uses.
-const apart = { yaml: 'yaml', re2: 're2js', jose: 'jose', uuid: 'uuid', mcp: './dist/mcp/sdk.js' };
-/** In the CLI bundle, src/mcp/load.ts's import of the SDK module stays an import: the bundle apart answers it. */
+// node-postgres and keyv's PostgreSQL adapter are a run's with a store URL alone: src/store/pg-driver.ts.
+const apart = { yaml: 'yaml', re2: 're2js', jose: 'jose', uuid: 'uuid', mcp: './dist/mcp/sdk.js', 'store-pg': './dist/store/pg-driver.js' };
+/**
+ * In the CLI bundle, src/mcp/load.ts's import of the SDK module, and src/store/load-pg.ts's of
+ * node-postgres, stay imports: the bundles apart answer them.
+ */
 const sdkApart = {
   name: 'sdk-apart',
   setup(b) {
     b.onResolve({ filter: /^\.\/sdk\.js$/ }, (args) => (args.importer.endsWith(join('mcp', 'load.js')) ? { path: args.path, external: true } : undefined));
+    b.onResolve({ filter: /^\.\/pg-driver\.js$/ }, (args) => (args.importer.endsWith(join('store', 'load-pg.js')) ? { path: args.path, external: true } : undefined));
   },
 };
 /**
@@ -58,7 +63,8 @@ const cjsBundle = {
   charset: 'ascii',
   logLevel: 'warning',
 };
-await build({ ...cjsBundle, entryPoints: apart });
+// pg-native is node-postgres's other driver, which savedq does not use (nor install).
+await build({ ...cjsBundle, entryPoints: apart, external: ['pg-native'] });
 
 await build({
   ...cjsBundle,

@@ -1,5 +1,5 @@
 import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { homedir, hostname } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { errnoText } from './errno.js';
 import { InputError } from './errors.js';
@@ -33,6 +33,8 @@ export const SETTINGS = {
   passwordFile: { flag: '--password-file <file>', env: 'SAVEDQ_CLICKHOUSE_PASSWORD_FILE', help: "the ClickHouse server's password: the file's first line (readable by you alone)" },
   dataDir: { flag: '--data-dir <dir>', env: 'SAVEDQ_DATA_DIR', shown: '$XDG_DATA_HOME/savedq, else ~/.local/share/savedq', help: 'embedded engine data directory' },
   cacheFile: { flag: '--cache-file <file>', env: 'SAVEDQ_CACHE_FILE', shown: '$XDG_CACHE_HOME/savedq/results.sqlite, else ~/.cache/savedq/results.sqlite', help: 'results cache file' },
+  store: { flag: '--store <url>', env: 'SAVEDQ_STORE_URL', shown: 'the cache file', help: "PostgreSQL URL of a store a team's processes share (cached answers, warming, alerts, rate limits)" },
+  storePasswordFile: { flag: '--store-password-file <file>', env: 'SAVEDQ_STORE_PASSWORD_FILE', help: "the store's password: the file's first line (readable by you alone)" },
   queries: { flag: '--queries <dir>', env: 'SAVEDQ_QUERIES', shown: '~/.config/savedq/queries', help: 'a folder of your saved queries, *.sql (repeatable; the variable colon-separated)', repeatable: true },
   lockWait: { flag: '--lock-wait <seconds>', env: 'SAVEDQ_LOCK_WAIT', default: '30', help: 'how long to wait for another process using the data directory' },
   timeout: { flag: '--timeout <seconds>', env: 'SAVEDQ_TIMEOUT', default: '30', help: 'per-query time limit' },
@@ -67,8 +69,10 @@ export interface Config {
   readonly url: string | undefined;
   /** Data directory of the embedded engine. */
   readonly dataDir: string;
-  /** SQLite file of the results cache. */
+  /** SQLite file of the results cache (and, beside it, what the catalog remembers, whatever the store). */
   readonly cacheFile: string;
+  /** Where what is kept between calls is: the cache file, or a PostgreSQL store a team's processes share. */
+  readonly store: StoreConfig;
   /** How long to wait for another process to release the embedded data directory. */
   readonly lockWaitMs: number;
   /** Per-query time limit. */
@@ -90,6 +94,19 @@ export interface Config {
   readonly warnings: readonly string[];
 }
 
+/** The store: the SQLite file of `cacheFile`, or PostgreSQL (CONTRACT §17). */
+export type StoreConfig =
+  | { readonly kind: 'sqlite' }
+  | {
+      readonly kind: 'postgres';
+      /** libpq's URL, with its password when one is given (never shown). */
+      readonly url: string;
+      /** The URL without its password, as messages, /health and `status` show it. */
+      readonly shown: string;
+      /** The schema of savedq's tables: `savedq`, unless the URL's options set a search_path. */
+      readonly schema: string;
+    };
+
 /** Command-line flags that override the environment. */
 export interface ConfigFlags {
   url?: string | undefined;
@@ -102,6 +119,8 @@ export interface ConfigFlags {
   /** --queries, repeatable. */
   queries?: readonly string[] | undefined;
   passwordFile?: string | undefined;
+  store?: string | undefined;
+  storePasswordFile?: string | undefined;
 }
 
 /** The environment, as settings read it. */
@@ -160,6 +179,7 @@ export function resolveConfig(flags: ConfigFlags = {}, env: Env = process.env): 
   const passwordFile = settingOf(SETTINGS.passwordFile, flags.passwordFile, env);
   const url = given !== undefined && passwordFile !== undefined ? withPassword(given, readPasswordFile(path(passwordFile))) : given;
   const dataDir = path(settingOf(SETTINGS.dataDir, flags.dataDir, env) ?? join(dataHome, 'savedq'));
+  const store = storeConfig(flags, env, warnings);
   const cacheFile = path(settingOf(SETTINGS.cacheFile, flags.cacheFile, env) ?? join(cacheHome, 'savedq', 'results.sqlite'));
   const folders = queryFolders(flags.queries, env[SETTINGS.queries.env], join(configHome, 'savedq', 'queries'));
   if (!homeSet) {
@@ -176,7 +196,9 @@ export function resolveConfig(flags: ConfigFlags = {}, env: Env = process.env): 
   }
   return {
     url,
-    source: url === undefined ? `embedded:${realPath(dataDir)}` : `server:${redactUrl(url)}`,
+    // A data directory is one machine's: in a store that machines share, it is named with its host.
+    source: url === undefined ? `embedded:${store.kind === 'postgres' ? `${hostname()}:` : ''}${realPath(dataDir)}` : `server:${redactUrl(url)}`,
+    store,
     warnings,
     dataDir,
     cacheFile,
@@ -186,6 +208,36 @@ export function resolveConfig(flags: ConfigFlags = {}, env: Env = process.env): 
     sandboxMaxMemoryBytes: number(settingOf(SETTINGS.sandboxMaxMemoryMb, flags.sandboxMaxMemoryMb, env) ?? '', '--sandbox-max-memory-mb', { min: 16, max: 1_048_576, unit: 'megabytes' }) * 2 ** 20,
     ...folders,
   };
+}
+
+/**
+ * The store the settings name: `--store` (else SAVEDQ_STORE_URL) a PostgreSQL URL, its password from
+ * `--store-password-file` when given; none: the cache file. Both a store and a cache file given is
+ * refused: a team's store and one machine's file are not kept at once.
+ */
+function storeConfig(flags: ConfigFlags, env: Env, warnings: string[]): StoreConfig {
+  const given = settingOf(SETTINGS.store, flags.store, env);
+  if (given === undefined) return { kind: 'sqlite' };
+  if (!/^postgres(ql)?:\/\//i.test(given)) throw new InputError('invalid store URL: expected postgres:// or postgresql:// (a PostgreSQL server).');
+  if (settingOf(SETTINGS.cacheFile, flags.cacheFile, env) !== undefined) {
+    throw new InputError('--store and --cache-file both given (or SAVEDQ_STORE_URL and SAVEDQ_CACHE_FILE): what is kept between calls is in one place; give one.');
+  }
+  let parsed: URL;
+  try {
+    parsed = new URL(given);
+  } catch {
+    throw new InputError('invalid store URL: not a URL (postgres://user@host:5432/database).');
+  }
+  if (text(flags.store) !== undefined && parsed.password !== '') {
+    warnings.push('a password in --store can be read by every user of this machine (ps); give it in SAVEDQ_STORE_URL or with --store-password-file instead.');
+  }
+  const passwordFile = settingOf(SETTINGS.storePasswordFile, flags.storePasswordFile, env);
+  const url = passwordFile === undefined ? given : withPassword(given, readPasswordFile(path(passwordFile)));
+  // libpq's options (`?options=-c search_path=team`) may name the schema; else savedq's own.
+  const searchPath = /search_path\s*=\s*([^\s,]+)/.exec(parsed.searchParams.get('options') ?? '')?.[1];
+  const schema = searchPath ?? 'savedq';
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) throw new InputError(`invalid store schema ${JSON.stringify(schema)} (the URL's search_path): lower-case letters, digits and _, as a name savedq's tables go under.`);
+  return { kind: 'postgres', url, shown: redactUrl(given), schema };
 }
 
 /** A URL with its password removed, for messages and for naming a data source. */

@@ -1,5 +1,6 @@
 import { ResultsCache, type CachedCall, type CacheEntry } from './cache/index.js';
-import { SqliteStore } from './cache/store.js';
+import { openStore } from './store/index.js';
+import type { Store } from './store/types.js';
 import { prepareCall, withSqlOver, type CallRequest, type PreparedCall } from './calls/prepare.js';
 import { CallRunner, type CacheMode, type Clock, type RunResult } from './calls/runner.js';
 import { CallExecutor } from './calls/execute.js';
@@ -69,7 +70,8 @@ export class Savedq {
   readonly config: Config;
   readonly clock: Clock;
   readonly cache: ResultsCache;
-  readonly #store: SqliteStore;
+  /** What is kept between calls (store/): the SQLite file, or PostgreSQL for a team. */
+  readonly store: Store;
   readonly #reporter: Reporter;
   readonly #warehouse: WarehouseHandle;
   readonly #runner: CallRunner;
@@ -89,8 +91,8 @@ export class Savedq {
     // Whether the cache file's path is one to use (not a folder, a device, a file of other text): looked
     // at once, for the results cache, the memo beside it and the alerts' store.
     this.#cacheFileProblem = sqlitePathCheck(config.cacheFile);
-    this.#store = new SqliteStore(config.cacheFile, (message) => this.#reporter.warn(message), this.#cacheFileProblem);
-    this.cache = new ResultsCache(this.#store);
+    this.store = openStore(config, (message) => this.#reporter.warn(message), this.#cacheFileProblem, options.ownsEngine === true ? 8 : 2);
+    this.cache = new ResultsCache(this.store);
     this.#memo = fileMemo(config.cacheFile, this.#cacheFileProblem);
     const patterns = options.ownsEngine === true ? memoryMemo(PATTERNS_KEPT) : this.#memo;
     this.#patterns = { get: (pattern) => patterns.get(`pattern:${pattern}`), set: (pattern) => patterns.set(`pattern:${pattern}`, true) };
@@ -422,8 +424,7 @@ export class Savedq {
       ({ Alerts }) =>
         new Alerts({
           folders: this.config.queryFolders,
-          cacheFile: this.config.cacheFile,
-          cacheFileProblem: this.#cacheFileProblem,
+          records: this.store.alerts,
           timeoutSeconds: this.config.queryTimeoutSeconds,
           clock: () => this.clock(),
           prepare: (request) => this.prepare(request),
@@ -442,9 +443,8 @@ export class Savedq {
   /** Closes the alerts' store, the cache and the warehouse; closing again waits for the first close. */
   close(): Promise<void> {
     this.#closed ??= (async () => {
-      await (await this.#alerts?.catch(() => undefined))?.close();
       this.#generationWatch?.close();
-      await this.#store.close();
+      await this.store.close();
       await this.#warehouse.close();
     })();
     return this.#closed;

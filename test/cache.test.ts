@@ -6,7 +6,7 @@ import { WarehouseError } from '../src/errors.js';
 import { Savedq } from '../src/library.js';
 import { RecentResults, type RecentResult } from '../src/cache/recent.js';
 import { ResultsCache, type CachedResult } from '../src/cache/index.js';
-import { SqliteStore } from '../src/cache/store.js';
+import { SqliteStore } from '../src/store/sqlite.js';
 import { CallRunner } from '../src/calls/runner.js';
 import { BoundedMap } from '../src/bounded.js';
 import { AT, eventually, load, tempDir, testLibrary, libraryOf } from './helpers.js';
@@ -239,7 +239,7 @@ describe('the cache stays bounded', () => {
       expect((await big(p)).cache).toBe('miss');
       now += SECOND;
     }
-    expect(small.cache.fileBytes()).toBeLessThan(3 * 2 ** 20);
+    expect(await small.cache.size()).toBeLessThan(3 * 2 ** 20);
     const kept = (await small.cachedCalls()).map((c) => c.params.p).sort();
     expect(kept.length).toBeLessThan(6);
     expect(kept).toContain('6'); // the most recently served stays

@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadingSqlite } from '../src/cache/sqlite-module.js';
+import { loadingSqlite } from '../src/store/sqlite-module.js';
 import { logTablesEmpty } from '../src/warehouse/schema.js';
 import { cli, inTerminal, NO_CONFIG, startServe, tempDir, testLibrary } from './helpers.js';
 

@@ -3,7 +3,6 @@ import { basename } from 'node:path';
 import { asOfMicros, type CallRequest, type PreparedCall } from '../calls/prepare.js';
 import type { RunResult } from '../calls/runner.js';
 import { nodeCrypto } from '../lazy.js';
-import type { Unsafe } from '../fs.js';
 import type { DefinitionProblem } from '../queries/definition.js';
 import { paramsText } from '../queries/params.js';
 import type { Row } from '../queries/types.js';
@@ -11,11 +10,11 @@ import { plural } from '../words.js';
 import { InputError, NotFoundError, SandboxRefusedError, BadSqlError } from '../errors.js';
 import type { AsOf } from '../time.js';
 import { deliver, DELIVERY_WINDOW_MS, retryDelayMs } from './deliver.js';
-import { readAlertFiles, targetText, type AlertSpec } from './spec.js';
-import { AlertStore, type AlertState, type Change, type StateRecord } from './store.js';
+import { readAlertFiles, targetText, type AlertSpec, type Target } from './spec.js';
+import type { AlertRecords, AlertState, Change, StateRecord } from '../store/types.js';
 
 export { durationText } from './spec.js';
-export type { AlertState } from './store.js';
+export type { AlertState } from '../store/types.js';
 
 /** An alert's state as people read it: `new` before its first evaluation (tools read null there, as a notification's old_state). */
 export function stateWord(state: AlertState | null): string {
@@ -36,12 +35,11 @@ function goneOf(kept: ReadonlyMap<string, StateRecord>, alerts: readonly AlertSp
 /** Rows of the answer a notification carries, at most (CONTRACT §16). */
 const ROWS_SENT = 20;
 
-/** What alerts need of the library: its calls, the cache file and the queries folders. */
+/** What alerts need of the library: its calls, the store and the queries folders. */
 export interface AlertParts {
   readonly folders: readonly string[];
-  readonly cacheFile: string;
-  /** Why the cache file's path is not one to use (fs.ts' sqlitePathCheck, the library's one look at it), or undefined. */
-  readonly cacheFileProblem: () => Unsafe;
+  /** Where their state, history and outbox are kept: the store's (store/). */
+  readonly records: AlertRecords;
   /** The library's time limit of a query, in seconds: an evaluation's lease is longer. */
   readonly timeoutSeconds: number;
   /** The alerts' clock (epoch ms) when no --at is given. */
@@ -211,7 +209,7 @@ type Kind = 'firing' | 'still firing' | 'error' | 'resolved' | 'pending' | 'ok';
  */
 export class Alerts {
   readonly #parts: AlertParts;
-  #store: Promise<AlertStore> | undefined;
+
   /** This process, as a lease names it. */
   readonly #owner = `${hostname()}:${process.pid}:${nodeCrypto().randomUUID().slice(0, 8)}`;
 
@@ -219,9 +217,8 @@ export class Alerts {
     this.#parts = parts;
   }
 
-  #open(): Promise<AlertStore> {
-    this.#store ??= AlertStore.open(this.#parts.cacheFile, this.#parts.cacheFileProblem);
-    return this.#store;
+  #open(): Promise<AlertRecords> {
+    return Promise.resolve(this.#parts.records);
   }
 
   /** Every alert file of the folders: the alerts, and the files that are broken. */
@@ -283,7 +280,7 @@ export class Alerts {
         if (isDue(alert, state)) {
           const { next, change, evaluation } = await this.#evaluate(alert, state, now, options.at);
           const payload = evaluation.notification ? JSON.stringify(evaluation.notification) : undefined;
-          await store.decide(next, change, payload ? alert.notify.map((target) => ({ target, payload })) : [], now);
+          await store.decide(next, change, payload ? alert.notify.map((target) => ({ target: JSON.stringify(target), payload })) : [], now);
           evaluations.push(evaluation);
         }
         deliveries.push(...(await this.#deliverOwed(store, alert.name, now, lease)));
@@ -470,21 +467,22 @@ export class Alerts {
   }
 
   /** Delivers an alert's notifications that are due, oldest first; a target's later ones wait behind one that failed. */
-  async #deliverOwed(store: AlertStore, name: string, now: number, lease: (name: string) => Promise<StateRecord | undefined>): Promise<DeliveryOutcome[]> {
+  async #deliverOwed(store: AlertRecords, name: string, now: number, lease: (name: string) => Promise<StateRecord | undefined>): Promise<DeliveryOutcome[]> {
     const outcomes: DeliveryOutcome[] = [];
     const waitingBehind = new Set<string>();
     for (const d of await store.waiting(name)) {
-      const key = JSON.stringify(d.target);
+      const key = d.target;
       if (waitingBehind.has(key)) continue;
       if (d.nextAt > now) {
         waitingBehind.add(key);
         continue;
       }
       if (!(await lease(name))) break;
-      const target = targetText(d.target);
+      const aim = JSON.parse(d.target) as Target;
+      const target = targetText(aim);
       const newState = (JSON.parse(d.payload) as Notification).new_state;
       try {
-        await deliver(d.target, d.payload, this.#parts.env, this.#parts.userAgent);
+        await deliver(aim, d.payload, this.#parts.env, this.#parts.userAgent);
         await store.delivered(d.id, now);
         outcomes.push({ alert: name, target, newState, delivered: true });
       } catch (err) {
@@ -498,11 +496,6 @@ export class Alerts {
     return outcomes;
   }
 
-  async close(): Promise<void> {
-    const store = this.#store;
-    this.#store = undefined;
-    if (store) await (await store.catch(() => undefined))?.close();
-  }
 }
 
 /** The rows that matched, in words: `1 row`, `3 rows`, `1000+ rows` when the query's row limit cut them. */

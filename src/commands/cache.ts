@@ -37,8 +37,8 @@ export async function cacheListCommand(lib: Savedq, options: CacheListOptions, i
   // A table leaves out the columns no call has a value of (--at, a caller's SQL): most lists fit a terminal then.
   const fields = format === 'table' ? FIELDS.filter((f) => (f.name !== 'at' && f.name !== 'sql') || rows.some((r) => r[f.name] !== null)) : FIELDS;
   await writeRows(io, options, format, rows, fields);
-  const megabytes = (lib.cache.fileBytes() / 2 ** 20).toFixed(1);
-  report(io, options, `${rows.length} cached ${rows.length === 1 ? 'call' : 'calls'}; ${lib.cache.file}: ${megabytes} MB (at most about ${lib.config.cacheMaxBytes / 2 ** 20} MB)`);
+  const megabytes = ((await lib.cache.size()) / 2 ** 20).toFixed(1);
+  report(io, options, `${rows.length} cached ${rows.length === 1 ? 'call' : 'calls'}; ${lib.cache.location}: ${megabytes} MB (at most about ${lib.config.cacheMaxBytes / 2 ** 20} MB)`);
   return rows;
 }
 

@@ -1,4 +1,4 @@
-import { ALERT_STATES } from '../alerts/store.js';
+import { ALERT_STATES } from '../store/types.js';
 import type * as PromClient from 'prom-client';
 import type { EngineQueue } from '../warehouse/types.js';
 

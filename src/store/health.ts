@@ -1,0 +1,109 @@
+import { errnoText } from '../errno.js';
+import { SavedqError } from '../errors.js';
+
+/** Where a store's warnings go: the surface that made the library decides (standard error, serve's log). */
+export type Warn = (message: string) => void;
+
+/** How a store's failures are taken. */
+export interface HealthOptions {
+  /** Says why the store failed, in a sentence (the store's, naming where it is). */
+  readonly failed: (reason: string) => string;
+  /** Said when a store that failed answers again. */
+  readonly back?: (() => string) | undefined;
+  /**
+   * Asked again this long after a failure; undefined: never again in this process (a file that is not
+   * usable does not become so while it runs).
+   */
+  readonly retryMs?: number | undefined;
+  /** An operation that takes longer has failed (a store slower than this is as good as gone). */
+  readonly deadlineMs?: number | undefined;
+  /** The warning is said again at most this often while the store stays down. */
+  readonly warnEveryMs?: number | undefined;
+}
+
+/**
+ * Whether a store answers, and each of its operations run so: one that fails (or passes its deadline)
+ * answers its fallback instead and the store is down, said in one warning (again at most once a
+ * minute), until an operation is tried again and answers. An error of savedq's own (a refusal that
+ * names what to fix) is no failure of the store's: it is thrown.
+ */
+export class StoreHealth {
+  #up = true;
+  #retryAt = 0;
+  #warnedAt = -Infinity;
+  readonly #warn: Warn;
+  readonly #options: HealthOptions;
+  readonly #observers = new Set<(operation: string, seconds: number, up: boolean) => void>();
+
+  constructor(warn: Warn, options: HealthOptions) {
+    this.#warn = warn;
+    this.#options = options;
+  }
+
+  get up(): boolean {
+    return this.#up;
+  }
+
+  observe(listener: (operation: string, seconds: number, up: boolean) => void): () => void {
+    this.#observers.add(listener);
+    return () => this.#observers.delete(listener);
+  }
+
+  /** Runs an operation, or answers `fallback` when the store is down and not yet to be tried again. */
+  async run<T>(operation: string, fallback: T, work: () => Promise<T>): Promise<T> {
+    if (!this.#up && (this.#options.retryMs === undefined || Date.now() < this.#retryAt)) return fallback;
+    const started = performance.now();
+    try {
+      const value = this.#options.deadlineMs === undefined ? await work() : await withDeadline(work(), this.#options.deadlineMs);
+      if (!this.#up) {
+        this.#up = true;
+        const back = this.#options.back?.();
+        if (back) this.#warn(back);
+      }
+      this.#tell(operation, started);
+      return value;
+    } catch (err) {
+      if (err instanceof SavedqError && !(err instanceof StoreUnreachable)) throw err;
+      this.#down(err);
+      this.#tell(operation, started);
+      return fallback;
+    }
+  }
+
+  #down(err: unknown): void {
+    this.#up = false;
+    this.#retryAt = Date.now() + (this.#options.retryMs ?? 0);
+    const now = Date.now();
+    const every = this.#options.warnEveryMs ?? Infinity;
+    if (now - this.#warnedAt >= every || this.#warnedAt === -Infinity) {
+      this.#warnedAt = now;
+      this.#warn(this.#options.failed(reasonOf(err)));
+    }
+  }
+
+  #tell(operation: string, started: number): void {
+    const seconds = (performance.now() - started) / 1000;
+    for (const observer of this.#observers) observer(operation, seconds, this.#up);
+  }
+}
+
+/** A store that did not answer in time, or could not be reached: what its operations fail with. */
+export class StoreUnreachable extends SavedqError {}
+
+/** `work`, or a StoreUnreachable once `ms` have passed without its answer. */
+function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new StoreUnreachable(`no answer in ${ms / 1000} s`)), ms);
+    timer.unref();
+  });
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+}
+
+/** Why a store failed, in a few words: savedq's own message, a system's error in words, or the store's without its code. */
+export function reasonOf(err: unknown): string {
+  if (err instanceof SavedqError) return err.message.replace(/\.$/, '');
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return errnoText(err);
+  return err instanceof Error ? err.message.replace(/^SQLITE_\w+:\s*/, '') : String(err);
+}

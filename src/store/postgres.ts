@@ -1,0 +1,534 @@
+import { nodeCrypto } from '../lazy.js';
+import Keyv from 'keyv';
+import type pg from 'pg';
+import { InputError, SavedqError } from '../errors.js';
+import { StoreHealth, StoreUnreachable, reasonOf, type Warn } from './health.js';
+import { alertRecords, beat, processes, releaseLease, takeFromBucket, takeLease } from './records.js';
+import { generationOf, NAMESPACE, newWord } from './marks.js';
+import { loadPgDriver, type PgDriver } from './load-pg.js';
+import { withTables, type SqlSession } from './sql.js';
+import type { AlertRecords, CachedResult, ChangeMark, GenerationState, ServedRecord, Store, StoreSignal } from './types.js';
+
+// PostgreSQL as the store of a team's processes (CONTRACT §17). node-postgres is a bundle of its own
+// (dist/store-pg.cjs, store/load-pg.ts), loaded only when a store URL is given: no other run loads it.
+
+/** The version of the tables this savedq makes and reads; a store of a higher one is a newer savedq's. */
+export const SCHEMA_VERSION = 1;
+/** An operation that takes longer has failed: the store is as good as unreachable. */
+const DEADLINE_MS = 1_000;
+/** A store that failed is tried again this long after. */
+const RETRY_MS = 5_000;
+/** How often a long-lived process looks for what others changed, besides what NOTIFY tells it at once. */
+const POLL_MS = 500;
+
+/** Where a PostgreSQL store is, and as whom. */
+export interface PostgresOptions {
+  /** libpq's URL, its password included when one is given (never shown). */
+  readonly url: string;
+  /** The URL as it may be shown: without its password. */
+  readonly shown: string;
+  /** The schema of savedq's tables. */
+  readonly schema: string;
+  /** Connections at once (serve more than a command). */
+  readonly connections: number;
+}
+
+/** The tables of a store, version 1. `keyv` is keyv's (key, value), with what savedq reads of a value kept as columns of their own. */
+function schemaDdl(s: string): string[] {
+  return [
+    `CREATE SCHEMA IF NOT EXISTS ${s}`,
+    `CREATE TABLE ${s}.meta (key text PRIMARY KEY, value text NOT NULL)`,
+    `CREATE TABLE ${s}.keyv (
+      key text PRIMARY KEY,
+      value text NOT NULL,
+      expires bigint GENERATED ALWAYS AS (CAST(substring(right(value, 40) FROM '"expires":([0-9]+)}$') AS bigint)) STORED,
+      served_at bigint GENERATED ALWAYS AS (CASE WHEN key LIKE 'savedq:served:%' THEN CAST(CAST(value AS jsonb) #>> '{value,servedAt}' AS bigint) END) STORED,
+      bytes integer GENERATED ALWAYS AS (octet_length(key) + octet_length(value)) STORED
+    )`,
+    `CREATE INDEX keyv_expires ON ${s}.keyv (expires) WHERE expires IS NOT NULL`,
+    `CREATE INDEX keyv_served_at ON ${s}.keyv (served_at) WHERE served_at IS NOT NULL`,
+    `CREATE TABLE ${s}.leases (name text PRIMARY KEY, owner text NOT NULL, until bigint NOT NULL)`,
+    `CREATE TABLE ${s}.buckets (name text PRIMARY KEY, tokens double precision NOT NULL, at bigint NOT NULL)`,
+    `CREATE TABLE ${s}.processes (id text PRIMARY KEY, host text NOT NULL, pid integer NOT NULL, version text NOT NULL, role text NOT NULL, seen bigint NOT NULL)`,
+    `CREATE TABLE ${s}.alert_state (name text PRIMARY KEY, state text, since bigint, holding_since bigint, evaluated_at bigint, notified_at bigint, detail text, lease_owner text, lease_until bigint)`,
+    `CREATE TABLE ${s}.alert_history (id bigserial PRIMARY KEY, name text NOT NULL, at bigint NOT NULL, old_state text, new_state text NOT NULL, detail text NOT NULL)`,
+    `CREATE INDEX alert_history_name ON ${s}.alert_history (name, id)`,
+    `CREATE TABLE ${s}.alert_outbox (id bigserial PRIMARY KEY, name text NOT NULL, target text NOT NULL, payload text NOT NULL, created_at bigint NOT NULL, next_at bigint NOT NULL, attempts integer NOT NULL DEFAULT 0, last_error text, delivered_at bigint, given_up_at bigint)`,
+    `CREATE INDEX alert_outbox_waiting ON ${s}.alert_outbox (name, id) WHERE delivered_at IS NULL AND given_up_at IS NULL`,
+    `INSERT INTO ${s}.meta (key, value) VALUES ('version', '${SCHEMA_VERSION}')`,
+  ];
+}
+
+/** A key as the store keeps it: keys hold parameters and callers' SQL, longer than an index takes, so a digest of them. */
+function stored(kind: string, key: string): string {
+  return `${kind}:${nodeCrypto().createHash('sha256').update(key).digest('base64url')}`;
+}
+
+/** bigint columns as numbers: epoch milliseconds and counts, well within 2^53. */
+function typesOf(driver: PgDriver): { getTypeParser: typeof pg.types.getTypeParser } {
+  return {
+    getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === 20 ? (value: string) => Number(value) : driver.pg.types.getTypeParser(oid, format))) as typeof pg.types.getTypeParser,
+  };
+}
+
+/** The PostgreSQL error codes that mean a table or schema of savedq's is not there yet. */
+const MISSING = new Set(['42P01', '3F000']);
+
+/**
+ * PostgreSQL as the store (CONTRACT §17): cached answers and served records through keyv +
+ * @keyv/postgres, on node-postgres's pool, which savedq's own SQL shares (listing, pruning, leases,
+ * transactions, LISTEN/NOTIFY). The tables are created on first use in savedq's schema, versioned.
+ * A store that does not answer within a second is down for the process: calls are answered from the
+ * warehouse uncached, a warning is said once a minute, and it is tried again every few seconds.
+ */
+export class PostgresStore implements Store {
+  readonly backend = 'postgres' as const;
+  readonly #options: PostgresOptions;
+  readonly #health: StoreHealth;
+  #pool: Promise<pg.Pool> | undefined;
+  #ready: Promise<Keyv> | undefined;
+  #alerts: AlertRecords | undefined;
+
+  constructor(options: PostgresOptions, warn: Warn) {
+    this.#options = options;
+    this.#health = new StoreHealth(warn, {
+      failed: (reason) => `the store ${options.shown} cannot be reached (${reason}); answering from the warehouse, uncached, until it can.`,
+      back: () => `the store ${options.shown} answers again.`,
+      retryMs: RETRY_MS,
+      deadlineMs: DEADLINE_MS,
+      warnEveryMs: 60_000,
+    });
+    this.#health.observe((_operation, _seconds, up) => {
+      // A pool whose connections hang (a store cut off) is let go: the next try makes a new one.
+      if (!up) this.#reset();
+    });
+  }
+
+  get location(): string {
+    return this.#options.shown;
+  }
+
+  get up(): boolean {
+    return this.#health.up;
+  }
+
+  observe(listener: (operation: string, seconds: number, up: boolean) => void): () => void {
+    return this.#health.observe(listener);
+  }
+
+  #connections(): Promise<pg.Pool> {
+    this.#pool ??= (async () => {
+      const driver = await loadPgDriver();
+      const pool = new driver.pg.Pool({
+        connectionString: this.#options.url,
+        max: this.#options.connections,
+        connectionTimeoutMillis: DEADLINE_MS,
+        idleTimeoutMillis: 10_000,
+        keepAlive: true,
+        application_name: 'savedq',
+        types: typesOf(driver),
+      });
+      // A connection lost while idle says so here; the next query finds out for itself.
+      pool.on('error', () => undefined);
+      return pool;
+    })();
+    return this.#pool;
+  }
+
+  #reset(): void {
+    const pool = this.#pool;
+    this.#pool = undefined;
+    this.#ready = undefined;
+    void pool?.then((p) => p.end()).catch(() => undefined);
+  }
+
+  /** SQL of {name} tables with `?` parameters, on the pool. */
+  async #query<T>(sql: string, params: readonly unknown[] = []): Promise<pg.QueryResult & { rows: T[] }> {
+    let n = 0;
+    const text = withTables(sql, (name) => `${this.#options.schema}.${name}`).replace(/\?/g, () => `$${++n}`);
+    try {
+      return (await (await this.#connections()).query(text, [...params])) as pg.QueryResult & { rows: T[] };
+    } catch (err) {
+      throw this.#failure(err);
+    }
+  }
+
+  /** What a failure of PostgreSQL's is to savedq: a refusal naming what to do, or the store unreachable. */
+  #failure(err: unknown): unknown {
+    const code = (err as { code?: string }).code;
+    if (code === '42501') {
+      const database = new URL(this.#options.url).pathname.slice(1) || 'the database';
+      return new InputError(
+        `the store ${this.#options.shown} refused: its user may not make or use savedq's tables (${reasonOf(err)}); GRANT CREATE ON DATABASE ${database} TO that user, or run savedq init --store as one who may.`,
+      );
+    }
+    if (code === '28P01' || code === '28000') return new InputError(`the store ${this.#options.shown} refused savedq's credentials.`);
+    if (code === '3D000') return new InputError(`the store ${this.#options.shown} has no such database.`);
+    if (err instanceof SavedqError) return err;
+    return new StoreUnreachable(reasonOf(err));
+  }
+
+  /** The tables, made when missing (once, whoever comes first), and keyv on them; a newer savedq's refused by name. */
+  #open(): Promise<Keyv> {
+    this.#ready ??= (async () => {
+      await this.#ensureSchema();
+      const query = async (sql: string, values?: unknown[]) => {
+        // keyv's own CREATE TABLE: the table is savedq's, made with the columns savedq reads.
+        if (/^\s*CREATE\b/i.test(sql)) return [];
+        return (await (await this.#connections()).query(sql, values)).rows;
+      };
+      const { KeyvPostgres } = await loadPgDriver();
+      class SharedPool extends KeyvPostgres {
+        override async connect() {
+          return query;
+        }
+      }
+      const store = new SharedPool({ schema: this.#options.schema, table: 'keyv' });
+      store.on('error', () => undefined);
+      const keyv = new Keyv({ store, namespace: NAMESPACE, throwOnErrors: true });
+      keyv.on('error', () => undefined);
+      return keyv;
+    })();
+    this.#ready.catch(() => (this.#ready = undefined));
+    return this.#ready;
+  }
+
+  async #ensureSchema(): Promise<void> {
+    let version: number;
+    try {
+      const rows = (await (await this.#connections()).query<{ value: string }>(`SELECT value FROM ${this.#options.schema}.meta WHERE key = 'version'`)).rows;
+      version = Number(rows[0]?.value ?? 0);
+    } catch (err) {
+      if (!isMissing(err)) throw this.#failure(err);
+      await this.create();
+      return;
+    }
+    this.#checkVersion(version);
+  }
+
+  #checkVersion(version: number): void {
+    if (version > SCHEMA_VERSION) {
+      throw new InputError(`the store ${this.#options.shown} holds savedq's tables of a newer savedq (version ${version}; this one knows ${SCHEMA_VERSION}): upgrade savedq.`);
+    }
+  }
+
+  /** Makes savedq's schema and tables when they are not there (`savedq init --store`); one process at a time does. */
+  async create(): Promise<'made' | 'there'> {
+    const client = await this.#client();
+    try {
+      await client.query('BEGIN');
+      await client.query("SELECT pg_advisory_xact_lock(hashtext('savedq schema'))");
+      const there = await client.query<{ n: number }>('SELECT CAST(count(*) AS INTEGER) AS n FROM information_schema.tables WHERE table_schema = $1 AND table_name = $2', [this.#options.schema, 'meta']);
+      if ((there.rows[0]?.n ?? 0) > 0) {
+        const [row] = (await client.query<{ value: string }>(`SELECT value FROM ${this.#options.schema}.meta WHERE key = 'version'`)).rows;
+        await client.query('COMMIT');
+        this.#checkVersion(Number(row?.value ?? 0));
+        return 'there';
+      }
+      for (const statement of schemaDdl(this.#options.schema)) await client.query(statement);
+      await client.query('COMMIT');
+      return 'made';
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw this.#failure(err);
+    } finally {
+      client.release();
+    }
+  }
+
+  async #client(): Promise<pg.PoolClient> {
+    try {
+      return await (await this.#connections()).connect();
+    } catch (err) {
+      throw this.#failure(err);
+    }
+  }
+
+  /** An operation through keyv, guarded: a store that fails answers `fallback`. */
+  #kv<T>(operation: string, fallback: T, op: (keyv: Keyv) => Promise<T>): Promise<T> {
+    return this.#health.run(operation, fallback, async () => {
+      const keyv = await this.#open();
+      try {
+        return await op(keyv);
+      } catch (err) {
+        throw this.#failure(err);
+      }
+    });
+  }
+
+  /** An operation of savedq's own SQL, guarded. */
+  #sql<T>(operation: string, fallback: T, op: (db: SqlSession) => Promise<T>): Promise<T> {
+    return this.#health.run(operation, fallback, async () => {
+      await this.#open();
+      return op(this.#session);
+    });
+  }
+
+  /** savedq's SQL on the pool: a statement on any connection, a transaction on one of its own. */
+  readonly #session: SqlSession = {
+    all: async <T>(sql: string, params: readonly unknown[] = []) => (await this.#query<T>(sql, params)).rows,
+    run: async (sql: string, params: readonly unknown[] = []) => (await this.#query(sql, params)).rowCount ?? 0,
+    transaction: async <T>(work: (tx: SqlSession) => Promise<T>): Promise<T> => {
+      const client = await this.#client();
+      const tx: SqlSession = {
+        all: async <R>(sql: string, params: readonly unknown[] = []) => (await this.#onClient<R>(client, sql, params)).rows,
+        run: async (sql: string, params: readonly unknown[] = []) => (await this.#onClient(client, sql, params)).rowCount ?? 0,
+        transaction: (inner) => inner(tx),
+      };
+      try {
+        await client.query('BEGIN');
+        const result = await work(tx);
+        await client.query('COMMIT');
+        return result;
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw err instanceof SavedqError ? err : this.#failure(err);
+      } finally {
+        client.release();
+      }
+    },
+  };
+
+  async #onClient<T>(client: pg.PoolClient, sql: string, params: readonly unknown[]): Promise<pg.QueryResult & { rows: T[] }> {
+    let n = 0;
+    const text = withTables(sql, (name) => `${this.#options.schema}.${name}`).replace(/\?/g, () => `$${++n}`);
+    try {
+      return (await client.query(text, [...params])) as pg.QueryResult & { rows: T[] };
+    } catch (err) {
+      throw this.#failure(err);
+    }
+  }
+
+  getResult(key: string): Promise<CachedResult | undefined> {
+    return this.#kv('get', undefined, (keyv) => keyv.get<CachedResult>(stored('result', key)));
+  }
+
+  async setResult(key: string, result: CachedResult, ttlMs: number): Promise<void> {
+    await this.#kv('set', undefined, async (keyv) => {
+      await keyv.set(stored('result', key), result, ttlMs);
+    });
+  }
+
+  async markServed(key: string, record: ServedRecord, ttlMs: number): Promise<void> {
+    await this.#kv('served', undefined, async (keyv) => {
+      await keyv.set(stored('served', key), record, ttlMs);
+    });
+  }
+
+  served(): Promise<ServedRecord[]> {
+    return this.#kv('list', [] as ServedRecord[], async (keyv) => {
+      const rows = (await this.#query<{ value: string }>("SELECT value FROM {keyv} WHERE key LIKE 'savedq:served:%' AND (expires IS NULL OR expires >= ?)", [Date.now()])).rows;
+      const records: ServedRecord[] = [];
+      for (const row of rows) {
+        const data = (await keyv.deserializeData(row.value)) as { value?: ServedRecord } | undefined;
+        if (data?.value !== undefined) records.push(data.value);
+      }
+      return records;
+    });
+  }
+
+  async forget(key: string): Promise<void> {
+    await this.#sql('forget', undefined, async (db) => {
+      await db.run('DELETE FROM {keyv} WHERE key IN (?, ?)', [`${NAMESPACE}:${stored('result', key)}`, `${NAMESPACE}:${stored('served', key)}`]);
+    });
+  }
+
+  prune(maxBytes: number, now: number): Promise<{ expired: number; evicted: number }> {
+    return this.#sql('prune', { expired: 0, evicted: 0 }, async (db) => {
+      const expired = await db.run("DELETE FROM {keyv} WHERE (key LIKE 'savedq:result:%' OR key LIKE 'savedq:served:%') AND expires < ?", [now]);
+      let bytes = await this.#bytes(db);
+      let evicted = 0;
+      // The least recently served first, each result with its served record, a hundred at a time.
+      while (bytes > maxBytes) {
+        const gone = await db.all<{ bytes: number; key: string }>(
+          "WITH victims AS (SELECT substr(key, 15) AS h FROM {keyv} WHERE served_at IS NOT NULL ORDER BY served_at LIMIT 100) DELETE FROM {keyv} WHERE key IN (SELECT 'savedq:served:' || h FROM victims UNION ALL SELECT 'savedq:result:' || h FROM victims) RETURNING bytes, key",
+        );
+        if (gone.length === 0) break;
+        for (const row of gone) {
+          bytes -= row.bytes;
+          if (row.key.startsWith('savedq:served:')) evicted += 1;
+        }
+      }
+      return { expired, evicted };
+    });
+  }
+
+  async #bytes(db: SqlSession): Promise<number> {
+    const [row] = await db.all<{ bytes: number }>("SELECT CAST(coalesce(sum(bytes), 0) AS BIGINT) AS bytes FROM {keyv} WHERE key LIKE 'savedq:result:%' OR key LIKE 'savedq:served:%'");
+    return Number(row?.bytes ?? 0);
+  }
+
+  bytes(): Promise<number> {
+    return this.#sql('size', 0, (db) => this.#bytes(db));
+  }
+
+  async clear(): Promise<number> {
+    const n = await this.#sql('clear', 0, async (db) => db.run("DELETE FROM {keyv} WHERE key LIKE 'savedq:served:%' OR key LIKE 'savedq:result:%'"));
+    await this.signal({ kind: 'cleared' });
+    // Results and served records went together: the calls are the records.
+    return Math.ceil(n / 2);
+  }
+
+  async generation(source: string): Promise<GenerationState> {
+    const mark = await this.#kv('generation', undefined, (keyv) => keyv.get<ChangeMark>(`generation:${source}`));
+    return generationOf(mark, Date.now());
+  }
+
+  async changing(source: string, owner: string, ms: number): Promise<void> {
+    await this.#kv('generation', undefined, async (keyv) => {
+      const mark = await keyv.get<ChangeMark>(`generation:${source}`);
+      const loading = mark?.loading?.owner === owner ? mark.loading : { owner, until: 0, mark: newWord() };
+      await keyv.set(`generation:${source}`, { generation: mark?.generation ?? '', loading: { ...loading, until: Date.now() + ms } } satisfies ChangeMark);
+    });
+  }
+
+  async changed(source: string): Promise<void> {
+    await this.#kv('generation', undefined, async (keyv) => {
+      await keyv.set(`generation:${source}`, { generation: newWord() } satisfies ChangeMark);
+    });
+    await this.signal({ kind: 'generation', source });
+  }
+
+  lease(name: string, owner: string, ms: number): Promise<boolean> {
+    // A store that does not answer leases nothing to anyone: each process computes its own answers.
+    return this.#sql('lease', true, (db) => takeLease(db, name, owner, ms));
+  }
+
+  async release(name: string, owner: string): Promise<void> {
+    await this.#sql('lease', undefined, (db) => releaseLease(db, name, owner));
+  }
+
+  takeFromBucket(bucket: string, used: number, perSecond: number, burst: number) {
+    return this.#sql('bucket', undefined, (db) => takeFromBucket(db, bucket, used, perSecond, burst));
+  }
+
+  async beat(process: Parameters<Store['beat']>[0]): Promise<void> {
+    await this.#sql('beat', undefined, (db) => beat(db, process));
+  }
+
+  processes(since: number) {
+    return this.#sql('processes', [], (db) => processes(db, since));
+  }
+
+  /** NOTIFY on savedq's channel (the schema's), and, for `cleared`, a count the others can look at. */
+  async signal(what: StoreSignal): Promise<void> {
+    if (what.kind === 'cleared') {
+      await this.#kv('signal', undefined, async (keyv) => {
+        await keyv.set('signal:cleared', ((await keyv.get<number>('signal:cleared')) ?? 0) + 1);
+      });
+    }
+    await this.#sql('signal', undefined, async (db) => {
+      await db.all('SELECT pg_notify(?, ?)', [this.#channel, JSON.stringify(what)]);
+    });
+  }
+
+  get #channel(): string {
+    return `savedq_${this.#options.schema}`;
+  }
+
+  /**
+   * Listens on a connection of its own (LISTEN), made again when it is lost, and looks every half second
+   * too, for what it may have missed meanwhile.
+   */
+  listen(onSignal: (what: StoreSignal) => void): () => void {
+    let stopped = false;
+    let client: pg.Client | undefined;
+    let connecting = false;
+    const connect = async () => {
+      if (stopped || client || connecting) return;
+      connecting = true;
+      try {
+        await connectOnce();
+      } finally {
+        connecting = false;
+      }
+    };
+    const connectOnce = async () => {
+      const driver = await loadPgDriver();
+      const c = new driver.pg.Client({ connectionString: this.#options.url, connectionTimeoutMillis: DEADLINE_MS, keepAlive: true, application_name: 'savedq listen', types: typesOf(driver) });
+      c.on('error', () => {
+        if (client === c) client = undefined;
+        void c.end().catch(() => undefined);
+      });
+      c.on('notification', (message) => {
+        try {
+          onSignal(JSON.parse(message.payload ?? '') as StoreSignal);
+        } catch {
+          // not one of savedq's: nothing to do
+        }
+      });
+      try {
+        await c.connect();
+        await c.query(`LISTEN ${this.#channel}`);
+        if (stopped) await c.end();
+        else client = c;
+      } catch {
+        await c.end().catch(() => undefined);
+      }
+    };
+    let seen: number | undefined;
+    let looking = false;
+    const look = async () => {
+      if (looking) return;
+      looking = true;
+      try {
+        void connect();
+        const count = await this.#kv('signal', undefined, (keyv) => keyv.get<number>('signal:cleared'));
+        if (seen !== undefined && count !== undefined && count !== seen) onSignal({ kind: 'cleared' });
+        if (count !== undefined) seen = count;
+      } finally {
+        looking = false;
+      }
+    };
+    void look();
+    const timer = setInterval(() => void look(), POLL_MS);
+    timer.unref();
+    return () => {
+      stopped = true;
+      clearInterval(timer);
+      void client?.end().catch(() => undefined);
+      client = undefined;
+    };
+  }
+
+  get alerts(): AlertRecords {
+    // Alerts do not run blind: a store that fails them says so (they wait until it answers).
+    this.#alerts ??= alertRecords({
+      all: async (sql, params) => {
+        await this.#openForAlerts();
+        return this.#session.all(sql, params);
+      },
+      run: async (sql, params) => {
+        await this.#openForAlerts();
+        return this.#session.run(sql, params);
+      },
+      transaction: async (work) => {
+        await this.#openForAlerts();
+        return this.#session.transaction(work);
+      },
+    });
+    return this.#alerts;
+  }
+
+  async #openForAlerts(): Promise<void> {
+    try {
+      await this.#open();
+    } catch (err) {
+      if (err instanceof StoreUnreachable) throw new StoreUnreachable(`the store ${this.#options.shown} cannot be reached (${err.message}); alerts wait until it can`);
+      throw err;
+    }
+  }
+
+  async close(): Promise<void> {
+    const pool = this.#pool;
+    this.#pool = undefined;
+    this.#ready = undefined;
+    await pool?.then((p) => p.end()).catch(() => undefined);
+  }
+}
+
+function isMissing(err: unknown): boolean {
+  const e = err as { code?: string; message?: string };
+  return MISSING.has(e.code ?? '') || /does not exist/.test(e.message ?? '');
+}
+

@@ -1,0 +1,420 @@
+import { renameSync } from 'node:fs';
+import type Keyv from 'keyv';
+import type { Database } from 'sqlite3';
+import { InputError } from '../errors.js';
+import { ownFile, sqlitePathCheck, type Unsafe } from '../fs.js';
+import { generationOf, NAMESPACE, newWord } from './marks.js';
+import { loadingSqlite } from './sqlite-module.js';
+import { StoreHealth, type Warn } from './health.js';
+import { alertRecords, beat, processes, releaseLease, takeFromBucket, takeLease } from './records.js';
+import { withTables, type SqlSession } from './sql.js';
+import type { AlertRecords, CachedResult, ChangeMark, GenerationState, ServedRecord, Store, StoreSignal } from './types.js';
+
+/** SQLite waits this long for another process's write before giving up. */
+const BUSY_TIMEOUT_MS = 10_000;
+/** How often a long-lived process looks for what others changed (the SQLite file has no notifications). */
+const POLL_MS = 500;
+
+/** The tables of savedq's own in the file, beside keyv's (`keyv`, savedq's keys under `savedq:`). */
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS savedq_alert_state (
+  name TEXT PRIMARY KEY,
+  state TEXT,
+  since INTEGER,
+  holding_since INTEGER,
+  evaluated_at INTEGER,
+  notified_at INTEGER,
+  detail TEXT,
+  lease_owner TEXT,
+  lease_until INTEGER
+);
+CREATE TABLE IF NOT EXISTS savedq_alert_history (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  name TEXT NOT NULL,
+  at INTEGER NOT NULL,
+  old_state TEXT,
+  new_state TEXT NOT NULL,
+  detail TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS savedq_alert_history_name ON savedq_alert_history (name, id);
+CREATE TABLE IF NOT EXISTS savedq_alert_outbox (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  name TEXT NOT NULL,
+  target TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  next_at INTEGER NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  last_error TEXT,
+  delivered_at INTEGER,
+  given_up_at INTEGER
+);
+CREATE INDEX IF NOT EXISTS savedq_alert_outbox_waiting ON savedq_alert_outbox (name, id) WHERE delivered_at IS NULL AND given_up_at IS NULL;
+CREATE TABLE IF NOT EXISTS savedq_leases (name TEXT PRIMARY KEY, owner TEXT NOT NULL, until INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS savedq_buckets (name TEXT PRIMARY KEY, tokens REAL NOT NULL, at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS savedq_processes (id TEXT PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL, version TEXT NOT NULL, role TEXT NOT NULL, seen INTEGER NOT NULL);
+`;
+
+/**
+ * The SQLite file savedq keeps what it keeps between calls in (the default: nothing to install): cached
+ * answers, served records and servers' generations through keyv + @keyv/sqlite, and savedq's own tables
+ * (alerts, leases, buckets, processes) on a connection of their own, opened when first needed (a cache
+ * hit never opens it). Several processes share it safely: WAL journal, busy timeout, one statement a
+ * write or one transaction. A file that is not usable is said once and not used for the rest of the
+ * process (it will not become usable while it runs); a damaged database is moved aside and rebuilt,
+ * and a path that is not a database's (a folder, a device, a file of other text) is left as it is.
+ */
+export class SqliteStore implements Store {
+  readonly backend = 'sqlite' as const;
+  readonly file: string;
+  readonly #warn: Warn;
+  readonly #pathProblem: () => Unsafe;
+  readonly #health: StoreHealth;
+  #keyv: Promise<Keyv> | undefined;
+  #sql: Promise<SqliteSession> | undefined;
+
+  constructor(file: string, warn: Warn, pathProblem = sqlitePathCheck(file)) {
+    this.file = file;
+    this.#warn = warn;
+    this.#pathProblem = pathProblem;
+    this.#health = new StoreHealth(warn, { failed: (reason) => `results cache ${file} is not usable (${reason}); answering without it.` });
+  }
+
+  get location(): string {
+    return this.file;
+  }
+
+  get up(): boolean {
+    return this.#health.up;
+  }
+
+  observe(listener: (operation: string, seconds: number, up: boolean) => void): () => void {
+    return this.#health.observe(listener);
+  }
+
+  async #open(): Promise<Keyv> {
+    const [{ default: KeyvClass }, { default: KeyvSqlite }] = await loadingSqlite(Promise.all([import('keyv'), import('@keyv/sqlite')]));
+    // A file that was never a database is someone's: left as it is, its mode too (the store is not used).
+    const unsafe = this.#pathProblem() ?? ownFile(this.file);
+    if (unsafe !== undefined) throw new Error(unsafe);
+    const connect = async (): Promise<Keyv> => {
+      const store = new KeyvSqlite({ uri: `sqlite://${this.file}`, busyTimeout: BUSY_TIMEOUT_MS, iterationLimit: 1000 });
+      store.on('error', () => undefined); // failures reach us through the rejected query below
+      await store.query('PRAGMA journal_mode = WAL');
+      await store.query('PRAGMA synchronous = NORMAL');
+      // throwOnErrors: keyv otherwise turns a failed read into a silent miss, and we want to warn.
+      const keyv = new KeyvClass({ store, namespace: NAMESPACE, throwOnErrors: true });
+      keyv.on('error', () => undefined);
+      return keyv;
+    };
+    try {
+      return await connect();
+    } catch (err) {
+      if (!isCorrupt(err)) throw err;
+      // A damaged database: keep the old file for inspection and start a new one.
+      renameSync(this.file, `${this.file}.corrupt-${Date.now()}`);
+      this.#warn(`cache file ${this.file} was damaged; moved it aside and started a new one.`);
+      return connect();
+    }
+  }
+
+  /** Runs an operation on keyv; any failure takes the file out of use and yields `fallback`. */
+  #kv<T>(operation: string, fallback: T, op: (keyv: Keyv) => Promise<T>): Promise<T> {
+    return this.#health.run(operation, fallback, async () => op(await (this.#keyv ??= this.#open())));
+  }
+
+  /** SQL on keyv's own table (`keyv`): what keyv has no call for (listing, pruning). */
+  #table<T>(operation: string, fallback: T[], statement: string, ...params: unknown[]): Promise<T[]> {
+    return this.#kv(operation, fallback, (keyv) => (keyv.store as { query(sql: string, ...params: unknown[]): Promise<T[]> }).query(statement, ...params));
+  }
+
+  /** The connection of savedq's own tables, made on first use (the file checked as keyv's is). */
+  #session(): Promise<SqliteSession> {
+    this.#sql ??= (async () => {
+      const unsafe = this.#pathProblem() ?? ownFile(this.file);
+      if (unsafe !== undefined) throw new UnusableFile(unsafe);
+      return SqliteSession.open(this.file);
+    })();
+    return this.#sql;
+  }
+
+  /** An operation on savedq's tables, taken as any other: a failure takes the file out of use. */
+  #records<T>(operation: string, fallback: T, op: (db: SqliteSession) => Promise<T>): Promise<T> {
+    return this.#health.run(operation, fallback, async () => op(await this.#session()));
+  }
+
+  getResult(key: string): Promise<CachedResult | undefined> {
+    return this.#kv('get', undefined, (keyv) => keyv.get<CachedResult>(`result:${key}`));
+  }
+
+  async setResult(key: string, result: CachedResult, ttlMs: number): Promise<void> {
+    await this.#kv('set', undefined, async (keyv) => {
+      await keyv.set(`result:${key}`, result, ttlMs);
+    });
+  }
+
+  async markServed(key: string, record: ServedRecord, ttlMs: number): Promise<void> {
+    await this.#kv('served', undefined, async (keyv) => {
+      await keyv.set(`served:${key}`, record, ttlMs);
+    });
+  }
+
+  /** The live served records, read by the store's iterator narrowed to them, never the results. */
+  served(): Promise<ServedRecord[]> {
+    return this.#kv('list', [] as ServedRecord[], async (keyv) => {
+      const found: ServedRecord[] = [];
+      const store = keyv.store as { iterator(prefix: string): AsyncGenerator<[string, unknown]> };
+      const full = `${NAMESPACE}:served:`;
+      for await (const [rawKey, raw] of store.iterator(`${NAMESPACE}:served`)) {
+        if (!rawKey.startsWith(full)) continue;
+        const data = (await keyv.deserializeData(raw as string)) as { value?: ServedRecord; expires?: number } | undefined;
+        if (data?.value === undefined || (typeof data.expires === 'number' && data.expires < Date.now())) continue;
+        found.push(data.value);
+      }
+      return found;
+    });
+  }
+
+  async forget(key: string): Promise<void> {
+    await this.#table('forget', [], 'DELETE FROM keyv WHERE key IN (?, ?)', `${NAMESPACE}:result:${key}`, `${NAMESPACE}:served:${key}`);
+  }
+
+  async prune(maxBytes: number, now: number): Promise<{ expired: number; evicted: number }> {
+    // A value that is not JSON (damaged) can never be read: it goes too.
+    const past = "(key LIKE 'savedq:result:%' OR key LIKE 'savedq:served:%') AND CASE WHEN json_valid(value) THEN json_extract(value, '$.expires') < ? ELSE 1 END";
+    const expired = await this.#table<{ n: number }>('prune', [], `SELECT count(*) AS n FROM keyv WHERE ${past}`, now);
+    await this.#table('prune', [], `DELETE FROM keyv WHERE ${past}`, now);
+    let evicted = 0;
+    const [size] = await this.#table<{ bytes: number | null }>('prune', [], 'SELECT sum(length(key) + length(value)) AS bytes FROM keyv');
+    let bytes = size?.bytes ?? 0;
+    if (bytes > maxBytes) {
+      // Oldest served first; each result goes with its served record.
+      const served = await this.#table<{ key: string; bytes: number }>(
+        'prune',
+        [],
+        "SELECT substr(s.key, 15) AS key, length(r.value) + length(s.value) AS bytes FROM keyv s LEFT JOIN keyv r ON r.key = 'savedq:result:' || substr(s.key, 15) WHERE s.key LIKE 'savedq:served:%' AND json_valid(s.value) ORDER BY json_extract(s.value, '$.value.servedAt')",
+      );
+      for (const entry of served) {
+        if (bytes <= maxBytes) break;
+        await this.forget(entry.key);
+        bytes -= entry.bytes ?? 0;
+        evicted += 1;
+      }
+    }
+    return { expired: expired[0]?.n ?? 0, evicted };
+  }
+
+  /**
+   * Bytes of the file in use (its pages less the free ones), at the cost of three pragmas. The file's
+   * own size never shrinks (SQLite reuses freed pages), so a bound checked against it would prune on
+   * every miss once the file had reached it.
+   */
+  async bytes(): Promise<number> {
+    const [pages] = await this.#table<{ page_count: number }>('size', [], 'PRAGMA page_count');
+    const [free] = await this.#table<{ freelist_count: number }>('size', [], 'PRAGMA freelist_count');
+    const [size] = await this.#table<{ page_size: number }>('size', [], 'PRAGMA page_size');
+    return ((pages?.page_count ?? 0) - (free?.freelist_count ?? 0)) * (size?.page_size ?? 0);
+  }
+
+  async clear(): Promise<number> {
+    const [counted] = await this.#table<{ n: number }>('clear', [], "SELECT count(*) AS n FROM keyv WHERE key LIKE 'savedq:served:%'");
+    await this.#table('clear', [], "DELETE FROM keyv WHERE key LIKE 'savedq:result:%' OR key LIKE 'savedq:served:%'");
+    await this.signal({ kind: 'cleared' });
+    return counted?.n ?? 0;
+  }
+
+  async generation(source: string): Promise<GenerationState> {
+    const mark = await this.#kv('generation', undefined, (keyv) => keyv.get<ChangeMark>(`generation:${source}`));
+    return generationOf(mark, Date.now());
+  }
+
+  async changing(source: string, owner: string, ms: number): Promise<void> {
+    await this.#kv('generation', undefined, async (keyv) => {
+      const mark = await keyv.get<ChangeMark>(`generation:${source}`);
+      const loading = mark?.loading?.owner === owner ? mark.loading : { owner, until: 0, mark: newWord() };
+      await keyv.set(`generation:${source}`, { generation: mark?.generation ?? '', loading: { ...loading, until: Date.now() + ms } } satisfies ChangeMark);
+    });
+  }
+
+  async changed(source: string): Promise<void> {
+    await this.#kv('generation', undefined, async (keyv) => {
+      await keyv.set(`generation:${source}`, { generation: newWord() } satisfies ChangeMark);
+    });
+    await this.signal({ kind: 'generation', source });
+  }
+
+  lease(name: string, owner: string, ms: number): Promise<boolean> {
+    // A file out of use leases nothing to anyone: each process computes its own answers.
+    return this.#records('lease', true, (db) => takeLease(db, name, owner, ms));
+  }
+
+  async release(name: string, owner: string): Promise<void> {
+    await this.#records('lease', undefined, (db) => releaseLease(db, name, owner));
+  }
+
+  takeFromBucket(bucket: string, used: number, perSecond: number, burst: number) {
+    return this.#records('bucket', undefined, (db) => takeFromBucket(db, bucket, used, perSecond, burst));
+  }
+
+  async beat(process: Parameters<Store['beat']>[0]): Promise<void> {
+    await this.#records('beat', undefined, (db) => beat(db, process));
+  }
+
+  processes(since: number) {
+    return this.#records('processes', [], (db) => processes(db, since));
+  }
+
+  /** Counted in keyv (`signal:<kind>`): the others see the count change when they next look. */
+  async signal(what: StoreSignal): Promise<void> {
+    if (what.kind !== 'cleared') return; // a server's generation is looked at by whoever serves it
+    await this.#kv('signal', undefined, async (keyv) => {
+      await keyv.set('signal:cleared', ((await keyv.get<number>('signal:cleared')) ?? 0) + 1);
+    });
+  }
+
+  listen(onSignal: (what: StoreSignal) => void): () => void {
+    let seen: number | undefined;
+    let looking = false;
+    const look = async () => {
+      if (looking) return;
+      looking = true;
+      try {
+        const count = await this.#kv('signal', undefined, (keyv) => keyv.get<number>('signal:cleared'));
+        if (seen !== undefined && count !== seen) onSignal({ kind: 'cleared' });
+        seen = count;
+      } finally {
+        looking = false;
+      }
+    };
+    void look();
+    const timer = setInterval(() => void look(), POLL_MS);
+    timer.unref();
+    return () => clearInterval(timer);
+  }
+
+  /** Alerts keep their state here: a file that cannot be used is refused, naming it (alerts do not run blind). */
+  get alerts(): AlertRecords {
+    this.#alerts ??= this.#alertRecords();
+    return this.#alerts;
+  }
+
+  #alerts: AlertRecords | undefined;
+
+  #alertRecords(): AlertRecords {
+    const records = async () => {
+      try {
+        return alertRecords(await this.#session());
+      } catch (err) {
+        if (err instanceof UnusableFile) throw new InputError(`alerts keep their state in the cache file, and ${err.message}.`);
+        throw err;
+      }
+    };
+    return {
+      states: async () => (await records()).states(),
+      lease: async (...args) => (await records()).lease(...args),
+      release: async (...args) => (await records()).release(...args),
+      decide: async (...args) => (await records()).decide(...args),
+      waiting: async (...args) => (await records()).waiting(...args),
+      owing: async () => (await records()).owing(),
+      delivered: async (...args) => (await records()).delivered(...args),
+      failed: async (...args) => (await records()).failed(...args),
+      outboxSummary: async () => (await records()).outboxSummary(),
+      history: async (...args) => (await records()).history(...args),
+      forget: async (...args) => (await records()).forget(...args),
+      prune: async (...args) => (await records()).prune(...args),
+    };
+  }
+
+  async close(): Promise<void> {
+    const [keyv, sql] = [this.#keyv, this.#sql];
+    this.#keyv = undefined;
+    this.#sql = undefined;
+    if (keyv) await (await keyv.catch(() => undefined))?.disconnect().catch(() => undefined);
+    if (sql) await (await sql.catch(() => undefined))?.close();
+  }
+}
+
+/** The file is not one savedq may use (what fs.ts says of it): said once, never tried again. */
+class UnusableFile extends Error {}
+
+
+/** savedq's own tables of the file, on a sqlite3 connection of their own: statements one at a time, a transaction never interleaved. */
+class SqliteSession implements SqlSession {
+  readonly #db: Database;
+  #turn: Promise<unknown> = Promise.resolve();
+
+  private constructor(db: Database) {
+    this.#db = db;
+  }
+
+  static async open(file: string): Promise<SqliteSession> {
+    const { default: sqlite3 } = await loadingSqlite(import('sqlite3'));
+    const db = await new Promise<Database>((resolve, reject) => {
+      const opened: Database = new sqlite3.Database(file, (err) => (err ? reject(err) : resolve(opened)));
+    });
+    db.configure('busyTimeout', BUSY_TIMEOUT_MS);
+    const session = new SqliteSession(db);
+    await session.#exec('PRAGMA journal_mode = WAL');
+    await session.#exec(SCHEMA);
+    return session;
+  }
+
+  #exec(sql: string): Promise<void> {
+    return new Promise((resolve, reject) => this.#db.exec(sql, (err) => (err ? reject(err) : resolve())));
+  }
+
+  #all<T>(sql: string, params: readonly unknown[]): Promise<T[]> {
+    return new Promise((resolve, reject) => this.#db.all(table(sql), params, (err: Error | null, rows: T[]) => (err ? reject(err) : resolve(rows))));
+  }
+
+  #run(sql: string, params: readonly unknown[]): Promise<number> {
+    return new Promise((resolve, reject) =>
+      this.#db.run(table(sql), params, function (err) {
+        if (err) reject(err);
+        else resolve(this.changes);
+      }),
+    );
+  }
+
+  /** Runs `work` in this connection's turn. */
+  #inTurn<T>(work: () => Promise<T>): Promise<T> {
+    const next = this.#turn.then(work, work);
+    this.#turn = next.catch(() => undefined);
+    return next;
+  }
+
+  all<T>(sql: string, params: readonly unknown[] = []): Promise<T[]> {
+    return this.#inTurn(() => this.#all<T>(sql, params));
+  }
+
+  run(sql: string, params: readonly unknown[] = []): Promise<number> {
+    return this.#inTurn(() => this.#run(sql, params));
+  }
+
+  transaction<T>(work: (tx: SqlSession) => Promise<T>): Promise<T> {
+    // Inside the turn, the statements of the work go straight to the connection (not in turn again).
+    const tx: SqlSession = { all: (sql, params = []) => this.#all(sql, params), run: (sql, params = []) => this.#run(sql, params), transaction: (inner) => inner(tx) };
+    return this.#inTurn(async () => {
+      await this.#exec('BEGIN IMMEDIATE');
+      try {
+        const result = await work(tx);
+        await this.#exec('COMMIT');
+        return result;
+      } catch (err) {
+        await this.#exec('ROLLBACK').catch(() => undefined);
+        throw err;
+      }
+    });
+  }
+
+  close(): Promise<void> {
+    return this.#inTurn(() => new Promise<void>((resolve) => this.#db.close(() => resolve())));
+  }
+}
+
+const table = (sql: string) => withTables(sql, (name) => `savedq_${name}`);
+
+function isCorrupt(err: unknown): boolean {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  return code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT';
+}
