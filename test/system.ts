@@ -1,5 +1,6 @@
 import { accessSync, constants } from 'node:fs';
 import { delimiter, join } from 'node:path';
+import { postgresBin } from './postgres.js';
 
 /**
  * What some tests need of the machine beyond Node and npm. A test that needs one of these runs only
@@ -15,6 +16,11 @@ export const NEEDS = {
     present: () => isExecutable('/usr/sbin/clickhouse-server'),
   },
   curl: { what: 'curl, as an HTTP client savedq did not write', install: 'apt-get install curl', present: () => onPath('curl') },
+  postgres: {
+    what: "Debian's PostgreSQL server (/usr/lib/postgresql/*/bin), for the shared store's tests",
+    install: 'apt-get install postgresql',
+    present: () => postgresBin() !== undefined && (process.getuid?.() !== 0 || onPath('setpriv')),
+  },
   tutorialTools: {
     what: "jq and openssl, which the README's tutorial uses",
     install: 'apt-get install jq openssl',

@@ -336,19 +336,20 @@ export class PostgresStore implements Store {
   prune(maxBytes: number, now: number): Promise<{ expired: number; evicted: number }> {
     return this.#sql('prune', { expired: 0, evicted: 0 }, async (db) => {
       const expired = await db.run("DELETE FROM {keyv} WHERE (key LIKE 'savedq:result:%' OR key LIKE 'savedq:served:%') AND expires < ?", [now]);
-      let bytes = await this.#bytes(db);
-      let evicted = 0;
-      // The least recently served first, each result with its served record, a hundred at a time.
-      while (bytes > maxBytes) {
-        const gone = await db.all<{ bytes: number; key: string }>(
-          "WITH victims AS (SELECT substr(key, 15) AS h FROM {keyv} WHERE served_at IS NOT NULL ORDER BY served_at LIMIT 100) DELETE FROM {keyv} WHERE key IN (SELECT 'savedq:served:' || h FROM victims UNION ALL SELECT 'savedq:result:' || h FROM victims) RETURNING bytes, key",
-        );
-        if (gone.length === 0) break;
-        for (const row of gone) {
-          bytes -= row.bytes;
-          if (row.key.startsWith('savedq:served:')) evicted += 1;
-        }
-      }
+      const excess = (await this.#bytes(db)) - maxBytes;
+      if (excess <= 0) return { expired, evicted: 0 };
+      // The least recently served first, each result with its served record, until they free the excess.
+      const gone = await db.all<{ key: string }>(
+        `WITH ranked AS (
+           SELECT substr(s.key, 15) AS h, s.bytes + coalesce(r.bytes, 0) AS b,
+                  sum(s.bytes + coalesce(r.bytes, 0)) OVER (ORDER BY s.served_at, s.key ROWS UNBOUNDED PRECEDING) AS upto
+           FROM {keyv} s LEFT JOIN {keyv} r ON r.key = 'savedq:result:' || substr(s.key, 15)
+           WHERE s.served_at IS NOT NULL),
+         victims AS (SELECT h FROM ranked WHERE upto - b < ?)
+         DELETE FROM {keyv} WHERE key IN (SELECT 'savedq:served:' || h FROM victims UNION ALL SELECT 'savedq:result:' || h FROM victims) RETURNING key`,
+        [excess],
+      );
+      const evicted = gone.filter((row) => row.key.startsWith('savedq:served:')).length;
       return { expired, evicted };
     });
   }

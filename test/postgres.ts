@@ -1,0 +1,100 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+// A real PostgreSQL for the tests (CONTRACT §17): Debian's server binaries, a cluster of the test's own
+// in a temporary folder, listening on 127.0.0.1 only, on a port free when it starts; stopped and removed
+// after. initdb refuses root: as root (CI), the cluster is the postgres user's.
+
+/** Where Debian keeps the server's programs (the newest version installed). */
+export function postgresBin(): string | undefined {
+  const root = '/usr/lib/postgresql';
+  if (!existsSync(root)) return undefined;
+  const versions = readdirSync(root).filter((v) => /^\d+$/.test(v) && existsSync(join(root, v, 'bin', 'initdb'))).sort((a, b) => Number(b) - Number(a));
+  return versions[0] === undefined ? undefined : join(root, versions[0], 'bin');
+}
+
+/** The user the cluster runs as: postgres when the tests run as root (initdb refuses root), else the tests' own. */
+function clusterUser(): { uid: number; gid: number } | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
+  const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
+  return { uid, gid };
+}
+
+/** A PostgreSQL cluster of a test's own. */
+export interface Postgres {
+  /** savedq's URL of it, with the password: the role `savedq`, the database `postgres`. */
+  readonly url: string;
+  /** The URL without its password, as savedq shows it. */
+  readonly shown: string;
+  readonly password: string;
+  readonly port: number;
+  /** Runs SQL as the cluster's superuser (psql over the cluster's own socket). */
+  psql(sql: string): string;
+  /** Stops the server (fast: connections cut), as a store that goes away. */
+  stop(): void;
+  /** Starts it again on the same port. */
+  start(): void;
+  /** Stops it for good and removes its folder. */
+  remove(): void;
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** Starts a cluster: initdb in a temporary folder, password authentication over TCP, trust over its own socket. */
+export async function startPostgres(): Promise<Postgres> {
+  const bin = postgresBin();
+  if (!bin) throw new Error("no PostgreSQL server here: apt-get install postgresql");
+  const dir = mkdtempSync(join(tmpdir(), 'savedq-pg-'));
+  const user = clusterUser();
+  const password = `pw-${Math.random().toString(36).slice(2)}`;
+  writeFileSync(join(dir, 'pw'), `${password}\n`);
+  if (user) {
+    chownSync(dir, user.uid, user.gid);
+    chownSync(join(dir, 'pw'), user.uid, user.gid);
+  }
+  const as = (program: string, args: string[]) => {
+    const command = user ? 'setpriv' : join(bin, program);
+    const argv = user ? [`--reuid=${user.uid}`, `--regid=${user.gid}`, '--clear-groups', join(bin, program), ...args] : args;
+    const r = spawnSync(command, argv, { encoding: 'utf8', cwd: dir, timeout: 120_000 });
+    if (r.status !== 0) throw new Error(`${program} ${args.join(' ')} failed: ${r.stderr || r.stdout}`);
+    return r.stdout;
+  };
+  const data = join(dir, 'data');
+  as('initdb', ['-D', data, '-U', 'savedq', `--pwfile=${join(dir, 'pw')}`, '--auth-local=trust', '--auth-host=scram-sha-256', '-E', 'UTF8', '--no-sync']);
+  const port = await freePort();
+  const start = () => {
+    as('pg_ctl', ['-D', data, '-o', `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off`, '-l', join(dir, 'log'), '-w', '-t', '120', 'start']);
+  };
+  const stop = () => {
+    as('pg_ctl', ['-D', data, '-m', 'fast', '-w', '-t', '120', 'stop']);
+  };
+  start();
+  return {
+    url: `postgres://savedq:${password}@127.0.0.1:${port}/postgres`,
+    shown: `postgres://savedq@127.0.0.1:${port}/postgres`,
+    password,
+    port,
+    psql: (sql) => as('psql', ['-h', dir, '-p', String(port), '-U', 'savedq', '-d', 'postgres', '-At', '-v', 'ON_ERROR_STOP=1', '-c', sql]),
+    stop,
+    start,
+    remove: () => {
+      try {
+        stop();
+      } catch {
+        // stopped already
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,235 @@
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openStore } from '../src/store/index.js';
+import type { CachedResult, ServedRecord, Store, StoreSignal } from '../src/store/types.js';
+import { eventually, tempDir } from './helpers.js';
+import { startPostgres, type Postgres } from './postgres.js';
+import { has } from './system.js';
+
+// The store (CONTRACT §17): one interface, two backends, the same tests run against both: the SQLite
+// file on a temporary folder, and a real PostgreSQL the tests start.
+
+let postgres: Postgres | undefined;
+beforeAll(async () => {
+  if (has.postgres) postgres = await startPostgres();
+}, 180_000);
+afterAll(() => postgres?.remove());
+
+const warnings: string[] = [];
+const warn = (message: string) => void warnings.push(message);
+let made = 0;
+
+/**
+ * A place of each backend, of its own (a file, or a schema in the one cluster), and how to open a store
+ * on it: opened twice, two processes sharing it.
+ */
+const backends: [string, () => () => Store][] = [
+  [
+    'SQLite file',
+    () => {
+      const file = join(tempDir(), 'cache.sqlite');
+      return () => openStore({ cacheFile: file, store: { kind: 'sqlite' } }, warn, () => undefined);
+    },
+  ],
+  [
+    'PostgreSQL',
+    () => {
+      const pg = postgres as Postgres;
+      const schema = `store_test_${++made}`;
+      return () => openStore({ cacheFile: '/nonexistent/unused', store: { kind: 'postgres', url: pg.url, shown: pg.shown, schema } }, warn, () => undefined);
+    },
+  ],
+];
+
+const result = (n: number): CachedResult => ({ rows: [{ n }], truncated: false, computedAt: 1_000 + n, statistics: { elapsed: 0.01, rows_read: n, bytes_read: 8 * n } });
+const served = (key: string, servedAt: number): ServedRecord => ({ call: { source: 'embedded:/x', query: key, digest: 'd', params: { p: key }, at: '' }, servedAt, computedAt: servedAt - 1 });
+
+describe.each(backends)('the store, as the %s', (backend, place) => {
+  const runs = backend === 'SQLite file' || has.postgres;
+  const make = () => place()();
+
+  it.runIf(runs)('keeps a result and a served record by their key, forgets them together, and lists only the served records', async () => {
+    const store = make();
+    const key = `q:${'x'.repeat(5000)}:${JSON.stringify({ sql: 'SELECT 1' })}`; // longer than any index takes
+    expect(await store.getResult(key)).toBeUndefined();
+    await store.setResult(key, result(1), 60_000);
+    await store.markServed(key, served(key, 5_000), 60_000);
+    expect(await store.getResult(key)).toEqual(result(1));
+    expect(await store.served()).toEqual([served(key, 5_000)]);
+    await store.forget(key);
+    expect(await store.getResult(key)).toBeUndefined();
+    expect(await store.served()).toEqual([]);
+    expect(store.up).toBe(true);
+    await store.close();
+  });
+
+  it.runIf(runs)('prunes what is past its time, then the least recently served while past its bound, and clears all, counting the calls', async () => {
+    const store = make();
+    await store.setResult('old', result(1), 1);
+    await store.markServed('old', served('old', 1), 1);
+    const big = { ...result(2), rows: Array.from({ length: 2000 }, (_, i) => ({ i, text: 'y'.repeat(100) })) };
+    for (const [i, key] of ['a', 'b', 'c'].entries()) {
+      await store.setResult(key, big, 60_000);
+      await store.markServed(key, served(key, 10_000 + i), 60_000);
+    }
+    await eventually('the short-lived entries to be past their time', () => true);
+    const before = await store.bytes();
+    expect(before).toBeGreaterThan(3 * 200_000);
+    // A bound that holds two of the three: the least recently served goes, with its record.
+    const pruned = await store.prune(before - 100_000, Date.now() + 10);
+    expect(pruned.expired).toBeGreaterThanOrEqual(1);
+    expect(pruned.evicted).toBeGreaterThanOrEqual(1);
+    expect(await store.getResult('a')).toBeUndefined();
+    expect(await store.getResult('c')).toBeDefined();
+    expect((await store.served()).map((r) => r.call.query).sort()).not.toContain('a');
+    expect(await store.clear()).toBe(2);
+    expect(await store.served()).toEqual([]);
+    await store.close();
+  });
+
+  it.runIf(runs)("keeps a server's generation: the same while a load runs, a new one after it, and a new one when its holder stops renewing", async () => {
+    const store = make();
+    expect(await store.generation('server:http://ch')).toEqual({ current: '', loading: false });
+    await store.changed('server:http://ch');
+    const first = (await store.generation('server:http://ch')).current;
+    expect(first).not.toBe('');
+    await store.changing('server:http://ch', 'me', 60_000);
+    expect(await store.generation('server:http://ch')).toEqual({ current: first, loading: true });
+    await store.changed('server:http://ch');
+    const second = await store.generation('server:http://ch');
+    expect(second.loading).toBe(false);
+    expect(second.current).not.toBe(first);
+    // A load whose holder is gone (it renewed for a moment only): a change of the data.
+    await store.changing('server:http://ch', 'gone', 1);
+    await eventually('the holder’s moment to pass', async () => (await store.generation('server:http://ch')).loading === false);
+    expect((await store.generation('server:http://ch')).current).not.toBe(second.current);
+    // Another source's is its own.
+    expect((await store.generation('server:http://other')).current).toBe('');
+    await store.close();
+  });
+
+  it.runIf(runs)('leases a name to one owner at a time, again to the same, and to another once released or past its time', async () => {
+    // Two stores on one place: two processes.
+    const open = place();
+    const [a, b] = [open(), open()];
+    expect(await a.lease('k', 'one', 60_000)).toBe(true);
+    expect(await b.lease('k', 'two', 60_000)).toBe(false);
+    expect(await a.lease('k', 'one', 60_000)).toBe(true);
+    await b.release('k', 'two'); // not its: nothing
+    expect(await b.lease('k', 'two', 60_000)).toBe(false);
+    await a.release('k', 'one');
+    expect(await b.lease('k', 'two', 1)).toBe(true);
+    await eventually('the lease to pass', async () => a.lease('k', 'three', 60_000));
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  it.runIf(runs)('shares a token bucket: what one takes the next sees, refilled as time passes, owed below zero', async () => {
+    const store = make();
+    expect((await store.takeFromBucket('caller', 3, 2, 5))?.tokens).toBeCloseTo(2, 0);
+    const owed = await store.takeFromBucket('caller', 5, 2, 5);
+    expect(owed?.tokens).toBeLessThan(0);
+    await eventually('the bucket to refill', async () => ((await store.takeFromBucket('caller', 0, 2, 5))?.tokens ?? -1) > 0);
+    await store.close();
+  });
+
+  it.runIf(runs)('lists the processes that said they share it within the time asked', async () => {
+    const store = make();
+    await store.beat({ host: 'h1', pid: 1, version: '0.1.0', role: 'serve' });
+    await store.beat({ host: 'h2', pid: 2, version: '0.1.0', role: 'warm' });
+    await store.beat({ host: 'h1', pid: 1, version: '0.1.0', role: 'serve' });
+    const seen = await store.processes(Date.now() - 60_000);
+    expect(seen.map((p) => [p.host, p.pid, p.role])).toEqual([
+      ['h1', 1, 'serve'],
+      ['h2', 2, 'warm'],
+    ]);
+    expect(await store.processes(Date.now() + 1_000)).toEqual([]);
+    await store.close();
+  });
+
+  it.runIf(runs)('tells a listener when the cache was cleared elsewhere', async () => {
+    const open = place();
+    const [listening, clearing] = [open(), open()];
+    const heard: StoreSignal[] = [];
+    const stop = listening.listen((what) => heard.push(what));
+    await eventually('the listener to have heard a clear', async () => {
+      await clearing.clear();
+      return heard.some((h) => h.kind === 'cleared');
+    });
+    stop();
+    await Promise.all([listening.close(), clearing.close()]);
+  });
+
+  it.runIf(runs)('keeps alerts: a lease an alert, a decision at once with its history and notifications, delivered in order', async () => {
+    const store = make();
+    const alerts = store.alerts;
+    const state = await alerts.lease('a', 'one', 10_000, 1_000, () => false);
+    expect(state).toMatchObject({ name: 'a', state: null });
+    expect(await alerts.lease('a', 'two', 10_000, 1_000, () => false)).toBeUndefined();
+    expect(await alerts.lease('a', 'two', 10_000, 1_000, (owner) => owner === 'one')).toBeDefined(); // the holder is gone
+    await alerts.decide({ name: 'a', state: 'firing', since: 1_000, holdingSince: 1_000, evaluatedAt: 1_000, notifiedAt: 1_000, detail: '3 rows' }, { alert: 'a', at: 1_000, oldState: null, newState: 'firing', detail: '3 rows' }, [
+      { target: '{"command":["true"]}', payload: '{"n":1}' },
+      { target: '{"webhook":"http://x"}', payload: '{"n":1}' },
+    ], 1_000);
+    expect((await alerts.states()).get('a')).toMatchObject({ state: 'firing', detail: '3 rows' });
+    expect(await alerts.owing()).toEqual(['a']);
+    const waiting = await alerts.waiting('a');
+    expect(waiting.map((d) => d.target)).toEqual(['{"command":["true"]}', '{"webhook":"http://x"}']);
+    await alerts.delivered(waiting[0]?.id as number, 2_000);
+    await alerts.failed(waiting[1]?.id as number, 'answered 500', 5_000, 2_000);
+    expect(await alerts.outboxSummary()).toEqual(new Map([['a', { waiting: 1, lastError: 'answered 500' }]]));
+    expect((await alerts.history('a', 10)).map((c) => c.newState)).toEqual(['firing']);
+    await alerts.release('a', 'two');
+    await alerts.forget('a');
+    expect((await alerts.states()).has('a')).toBe(false);
+    expect(await alerts.owing()).toEqual([]);
+    await store.close();
+  });
+});
+
+describe.runIf(has.postgres)('a PostgreSQL store', () => {
+  it('makes its tables in a schema of its own on first use, and refuses tables of a newer savedq by name', async () => {
+    const pg = postgres as Postgres;
+    const schema = 'versioned';
+    const store = openStore({ cacheFile: '/nonexistent', store: { kind: 'postgres', url: pg.url, shown: pg.shown, schema } }, warn, () => undefined);
+    await store.setResult('k', result(1), 60_000);
+    expect(pg.psql(`SELECT value FROM ${schema}.meta WHERE key = 'version'`).trim()).toBe('1');
+    await store.close();
+    pg.psql(`UPDATE ${schema}.meta SET value = '99' WHERE key = 'version'`);
+    const newer = openStore({ cacheFile: '/nonexistent', store: { kind: 'postgres', url: pg.url, shown: pg.shown, schema } }, warn, () => undefined);
+    await expect(newer.getResult('k')).rejects.toThrow(`the store ${pg.shown} holds savedq's tables of a newer savedq (version 99; this one knows 1): upgrade savedq.`);
+    await newer.close();
+  });
+
+  it('refuses a user that may not make its tables, naming what to grant', async () => {
+    const pg = postgres as Postgres;
+    pg.psql("CREATE ROLE limited LOGIN PASSWORD 'limited-pw'; REVOKE CREATE ON DATABASE postgres FROM PUBLIC; REVOKE CREATE ON SCHEMA public FROM PUBLIC;");
+    const url = `postgres://limited:limited-pw@127.0.0.1:${pg.port}/postgres`;
+    const store = openStore({ cacheFile: '/nonexistent', store: { kind: 'postgres', url, shown: `postgres://limited@127.0.0.1:${pg.port}/postgres`, schema: 'not_yours' } }, warn, () => undefined);
+    await expect(store.getResult('k')).rejects.toThrow(/its user may not make or use savedq's tables .*; GRANT CREATE ON DATABASE postgres TO that user, or run savedq init --store as one who may\.$/);
+    await store.close();
+  });
+
+  it('answers its fallbacks when the server is gone, says so once, and is up again within seconds of its return', async () => {
+    const pg = postgres as Postgres;
+    const said: string[] = [];
+    const store = openStore({ cacheFile: '/nonexistent', store: { kind: 'postgres', url: pg.url, shown: pg.shown, schema: 'gone_and_back' } }, (m) => void said.push(m), () => undefined);
+    await store.setResult('k', result(1), 600_000);
+    pg.stop();
+    try {
+      const started = Date.now();
+      expect(await store.getResult('k')).toBeUndefined();
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(store.up).toBe(false);
+      expect(await store.lease('x', 'me', 1_000)).toBe(true); // no one to share with: compute it yourself
+      expect(await store.getResult('k')).toBeUndefined();
+      expect(said).toEqual([expect.stringMatching(new RegExp(`^the store ${pg.shown.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} cannot be reached \\(.*\\); answering from the warehouse, uncached, until it can\\.$`))]);
+      expect(said.join('\n')).not.toContain(pg.password);
+    } finally {
+      pg.start();
+    }
+    await eventually('the store to answer again', async () => (await store.getResult('k')) !== undefined);
+    expect(store.up).toBe(true);
+    expect(said.at(-1)).toBe(`the store ${pg.shown} answers again.`);
+    await store.close();
+  }, 120_000);
+});
