@@ -1,4 +1,5 @@
 import { ResultsCache, type CachedCall, type CacheEntry } from './cache/index.js';
+import { hostname } from 'node:os';
 import { openStore } from './store/index.js';
 import type { Store } from './store/types.js';
 import { prepareCall, withSqlOver, type CallRequest, type PreparedCall } from './calls/prepare.js';
@@ -54,6 +55,8 @@ export interface LibraryOptions {
 
 /** What the catalog remembers is kept a week after it was written (looked up by its text, so never stale). */
 const MEMO_RETENTION_MS = 7 * 24 * 3_600_000;
+/** A load into a server marks its data loading for this long, renewed while it runs. */
+const LOAD_MARK_MS = 15_000;
 /** At most this many files of what the catalog remembers: the newest are kept. */
 const MEMO_FILES_KEPT = 5_000;
 /** Patterns a server remembers as compiling. */
@@ -108,12 +111,23 @@ export class Savedq {
       memo: this.#memo,
       turns: this.#turns,
     });
-    // An answer is kept only when the data it read is the data of its key: no load under way, none ended since.
-    this.#runner = new CallRunner(this.cache, this.executor, () => this.clock(), (call) => {
-      const data = this.#generationState();
-      return !data.loading && data.current === (call.cached.generation ?? '');
+    // Unique enough beside the host and pid, and no node:crypto for it (a cache hit loads none).
+    this.#owner = `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 10)}`;
+    this.#runner = new CallRunner(this.cache, this.executor, () => this.clock(), {
+      // An answer is kept only when the data it read is the data of its key: no load under way, none ended since.
+      keeps: async (call) => {
+        const data = await this.#freshGeneration();
+        return this.store.up && !data.loading && data.current === (call.cached.generation ?? '');
+      },
+      // One process computes a key at a time, across every process sharing the store.
+      sharing: this.store,
+      owner: this.#owner,
+      waitMs: config.queryTimeoutSeconds * 1000,
     });
   }
+
+  /** This process, as its leases name it to the others sharing the store. */
+  readonly #owner: string;
 
   /** What the catalog remembers, and the patterns that compiled: files beside the cache file (queries/memo.ts). */
   readonly #memo: DefinitionMemo;
@@ -159,6 +173,7 @@ export class Savedq {
   /** Checks a request against the saved queries, without running anything. */
   async prepare(request: CallRequest): Promise<PreparedCall> {
     try {
+      await this.#freshGeneration();
       const call = await prepareCall(this.#catalog, { name: this.config.source, generation: this.generation() }, request, this.#patterns, (sql) => this.executor.checkSql(sql));
       this.#reportBroken();
       return call;
@@ -194,8 +209,15 @@ export class Savedq {
    * A result stored brings the cache back within --cache-max-mb when it is past it, whoever asked.
    */
   async runPrepared(call: PreparedCall, mode: CacheMode = 'use', signal?: AbortSignal, caller = ''): Promise<RunResult> {
+    // A store that cannot be reached: the answer straight from the warehouse, said so (BYPASS).
+    if (!this.store.up && call.query.cacheSeconds > 0 && mode !== 'bypass') {
+      const answered = await this.#runner.run(call, 'bypass', signal, caller);
+      return { ...answered, cache: 'bypass' };
+    }
     const result = await this.#runner.run(call, mode, signal, caller);
     if (result.cache === 'miss') await this.#keepCacheBounded();
+    // It failed on the way: the answer came from the warehouse, and nothing of it was kept.
+    if (!this.store.up && result.cache !== 'hit' && call.query.cacheSeconds > 0) return { ...result, cache: 'bypass' };
     return result;
   }
 
@@ -243,29 +265,68 @@ export class Savedq {
     return this.executor.refusals(queries);
   }
 
-  #warming(): WarmingParts {
+  /** What warming works with, the generation of the data read now. */
+  async #warming(): Promise<WarmingParts> {
+    await this.#freshGeneration();
     return { catalog: this.#catalog, source: this.config.source, generation: () => this.generation(), loading: () => this.#generationState().loading, cache: this.cache, runner: this.#runner, clock: this.clock };
   }
 
   /**
-   * The generation of the data this library reads: an embedded data directory's (a server's data is
-   * not tracked). A process that owns the engine (serve) watches it rather than read it per call.
+   * The generation of the data this library reads, as last read: an embedded data directory's (its
+   * file, which serve watches), or a server's (in the store, as loads through savedq set it: read
+   * before each call, and kept fresh by serve's watch).
    */
   generation(): string {
     return this.#generationState().current;
   }
 
-  /** The generation, and whether a load is changing the data now (then no answer computed is kept). */
+  /** The generation as last read, and whether a load is changing the data now (then no answer computed is kept). */
   #generationState(): GenerationState {
-    if (this.config.url !== undefined) return { current: '', loading: false };
+    if (this.config.url !== undefined) return this.#serverData;
     return this.#generationWatch ? this.#generationWatch.current() : readGenerationState(this.config.dataDir);
   }
 
+  /** The generation read now: a server's asked of the store (unless serve's watch keeps it fresh). */
+  async #freshGeneration(): Promise<GenerationState> {
+    if (this.config.url !== undefined && !this.#watchingServer) this.#serverData = await this.store.generation(this.config.source);
+    return this.#generationState();
+  }
+
   readonly #generationWatch: GenerationWatch | undefined;
+  /** A server's generation, as last read from the store. */
+  #serverData: GenerationState = { current: '', loading: false };
+  #watchingServer = false;
+
+  /**
+   * Keeps what this long-lived process (serve) knows of the data and the cache fresh: a server's
+   * generation read from the store every half second (and at once when another process signals a
+   * change), and what it served a moment ago forgotten when another process clears the cache.
+   * Returns how to stop.
+   */
+  watchStore(): () => void {
+    const read = async () => {
+      if (this.config.url === undefined) return;
+      const data = await this.store.generation(this.config.source);
+      if (this.store.up) this.#serverData = data;
+    };
+    this.#watchingServer = this.config.url !== undefined;
+    void read();
+    const timer = setInterval(() => void read(), 500);
+    timer.unref();
+    const stopListening = this.store.listen((what) => {
+      if (what.kind === 'cleared') this.#runner.forgetRecent();
+      else if (what.source === this.config.source) void read();
+    });
+    return () => {
+      clearInterval(timer);
+      stopListening();
+      this.#watchingServer = false;
+    };
+  }
 
   /** The warm set: cached calls served lately whose result is old enough to refresh. */
   async dueForWarming(): Promise<CacheEntry[]> {
-    const due = await dueForWarming(this.#warming());
+    const due = await dueForWarming(await this.#warming());
     this.#reportBroken();
     return due;
   }
@@ -277,7 +338,7 @@ export class Savedq {
     onOutcome?: (outcome: WarmOutcome, index: number, total: number) => void,
     maxTimeMs = Infinity,
   ): Promise<WarmOutcome[]> {
-    const outcomes = await warm(this.#warming(), calls, signal, onOutcome, Date.now() + maxTimeMs);
+    const outcomes = await warm(await this.#warming(), calls, signal, onOutcome, Date.now() + maxTimeMs);
     this.#reportBroken();
     await this.pruneCache();
     return outcomes;
@@ -300,9 +361,19 @@ export class Savedq {
     return call.cached;
   }
 
+  /** Says in the store that this process shares it, and what it runs (serve, every 20 s; a command, once). */
+  async announce(role: string): Promise<void> {
+    await this.store.beat({ host: hostname(), pid: process.pid, version: packageVersion(), role });
+  }
+
+  /** The processes that said they share the store in the last minute. */
+  storeProcesses(): Promise<import('./store/types.js').ProcessRecord[]> {
+    return this.store.processes(Date.now() - 60_000);
+  }
+
   /** The calls the cache holds, for `cache list`. */
   async cachedCalls(): Promise<CachedCallView[]> {
-    const views = await cachedCallViews(this.#warming());
+    const views = await cachedCallViews(await this.#warming());
     this.#reportBroken();
     return views;
   }
@@ -355,7 +426,7 @@ export class Savedq {
    * computed before or during it is served from the cache after it.
    */
   async #changingData<T>(change: (warehouse: Promise<Warehouse>) => Promise<T>): Promise<T> {
-    if (this.config.url !== undefined) return change(this.warehouse());
+    if (this.config.url !== undefined) return this.#changingServer(change);
     const opening = this.warehouse().then((warehouse) => {
       beginLoad(this.config.dataDir);
       return warehouse;
@@ -364,6 +435,23 @@ export class Savedq {
       return await change(opening);
     } finally {
       if (await opening.then(() => true, () => false)) newGeneration(this.config.dataDir);
+    }
+  }
+
+  /**
+   * A change of a server's data: marked loading in the store while it runs (renewed, so that a load
+   * whose process dies is a change of the data a moment later), a new generation when it ends.
+   */
+  async #changingServer<T>(change: (warehouse: Promise<Warehouse>) => Promise<T>): Promise<T> {
+    const source = this.config.source;
+    await this.store.changing(source, this.#owner, LOAD_MARK_MS);
+    const renew = setInterval(() => void this.store.changing(source, this.#owner, LOAD_MARK_MS), LOAD_MARK_MS / 3);
+    renew.unref();
+    try {
+      return await change(this.warehouse());
+    } finally {
+      clearInterval(renew);
+      await this.store.changed(source);
     }
   }
 
@@ -425,7 +513,6 @@ export class Savedq {
         new Alerts({
           folders: this.config.queryFolders,
           records: this.store.alerts,
-          timeoutSeconds: this.config.queryTimeoutSeconds,
           clock: () => this.clock(),
           prepare: (request) => this.prepare(request),
           withCondition: (call, condition) => this.withCondition(call, condition),

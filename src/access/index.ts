@@ -1,7 +1,7 @@
 import { BoundedMap } from '../bounded.js';
 import { ForbiddenError, RateLimitedError, UnauthorizedError } from '../errors.js';
 import type { SavedQuery } from '../queries/types.js';
-import { RateLimits, type RateState } from './rate.js';
+import { RateLimits, type RateState, type SharedBuckets } from './rate.js';
 import { scopeOf } from './scopes.js';
 import { looksLikeToken, verifyToken, type Scope, type TokenClaims } from './tokens.js';
 
@@ -32,6 +32,8 @@ export interface AccessOptions {
   readonly secrets: readonly Uint8Array[];
   /** Calls a second for every caller without a limit of its own (--rate-limit); undefined: none. */
   readonly rateLimit?: number | undefined;
+  /** The buckets the processes sharing a store keep of each caller: limits that hold across replicas. */
+  readonly sharedBuckets?: SharedBuckets | undefined;
   readonly clock?: () => number;
 }
 
@@ -97,7 +99,7 @@ export class Access {
   constructor(options: AccessOptions) {
     this.#options = options;
     this.#clock = options.clock ?? Date.now;
-    this.#limits = new RateLimits(this.#clock);
+    this.#limits = new RateLimits(this.#clock, options.sharedBuckets);
   }
 
   /**

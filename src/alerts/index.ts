@@ -32,6 +32,9 @@ function goneOf(kept: ReadonlyMap<string, StateRecord>, alerts: readonly AlertSp
   return [...kept.values()].filter((r) => !present.has(r.name)).map((r) => ({ name: r.name, state: r.state }));
 }
 
+/** An alert's lease lasts this long, renewed while its process works on it: a dead holder's is free within a minute. */
+const ALERT_LEASE_MS = 60_000;
+
 /** Rows of the answer a notification carries, at most (CONTRACT §16). */
 const ROWS_SENT = 20;
 
@@ -40,8 +43,6 @@ export interface AlertParts {
   readonly folders: readonly string[];
   /** Where their state, history and outbox are kept: the store's (store/). */
   readonly records: AlertRecords;
-  /** The library's time limit of a query, in seconds: an evaluation's lease is longer. */
-  readonly timeoutSeconds: number;
   /** The alerts' clock (epoch ms) when no --at is given. */
   readonly clock: () => number;
   prepare(request: CallRequest): Promise<PreparedCall>;
@@ -256,15 +257,18 @@ export class Alerts {
     const evaluations: Evaluation[] = [];
     const deliveries: DeliveryOutcome[] = [];
     const busy: string[] = [];
-    const leaseMs = (this.#parts.timeoutSeconds + 120) * 1000;
-    // Taken again before each delivery, so that a long line of them never outlives the lease.
-    const lease = async (name: string) => store.lease(name, this.#owner, Date.now() + leaseMs, Date.now(), isGone);
+    // Taken again before each delivery, and renewed while the work goes on, so that a process that dies
+    // (on another machine: not to be asked whether it runs) leaves its alerts to another within a minute.
+    const lease = async (name: string) => store.lease(name, this.#owner, Date.now() + ALERT_LEASE_MS, Date.now(), isGone);
     const underLease = async (name: string, work: (state: StateRecord) => Promise<void>) => {
       const state = await lease(name);
       if (!state) return busy.push(name);
+      const renew = setInterval(() => void lease(name).catch(() => undefined), ALERT_LEASE_MS / 4);
+      renew.unref();
       try {
         await work(state);
       } finally {
+        clearInterval(renew);
         await store.release(name, this.#owner);
       }
       return undefined;

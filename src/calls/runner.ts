@@ -16,8 +16,13 @@ export type Clock = () => number;
 /** What a run asks of the results cache. */
 export type CacheMode = 'use' | 'bypass' | 'refresh';
 
-/** What the cache did for a result: `hit`, served from it; `miss`, computed and stored; `off`, not cacheable or bypassed. */
-export type CacheOutcome = 'hit' | 'miss' | 'off';
+/**
+ * What the cache did for a result: `hit`, served from it; `miss`, computed and stored; `shared`,
+ * computed by another process for the same key meanwhile, and taken from the cache; `off`, not
+ * cacheable, bypassed, or not kept (a load was changing the data); `bypass`, the store cannot be
+ * reached, so the answer came from the warehouse uncached.
+ */
+export type CacheOutcome = 'hit' | 'miss' | 'shared' | 'off' | 'bypass';
 
 /** The answer to a run. */
 export interface RunResult {
@@ -39,6 +44,22 @@ export interface RunResult {
 export interface Executor {
   inTurn(call: PreparedCall, gone: AbortSignal, caller: string): Promise<RunResult>;
 }
+
+/**
+ * What the processes sharing a store do about one key (CONTRACT §17): one computes it under a lease,
+ * renewed while it runs; the others wait for its answer, and compute it themselves when the lease is
+ * no one's any more (its holder died).
+ */
+export interface Sharing {
+  lease(name: string, owner: string, ms: number): Promise<boolean>;
+  release(name: string, owner: string): Promise<void>;
+}
+
+/** A lease on a key being computed lasts this long, renewed while the computing goes on; a dead holder's is free after it. */
+const COMPUTE_LEASE_MS = 5_000;
+const RENEW_EVERY_MS = 1_500;
+/** How often a process waiting for another's answer looks for it. */
+const WAIT_STEP_MS = 100;
 
 /** The fields of a call's rows: its query's, unless a caller's SQL chose them. */
 export const fieldsOf = (call: PreparedCall): SavedQuery['fields'] => (call.sql === undefined ? call.query.fields : []);
@@ -70,14 +91,30 @@ export class CallRunner {
   readonly #uncached = new SharedWork<RunResult>();
   readonly #lookups = new SharedWork<RunResult>();
   readonly #refreshes = new SharedWork<RunResult>();
-  readonly #keeps: (call: PreparedCall) => boolean;
+  readonly #keeps: (call: PreparedCall) => Promise<boolean>;
+  readonly #sharing: Sharing | undefined;
+  /** This process, as a lease names it. */
+  readonly #owner: string;
+  /** The longest a process waits for another's answer before computing it itself (the query's time limit). */
+  readonly #waitMs: number;
 
-  /** @param keeps whether a call's answer, computed now, may be kept (not while a load changes its data). */
-  constructor(cache: ResultsCache, executor: Executor, clock: Clock, keeps: (call: PreparedCall) => boolean = () => true) {
+  /**
+   * @param keeps whether a call's answer, computed now, may be kept (not while a load changes its data).
+   * @param sharing the leases of the store the other processes share; none: this process alone.
+   */
+  constructor(
+    cache: ResultsCache,
+    executor: Executor,
+    clock: Clock,
+    options: { keeps?: (call: PreparedCall) => Promise<boolean>; sharing?: Sharing; owner?: string; waitMs?: number } = {},
+  ) {
     this.#cache = cache;
     this.#executor = executor;
     this.#clock = clock;
-    this.#keeps = keeps;
+    this.#keeps = options.keeps ?? (async () => true);
+    this.#sharing = options.sharing;
+    this.#owner = options.owner ?? `${process.pid}`;
+    this.#waitMs = options.waitMs ?? 30_000;
   }
 
   /** Forgets what was served lately (the saved queries changed). */
@@ -100,7 +137,7 @@ export class CallRunner {
     const answer = await joined.work;
     // The caller that ran the query records it as served; those that joined it go by the throttle. An
     // answer not kept (computed while a load ran) is not remembered either.
-    if (answer.cache !== 'off') await this.#served(call, answer, this.#clock(), answer.cache === 'miss' && joined.leader);
+    if (answer.cache !== 'off') await this.#served(call, answer, this.#clock(), answer.cache !== 'hit' && joined.leader);
     return answer;
   }
 
@@ -140,9 +177,20 @@ export class CallRunner {
     await this.#served(call, stored.computedAt === recent.result.computedAt ? recent.result : stored, now);
   }
 
-  /** Runs a call and stores its result (warming): shared with an identical run under way. */
-  refresh(call: PreparedCall, caller: string): Promise<RunResult> {
-    return this.#refresh(call, caller).work;
+  /**
+   * Runs a call and stores its result (warming), unless another process is computing it or has
+   * computed it since `than` (the computedAt warming saw): then undefined, and nothing is run. Shared
+   * with an identical run under way here.
+   */
+  async refresh(call: PreparedCall, caller: string, than?: number): Promise<RunResult | undefined> {
+    const lease = `compute:${call.key}`;
+    if (this.#sharing && !(await this.#sharing.lease(lease, this.#owner, COMPUTE_LEASE_MS))) return undefined;
+    const stored = than === undefined ? undefined : await this.#cache.get(call.key);
+    if (stored && stored.computedAt > (than ?? Infinity)) {
+      await this.#sharing?.release(lease, this.#owner);
+      return undefined;
+    }
+    return this.#refresh(call, caller, undefined, true).work;
   }
 
   async #lookup(call: PreparedCall, gone: AbortSignal, caller: string): Promise<RunResult> {
@@ -150,18 +198,55 @@ export class CallRunner {
     return hit && fresh(call, hit, this.#clock()) ? result(call, hit, 'hit') : this.#refresh(call, caller, gone).work;
   }
 
-  #refresh(call: PreparedCall, caller: string, signal?: AbortSignal): Joined<RunResult> {
+  /**
+   * Computes a call and stores its answer, one process at a time across those sharing the store: when
+   * another holds the key's lease, its answer is waited for (`shared`); when it dies, the lease is
+   * free a moment later and taken here. `leased`: the lease is this process's already (warming's).
+   */
+  #refresh(call: PreparedCall, caller: string, signal?: AbortSignal, leased = false): Joined<RunResult> {
     return this.#refreshes.join(
       call.key,
       async (gone) => {
-        const computed = await this.#executor.inTurn(call, gone, caller);
-        // Asked once the answer is in: a load that began meanwhile may have changed what it read.
-        if (!this.#keeps(call)) return { ...computed, cache: 'off' as const };
-        await this.#cache.set(call.key, { rows: computed.rows, truncated: computed.truncated, computedAt: computed.computedAt, statistics: computed.statistics });
-        return { ...computed, cache: 'miss' as const };
+        const lease = `compute:${call.key}`;
+        if (!leased) {
+          const shared = await this.#waitForOthers(call, lease, gone);
+          if (shared) return shared;
+        }
+        const renew = this.#sharing ? setInterval(() => void this.#sharing?.lease(lease, this.#owner, COMPUTE_LEASE_MS), RENEW_EVERY_MS) : undefined;
+        renew?.unref();
+        try {
+          const computed = await this.#executor.inTurn(call, gone, caller);
+          // Asked once the answer is in: a load that began meanwhile may have changed what it read.
+          if (!(await this.#keeps(call))) return { ...computed, cache: 'off' as const };
+          await this.#cache.set(call.key, { rows: computed.rows, truncated: computed.truncated, computedAt: computed.computedAt, statistics: computed.statistics });
+          return { ...computed, cache: 'miss' as const };
+        } finally {
+          clearInterval(renew);
+          await this.#sharing?.release(lease, this.#owner);
+        }
       },
       signal,
     );
+  }
+
+  /**
+   * Takes the key's lease, or, while another process holds it, waits for the answer it stores (one
+   * computed since the wait began): that answer, or undefined once the lease is this process's (the
+   * other finished without storing one, or died) or the wait has lasted the query's time limit.
+   */
+  async #waitForOthers(call: PreparedCall, lease: string, gone: AbortSignal): Promise<RunResult | undefined> {
+    const sharing = this.#sharing;
+    if (!sharing) return undefined;
+    const since = this.#clock();
+    const until = Date.now() + this.#waitMs;
+    while (!(await sharing.lease(lease, this.#owner, COMPUTE_LEASE_MS))) {
+      if (Date.now() >= until) return undefined;
+      await new Promise((resolve) => setTimeout(resolve, WAIT_STEP_MS));
+      gone.throwIfAborted();
+      const stored = await this.#cache.get(call.key);
+      if (stored && stored.computedAt >= since - 1_000 && fresh(call, stored, this.#clock())) return result(call, stored, 'shared');
+    }
+    return undefined;
   }
 
   /** Remembers an answer just served, and records it as served when that is due (synchronous when it is not). */

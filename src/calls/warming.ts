@@ -12,8 +12,11 @@ export interface WarmOutcome {
   readonly name: string;
   readonly rows?: number;
   readonly error?: Error;
-  /** Not refreshed, left for the next run: the time given to warming ran out first, or a load is changing the data. */
-  readonly left?: 'time' | 'loading';
+  /**
+   * Not refreshed here: the time given to warming ran out first, or a load is changing the data (left
+   * for the next run), or another process sharing the store refreshes it.
+   */
+  readonly left?: 'time' | 'loading' | 'another';
 }
 
 /** A cached call as `cache list` shows it. */
@@ -85,10 +88,11 @@ export async function dueForWarming({ catalog, source, generation, cache, clock 
 }
 
 /** What a warm did, counted once for every report of it: warm's summary line, serve's log and its metric. */
-export function warmCounts(outcomes: readonly WarmOutcome[]): { refreshed: number; failed: number; left: number; loading: boolean } {
+export function warmCounts(outcomes: readonly WarmOutcome[]): { refreshed: number; failed: number; left: number; loading: boolean; another: number } {
   const failed = outcomes.filter((o) => o.error).length;
-  const left = outcomes.filter((o) => o.left).length;
-  return { refreshed: outcomes.length - failed - left, failed, left, loading: outcomes.some((o) => o.left === 'loading') };
+  const another = outcomes.filter((o) => o.left === 'another').length;
+  const left = outcomes.filter((o) => o.left && o.left !== 'another').length;
+  return { refreshed: outcomes.length - failed - left - another, failed, left, loading: outcomes.some((o) => o.left === 'loading'), another };
 }
 
 /**
@@ -121,7 +125,13 @@ export async function warm(
     }
     try {
       const prepared = await prepareCall(parts.catalog, { name: parts.source, generation: parts.generation() }, { nameOrId: call.query, params: Object.entries(call.params), at: asOfStored(call.at) });
-      const result = await parts.runner.refresh(prepared, 'warm');
+      // One process a cycle refreshes a call: one that another is refreshing, or has since the due
+      // entry was computed, is left to it.
+      const result = await parts.runner.refresh(prepared, 'warm', calls === undefined ? (due[index]?.computedAt ?? 0) : undefined);
+      if (result === undefined) {
+        outcomes.push({ call, name, left: 'another' });
+        continue;
+      }
       if (result.cache === 'off') {
         outcomes.push({ call, name, left: 'loading' });
         continue;

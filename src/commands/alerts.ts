@@ -79,6 +79,7 @@ export async function alertsCheckCommand(lib: Savedq, options: AlertsCheckOption
   const json = options.format === 'json';
   const alerts = await lib.alerts();
   const result = await alerts.check({ at: options.at, names: options.names, force: options.force === true, signal: options.signal });
+  await lib.announce('alerts check');
   checkInterrupted(options.signal);
   const log = commandLog(io, options);
   for (const b of result.broken) for (const p of b.problems) log.warn(`warning: skipped ${problemText(p)}`);

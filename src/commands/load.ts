@@ -98,6 +98,7 @@ export async function loadCommand(lib: Savedq, options: LoadOptions, io: Io): Pr
       }
       reports.push(r);
     }
+    await lib.announce('load');
     return reports;
   }
 
@@ -133,5 +134,6 @@ export async function loadCommand(lib: Savedq, options: LoadOptions, io: Io): Pr
     const others = r.loaded + r.already === 0 ? 'no other line holds an event' : r.already === 0 ? 'the other lines were loaded' : r.loaded === 0 ? 'the other lines were loaded before' : `the other lines were loaded (${r.already} of them before)`;
     throw new InputError(`${r.rejected} line${r.rejected === 1 ? ' was' : 's were'} rejected${r.rejected > NAMED_REJECTS ? ` (the first ${NAMED_REJECTS} are named above)` : ''}; ${others}.`);
   }
+  await lib.announce('load');
   return [r];
 }

@@ -22,6 +22,7 @@ type Message = { id?: string | number; method?: string };
 export async function mcpCommand(lib: Savedq, options: McpCommandOptions, io: Io): Promise<void> {
   const sdk = await loadSdk();
   let underWay = 0;
+  void lib.announce('mcp');
   const server = mcpServer(sdk, {
     lib,
     version: options.version,

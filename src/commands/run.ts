@@ -31,7 +31,10 @@ export async function runCommand(lib: Savedq, options: RunOptions, io: Io): Prom
     cache: options.cache ?? 'use',
   });
   checkInterrupted(options.signal);
+  // A run that went to the warehouse says so to the others sharing the store (a cache hit costs nothing more).
+  const announced = result.cache === 'hit' ? undefined : lib.announce('run');
   await writeRows(io, options, format, result.rows, result.fields);
+  await announced;
   const watching = io.stderr.isTTY === true && io.stdout.isTTY === true;
   // A cut answer says so where a person reads it: in a terminal always, in a pipe when asked (--stats).
   const cut = result.truncated && (options.stats === true || (watching && !options.quiet));
@@ -51,6 +54,10 @@ function statusNote(lib: Savedq, result: RunResult, counted: boolean, options: R
     note(io, options, `${result.query.name}: from cache, computed ${age} s ago`);
   } else if (result.cache === 'miss') {
     note(io, options, `${result.query.name}: ${counted ? '' : `${plural(result.rows.length, 'row')}, `}kept in the cache for ${result.query.cacheSeconds} s`);
+  } else if (result.cache === 'shared') {
+    note(io, options, `${result.query.name}: computed by another savedq process for the same call a moment ago, from the cache`);
+  } else if (result.cache === 'bypass') {
+    note(io, options, `${result.query.name}: ${counted ? '' : `${plural(result.rows.length, 'row')}, `}straight from the warehouse: the store cannot be reached, so nothing was kept`);
   } else if (!counted) {
     note(io, options, `${result.query.name}: ${plural(result.rows.length, 'row')}`);
   }
@@ -62,7 +69,7 @@ export function statsLine(result: RunResult, now: number): string {
   const { elapsed, rows_read, bytes_read } = result.statistics;
   return [
     `${plural(result.rows.length, 'row')}${result.truncated ? ` (truncated at max_rows ${result.query.maxRows})` : ''}`,
-    result.cache === 'hit' ? `cached ${age} s ago` : 'computed now',
+    result.cache === 'hit' || result.cache === 'shared' ? `cached ${age} s ago` : result.cache === 'bypass' ? 'computed now, the store not reached (not kept)' : 'computed now',
     `${elapsed.toFixed(3)} s`,
     `read ${plural(rows_read, 'row')}, ${bytesText(bytes_read)}`,
   ].join(' · ');

@@ -94,6 +94,11 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
     throw new InputError(`cannot listen on ${host}:${port}: ${code ?? String(err)}.`);
   }
   options.onListening?.();
+  // What the others sharing the store change reaches this server within a second; it says it is here every 20 s.
+  const stopWatching = lib.watchStore();
+  void lib.announce('serve');
+  const announcing = setInterval(() => void lib.announce('serve'), 20_000);
+  announcing.unref();
   // Said even with --quiet: it is where the server is (with --port 0, the only way to know).
   log.always(`savedq serve listening on ${server.url} (${lib.config.url === undefined ? 'embedded engine' : 'ClickHouse server'}, ${queries.length} saved queries)`);
   // A new set of saved queries is new tools: MCP sessions are told.
@@ -106,6 +111,8 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
       stopping = true;
       log.info(`${signal}: finishing requests in flight, then stopping`);
       process.off('SIGHUP', onHangup);
+      clearInterval(announcing);
+      stopWatching();
       void server
         .close()
         .then(() => share?.close())

@@ -32,6 +32,7 @@ export async function warmCommand(lib: Savedq, options: WarmOptions, io: Io): Pr
       : [await lib.cachedCallOf({ nameOrId: options.nameOrId, params: parsePairs(options.params ?? []), at: options.at })];
   const maxTimeMs = resolveSeconds(options.maxTime, '--max-time', 240) * 1000;
   const log = commandLog(io, options);
+  void lib.announce('warm');
   const outcomes = await lib.warm(
     calls,
     options.signal,
@@ -43,9 +44,10 @@ export async function warmCommand(lib: Savedq, options: WarmOptions, io: Io): Pr
     maxTimeMs,
   );
   checkInterrupted(options.signal);
-  const { refreshed, failed, left, loading } = warmCounts(outcomes);
+  const { refreshed, failed, left, loading, another } = warmCounts(outcomes);
   const leftText = left > 0 ? `, ${left} left for the next run (${loading ? 'a load is changing the data' : `--max-time ${maxTimeMs / 1000} s was up`})` : '';
-  report(io, options, `warm: ${refreshed} refreshed, ${failed} failed${leftText}`);
-  if (failed > 0) throw new WarmFailedError(`${failed} of ${outcomes.length - left} refreshes failed.`);
+  const anotherText = another > 0 ? `, ${another} refreshed by another savedq process` : '';
+  report(io, options, `warm: ${refreshed} refreshed, ${failed} failed${anotherText}${leftText}`);
+  if (failed > 0) throw new WarmFailedError(`${failed} of ${outcomes.length - left - another} refreshes failed.`);
   return outcomes;
 }

@@ -1,4 +1,4 @@
-import { ALERT_STATES } from '../store/types.js';
+import { ALERT_STATES, type Store } from '../store/types.js';
 import type * as PromClient from 'prom-client';
 import type { EngineQueue } from '../warehouse/types.js';
 
@@ -116,13 +116,13 @@ class TalliedHistogram {
 }
 
 /** The metrics of a serve: prom-client's registry, format and the process's own (process_*, nodejs_*), loaded by serve only. */
-export async function serveMetrics(queue: () => EngineQueue | undefined): Promise<Metrics> {
+export async function serveMetrics(queue: () => EngineQueue | undefined, store?: Pick<Store, 'up' | 'observe'>): Promise<Metrics> {
   const prom = (await import('prom-client')) as typeof PromClient;
   const registry = new prom.Registry();
   prom.collectDefaultMetrics({ register: registry });
   const requests = new Tally('savedq_requests_total', 'Requests answered, by query (or path) and status.');
   const duration = new TalliedHistogram('savedq_request_duration_seconds', 'Time to answer a request, by query (or path).', [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]);
-  const cache = new Tally('savedq_cache_total', 'Answers of queries by cache outcome: hit, miss, or off (not cached, or bypassed).');
+  const cache = new Tally('savedq_cache_total', "Answers of queries by cache outcome: hit, miss, shared (another process's answer waited for), bypass (the store not reached), or off (not cached).");
   const limited = new Tally('savedq_rate_limited_total', 'Requests refused (429) because their caller was past its rate limit.');
   const warm = new Tally('savedq_warm_total', 'Cached calls serve refreshed while it runs, by outcome.');
   const refused = new Tally('savedq_sandbox_refused_total', "Callers' SQL the sandbox refused, by the query it was sent to.");
@@ -137,6 +137,20 @@ export async function serveMetrics(queue: () => EngineQueue | undefined): Promis
       this.set(queue()?.waiting ?? 0);
     },
   });
+  if (store) {
+    // The store (CONTRACT §17): whether it answers, and how long each kind of operation takes it.
+    new prom.Gauge({
+      name: 'savedq_store_up',
+      help: 'Whether the store (the cache file, or the shared PostgreSQL) answered its last operation: 1 or 0.',
+      registers: [registry],
+      collect() {
+        this.set(store.up ? 1 : 0);
+      },
+    });
+    const storeSeconds = new TalliedHistogram('savedq_store_seconds', "Time the store took, by operation (get, set, served, lease, generation, …).", [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1]);
+    registry.registerMetric(storeSeconds.metric() as unknown as PromClient.Metric);
+    store.observe((operation, seconds) => storeSeconds.observe(storeSeconds.entry(operation, () => ({ operation })), seconds));
+  }
   let alertStates: ReadonlyMap<string, string | null> = new Map();
   new prom.Gauge({
     name: 'savedq_alert_state',
@@ -150,7 +164,7 @@ export async function serveMetrics(queue: () => EngineQueue | undefined): Promis
   });
   const notifications = new Tally('savedq_alert_notifications_total', 'Notifications of alerts serve tried to deliver, by alert and outcome: delivered, failed (tried again later) or given_up.');
   registry.registerMetric(notifications.metric() as unknown as PromClient.Metric);
-  const outcomes: Record<string, string> = { HIT: 'hit', MISS: 'miss', '-': 'off' };
+  const outcomes: Record<string, string> = { HIT: 'hit', MISS: 'miss', SHARED: 'shared', BYPASS: 'bypass', '-': 'off' };
   const ownPaths = new Set(['/health', '/openapi.json', '/metrics', 'preflight']);
   limited.inc('', () => ({}), 0);
   // The three tallies of each (query, status, outcome), found with one lookup a request.

@@ -70,7 +70,7 @@ function operation(query: SavedQuery, by: 'name' | 'id', grant: Grant): Record<s
         headers: {
           ...(query.cacheSeconds > 0
             ? {
-                'X-Cache': { schema: { type: 'string', enum: ['HIT', 'MISS'] } },
+                'X-Cache': { schema: { type: 'string', enum: ['HIT', 'MISS', 'BYPASS'], description: 'HIT: from the cache; MISS: computed now; BYPASS: the store cannot be reached, computed now and not kept.' } },
                 Age: { schema: { type: 'integer' }, description: 'Seconds since the result was computed.' },
               }
             : {}),

@@ -12,6 +12,9 @@ import { JSON_TYPE } from './answers.js';
 import type { Metrics } from './metrics.js';
 import { READ_METHODS, credentialOf, readBody, type Answered, type RequestContext, type Route, type RouteRequest } from './route.js';
 
+/** X-Cache of each outcome of a cached query: the store not reached is BYPASS (CONTRACT §17). */
+const X_CACHE: Partial<Record<RunResult['cache'], string>> = { hit: 'HIT', shared: 'HIT', miss: 'MISS', off: 'MISS', bypass: 'BYPASS' };
+
 export const QUERY_PREFIX = '/api/endpoints/query/';
 /** Calls kept prepared, by path and query string: for each API key, and for each token (of which there may be thousands). */
 const PREPARED_CALLS = 1_000;
@@ -240,15 +243,17 @@ export class QueryRoute implements Route {
    */
   #reply(res: ServerResponse, ctx: RequestContext, result: RunResult, body: Body): Answered {
     ctx.label = result.query.name;
-    const hit = result.cache === 'hit';
+    // Answered from the cache: a hit, or another process's answer to the same call waited for.
+    const hit = result.cache === 'hit' || result.cache === 'shared';
     const age = Math.max(0, Math.floor((this.lib.clock() - result.computedAt) / 1000));
     const whole = body.last?.age === age && body.last.hit === hit ? body.last : (body.last = wholeBody(body, age, hit));
-    const cache = result.query.cacheSeconds === 0 ? '-' : hit ? 'HIT' : 'MISS';
+    const cache = result.query.cacheSeconds === 0 ? '-' : (X_CACHE[result.cache] ?? 'MISS');
     const headers = cache === '-' ? ['Content-Type', JSON_TYPE, 'Content-Length', whole.length] : ['Content-Type', JSON_TYPE, 'Content-Length', whole.length, 'X-Cache', cache, 'Age', whole.ageText];
     if (!res.hasHeader('X-Request-Id')) headers.push('X-Request-Id', ctx.id);
     res.writeHead(200, headers);
     res.end(whole.text);
-    return { what: result.query.name, cache };
+    // The log and the metrics tell a shared answer from a hit; the caller is told it came from the cache.
+    return { what: result.query.name, cache: result.cache === 'shared' ? 'SHARED' : cache };
   }
 
   /** The body of a result: its rows as `run -f json` prints them, whether they were cut, what they cost (made once a result). */

@@ -90,11 +90,15 @@ export function serveRoutes(of: RoutesOf): ServeRoutes {
       matches: fixedPath('/health'),
       methods: READ_METHODS,
       label: '/health',
-      credential: 'none',
-      answer: async ({ res }) => {
-        // The engine's queue, when this server has it open: what an operator (and a test) waits on.
+      credential: 'optional',
+      answer: async ({ res, ctx }) => {
+        // The engine's queue, when this server has it open: what an operator (and a test) waits on. The
+        // store answers or not (a server without it still answers: 200); where it is and who shares it,
+        // to an API key only (an address is not every caller's to learn).
         const queue = lib.engineQueue();
-        send(res, 200, queue ? { status: 'ok', queue } : { status: 'ok' });
+        const store = lib.store.up ? 'ok' : 'unreachable';
+        const shared = ctx.caller?.kind === 'key' ? { store_location: lib.store.location, processes: await lib.storeProcesses() } : {};
+        send(res, 200, { status: 'ok', store, ...(queue ? { queue } : {}), ...shared });
       },
     },
     {

@@ -81,9 +81,16 @@ interface Admitted {
 /** Starts `savedq serve`: the thin HTTP mode over the library. */
 export async function startServer(lib: Savedq, options: ServeOptions): Promise<RunningServer> {
   const cors = options.corsOrigins && options.corsOrigins.length > 0 ? new Set(options.corsOrigins) : undefined;
-  const metrics = await serveMetrics(() => lib.engineQueue());
+  const metrics = await serveMetrics(() => lib.engineQueue(), lib.store);
   await keepTickShape();
-  const access = new Access({ isKey: keyChecker(options.apiKeys), secrets: options.tokenSecrets ?? [], rateLimit: options.rateLimit, clock: () => lib.clock() });
+  const access = new Access({
+    isKey: keyChecker(options.apiKeys),
+    secrets: options.tokenSecrets ?? [],
+    rateLimit: options.rateLimit,
+    clock: () => lib.clock(),
+    // A caller's limit holds across every serve that shares the store.
+    sharedBuckets: (bucket, used, rps, burst) => lib.store.takeFromBucket(bucket, used, rps, burst),
+  });
   const headerTimeoutSeconds = options.headerTimeoutSeconds ?? 10;
   // A fresh request id: this server's random prefix and a count, unique across servers and restarts
   // without drawing random bytes for every request.

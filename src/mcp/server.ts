@@ -79,7 +79,7 @@ export function mcpServer(sdk: Sdk, session: McpSession): InstanceType<Sdk['Serv
         rows: result.rows,
         row_count: result.rows.length,
         truncated: result.truncated,
-        cached: result.cache === 'hit',
+        cached: result.cache === 'hit' || result.cache === 'shared',
         age_seconds: Math.max(0, Math.floor((lib.clock() - result.computedAt) / 1000)),
         statistics: statisticsOf(result.statistics),
       };
