@@ -103,6 +103,8 @@ const program = withSettings(
   'passwordFile',
   'dataDir',
   'cacheFile',
+  'store',
+  'storePasswordFile',
   'queries',
   'lockWait',
   'timeout',

@@ -49,8 +49,23 @@ export class StoreHealth {
     return () => this.#observers.delete(listener);
   }
 
+  /** Operations under way: a store closes once they are done, so that none finds it closed under it. */
+  readonly #underway = new Set<Promise<unknown>>();
+
+  /** Waits for the operations under way to end. */
+  async settled(): Promise<void> {
+    while (this.#underway.size > 0) await Promise.allSettled([...this.#underway]);
+  }
+
   /** Runs an operation, or answers `fallback` when the store is down and not yet to be tried again. */
-  async run<T>(operation: string, fallback: T, work: () => Promise<T>): Promise<T> {
+  run<T>(operation: string, fallback: T, work: () => Promise<T>): Promise<T> {
+    const running = this.#run(operation, fallback, work);
+    this.#underway.add(running);
+    void running.finally(() => this.#underway.delete(running)).catch(() => undefined);
+    return running;
+  }
+
+  async #run<T>(operation: string, fallback: T, work: () => Promise<T>): Promise<T> {
     if (!this.#up && (this.#options.retryMs === undefined || Date.now() < this.#retryAt)) return fallback;
     const started = performance.now();
     try {

@@ -521,6 +521,7 @@ export class PostgresStore implements Store {
   }
 
   async close(): Promise<void> {
+    await this.#health.settled();
     const pool = this.#pool;
     this.#pool = undefined;
     this.#ready = undefined;

@@ -326,6 +326,7 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
+    await this.#health.settled();
     const [keyv, sql] = [this.#keyv, this.#sql];
     this.#keyv = undefined;
     this.#sql = undefined;
