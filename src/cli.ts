@@ -234,6 +234,17 @@ cache
     await cacheClearCommand(lib(flags), flags, io);
   });
 
+program
+  .command('status')
+  .description("where savedq keeps what it keeps between calls, whether it answers, what is cached, and who shared it in the last minute; exit 1 when the store does not answer")
+  .addOption(new Option('-f, --format <format>', 'text, or json for tools').choices(['text', 'json']).default('text'))
+  .addHelpText('after', examples('savedq status', 'savedq --store postgres://savedq@db.internal/savedq status -f json | jq .processes'))
+  .action(async (opts: { format: string }, cmd: Command) => {
+    const flags = cmd.optsWithGlobals<GlobalFlags>();
+    const { statusCommand } = await import('./commands/status.js');
+    await statusCommand(lib(flags), { ...flags, format: opts.format }, io);
+  });
+
 const alerts = program
   .command('alerts')
   .description('alerts: saved queries that tell someone when their answer crosses a line (<name>.alert.yaml)')
@@ -445,9 +456,16 @@ program
 
 program
   .command('init')
-  .description('create the log tables on the ClickHouse server (or, with --cluster, cluster) given by --url')
+  .description("create savedq's tables in the store given by --store, and the log tables on the ClickHouse server (or, with --cluster, cluster) given by --url")
   .option('--cluster <name>', 'create them ON CLUSTER, replicated and distributed')
-  .addHelpText('after', examples('savedq init --url http://default:secret@clickhouse:8123/logs', 'savedq init --url http://clickhouse:8123 --cluster analytics'))
+  .addHelpText(
+    'after',
+    examples(
+      'savedq init --url http://default:secret@clickhouse:8123/logs',
+      'savedq init --url http://clickhouse:8123 --cluster analytics',
+      'savedq init --store postgres://savedq@db.internal/savedq --store-password-file ~/.config/savedq/store-password',
+    ),
+  )
   .action(async (opts: { cluster?: string }, cmd: Command) => {
     const flags = cmd.optsWithGlobals<GlobalFlags>();
     const { initCommand } = await import('./commands/schema.js');

@@ -1,13 +1,14 @@
 import { ResultsCache, type CachedCall, type CacheEntry } from './cache/index.js';
 import { hostname } from 'node:os';
 import { openStore } from './store/index.js';
-import type { Store } from './store/types.js';
+import { PostgresStore } from './store/postgres.js';
+import type { ProcessRecord, Store, StoreProbe } from './store/types.js';
 import { prepareCall, withSqlOver, type CallRequest, type PreparedCall } from './calls/prepare.js';
 import { CallRunner, type CacheMode, type Clock, type RunResult } from './calls/runner.js';
 import { CallExecutor } from './calls/execute.js';
 import { FairTurns } from './calls/turns.js';
 import { cachedCallViews, dueForWarming, warm, type CachedCallView, type WarmingParts, type WarmOutcome } from './calls/warming.js';
-import type { Config } from './config.js';
+import { redactUrl, type Config } from './config.js';
 import { WarehouseHandle } from './warehouse-handle.js';
 import { DefinitionError, InputError } from './errors.js';
 import { sqlitePathCheck, type Unsafe } from './fs.js';
@@ -61,6 +62,17 @@ const LOAD_MARK_MS = 15_000;
 const MEMO_FILES_KEPT = 5_000;
 /** Patterns a server remembers as compiling. */
 const PATTERNS_KEPT = 10_000;
+
+/** What `savedq status` reports (Savedq.status). */
+export interface StatusReport {
+  readonly store: { readonly backend: Store['backend']; readonly location: string; readonly probe: StoreProbe };
+  /** Where the data is: the data directory, or the server's URL without its password. */
+  readonly warehouse: string;
+  /** Left out when the store does not answer. */
+  readonly data?: GenerationState;
+  readonly cached?: { readonly calls: number; readonly bytes: number; readonly maxBytes: number };
+  readonly processes?: ProcessRecord[];
+}
 
 /**
  * The library: every surface (CLI commands, HTTP) comes in here, and a call reads top-down from it:
@@ -367,8 +379,23 @@ export class Savedq {
   }
 
   /** The processes that said they share the store in the last minute. */
-  storeProcesses(): Promise<import('./store/types.js').ProcessRecord[]> {
+  storeProcesses(): Promise<ProcessRecord[]> {
     return this.store.processes(Date.now() - 60_000);
+  }
+
+  /**
+   * What `savedq status` says: the store asked now (where, whether and how fast it answers, its tables'
+   * version), where the data is and its generation, what is cached, and who shared the store in the
+   * last minute. What only the store knows is left out when it does not answer. Opens no warehouse.
+   */
+  async status(): Promise<StatusReport> {
+    const probe = await this.store.probe();
+    const store = { backend: this.store.backend, location: this.store.location, probe };
+    const warehouse = this.config.url === undefined ? this.config.dataDir : redactUrl(this.config.url);
+    // Tables not made yet: nothing kept to tell (and asking would make them: savedq init --store's work).
+    if (!probe.up || (probe.tables !== undefined && probe.tables.version === undefined)) return { store, warehouse };
+    const [data, served, bytes, processes] = await Promise.all([this.#freshGeneration(), this.store.served(), this.cache.size(), this.storeProcesses()]);
+    return { store, warehouse, data, cached: { calls: served.length, bytes, maxBytes: this.config.cacheMaxBytes }, processes };
   }
 
   /** The calls the cache holds, for `cache list`. */
@@ -478,17 +505,29 @@ export class Savedq {
     return schemaDdl(cluster);
   }
 
-  /** Applies that DDL to the ClickHouse server the configuration names, telling each statement as it goes. */
-  async init(cluster: string | undefined, onApplied?: (statement: string) => void): Promise<void> {
-    if (this.config.url === undefined) {
-      throw new InputError('init needs a ClickHouse server: give --url or SAVEDQ_CLICKHOUSE_URL (the embedded engine creates its tables itself).');
+  /**
+   * Makes savedq's tables in a PostgreSQL store (when one is given), then applies the log tables' DDL to
+   * the ClickHouse server the configuration names (when one is given), telling each step as it goes.
+   */
+  async init(cluster: string | undefined, onApplied?: (step: string) => void): Promise<void> {
+    const store = this.store instanceof PostgresStore ? this.store : undefined;
+    if (this.config.url === undefined && store === undefined) {
+      throw new InputError(
+        'init needs a ClickHouse server (--url or SAVEDQ_CLICKHOUSE_URL) or a store (--store or SAVEDQ_STORE_URL): the embedded engine and the cache file make their tables themselves.',
+      );
     }
+    if (cluster !== undefined && this.config.url === undefined) throw new InputError('--cluster needs a ClickHouse server: give --url or SAVEDQ_CLICKHOUSE_URL.');
+    if (store !== undefined) {
+      const made = await store.create();
+      onApplied?.(made === 'made' ? `store ${store.location}: made savedq's tables (schema ${store.schema})` : `store ${store.location}: savedq's tables are there already (schema ${store.schema})`);
+    }
+    if (this.config.url === undefined) return;
     const [{ openWarehouse }, statements] = await Promise.all([import('./warehouse/index.js'), this.schema(cluster)]);
     const warehouse = await openWarehouse({ ...this.#warehouse.options(), createTables: false });
     try {
       for (const statement of statements) {
         await warehouse.command(statement);
-        onApplied?.(statement);
+        onApplied?.(`applied: ${statement.split('\n')[0]}`);
       }
     } finally {
       await warehouse.close();

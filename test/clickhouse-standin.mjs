@@ -12,6 +12,9 @@
 // answers `Ok.`. GET /__standin/statements lists the statements it ran (for counting queries);
 // POST /__standin/forget empties that list.
 import { createServer } from 'node:http';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { createChdbConnection } from 'chdb/connection';
 
@@ -21,6 +24,9 @@ if (!dataDir) {
   process.exit(2);
 }
 const connection = createChdbConnection({ path: dataDir });
+/** Where an insert's data waits for the statement that reads it. */
+const inserts = mkdtempSync(join(tmpdir(), 'savedq-standin-'));
+let insertCount = 0;
 /** Not settings: what @clickhouse/client sends beside them. */
 const NOT_SETTINGS = new Set(['query', 'query_id', 'database', 'session_id', 'session_timeout', 'session_check', 'user', 'password']);
 const statements = [];
@@ -45,23 +51,23 @@ const server = createServer(async (req, res) => {
     statements.length = 0;
     return res.end('[]');
   }
-  const clickhouse_settings_extra = {};
   const body = await bodyOf(req);
   const inUrl = url.searchParams.get('query');
   let query = inUrl ?? body.toString('utf8');
   let values = inUrl !== null && body.length > 0 ? Readable.from([body]) : undefined;
   // An insert that reads its data through input() (as savedq's loads do): the embedded engine takes no
-  // data for input(), so the data goes into the statement as format()'s, which reads the same rows.
+  // data for input(), so the data goes to a file of the stand-in's, which file() reads as the same rows.
   const input = /\binput\(\s*'((?:[^'\\]|\\.)*)'\s*\)/s.exec(query);
   const format = /\s*FORMAT\s+(\w+)\s*$/.exec(query);
+  let dataFile;
   if (input && format && values) {
-    const data = `'${body.toString('utf8').replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
-    query = query.slice(0, format.index).replace(input[0], `format(${format[1]}, '${input[1]}', ${data})`);
+    dataFile = join(inserts, `${++insertCount}.data`);
+    writeFileSync(dataFile, body);
+    query = query.slice(0, format.index).replace(input[0], `file('${dataFile}', ${format[1]}, '${input[1]}')`);
     values = undefined;
-    clickhouse_settings_extra.max_query_size = String(4 * body.length + 1_000_000);
   }
   const query_params = {};
-  const clickhouse_settings = { ...clickhouse_settings_extra };
+  const clickhouse_settings = {};
   for (const [name, value] of url.searchParams) {
     // A parameter comes as the server reads one (\N is NULL, backslash escapes); the engine's binder takes values.
     if (name.startsWith('param_')) query_params[name.slice('param_'.length)] = value === '\\N' ? null : value.replace(/\\(.)/g, (_, c) => ({ t: '\t', n: '\n', r: '\r', 0: '\0' })[c] ?? c);
@@ -84,6 +90,8 @@ const server = createServer(async (req, res) => {
       const message = String(err?.message ?? err).replace(/^Code: \d+\. DB::Exception: /, '');
       res.writeHead(500, { 'Content-Type': 'text/plain; charset=UTF-8', 'X-ClickHouse-Exception-Code': String(code) });
       res.end(`Code: ${code}. DB::Exception: ${message} (${type}) (version 24.8.1.1 (official build))\n`);
+    } finally {
+      if (dataFile) rmSync(dataFile, { force: true });
     }
   };
   const done = turn.then(run, run);
@@ -94,6 +102,6 @@ const server = createServer(async (req, res) => {
 server.listen(0, '127.0.0.1', () => {
   process.stdout.write(`listening ${server.address().port}\n`);
 });
-const stop = () => server.close(() => connection.close().finally(() => process.exit(0)));
+const stop = () => server.close(() => connection.close().finally(() => (rmSync(inserts, { recursive: true, force: true }), process.exit(0))));
 process.on('SIGTERM', stop);
 process.on('SIGINT', stop);

@@ -204,10 +204,13 @@ describe('growing past one machine', () => {
     expect(printed.stdout).toBe(`${cluster.join(';\n\n')};\n`);
   });
 
-  it('init refuses to run without a server URL', async () => {
+  it('init refuses to run without a server URL or a store, and --cluster without a server', async () => {
     const r = await cli(['init'], { env });
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/init needs a ClickHouse server: give --url/);
+    expect(r.stderr).toMatch(/init needs a ClickHouse server \(--url or SAVEDQ_CLICKHOUSE_URL\) or a store \(--store or SAVEDQ_STORE_URL\)/);
+    const cluster = await cli(['--store', 'postgres://savedq@127.0.0.1:1/x', 'init', '--cluster', 'analytics'], { env: { HOME: tempDir() } });
+    expect(cluster.code).toBe(2);
+    expect(cluster.stderr).toContain('--cluster needs a ClickHouse server');
   });
 });
 

@@ -12,7 +12,7 @@ export async function schemaCommand(lib: Savedq, options: SchemaOptions, io: Io)
   io.stdout.write(`${(await lib.schema(options.cluster)).join(';\n\n')};\n`);
 }
 
-/** `savedq init --url … [--cluster <name>]`: applies that DDL to a ClickHouse server or cluster. */
+/** `savedq init [--store …] [--url … [--cluster <name>]]`: makes savedq's tables in the store, applies that DDL to a ClickHouse server or cluster. */
 export async function initCommand(lib: Savedq, options: SchemaOptions, io: Io): Promise<void> {
-  await lib.init(options.cluster, (statement) => report(io, options, `applied: ${statement.split('\n')[0]}`));
+  await lib.init(options.cluster, (step) => report(io, options, step));
 }

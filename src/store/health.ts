@@ -106,7 +106,7 @@ export class StoreHealth {
 export class StoreUnreachable extends SavedqError {}
 
 /** `work`, or a StoreUnreachable once `ms` have passed without its answer. */
-function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
+export function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new StoreUnreachable(`no answer in ${ms / 1000} s`)), ms);

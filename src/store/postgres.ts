@@ -2,12 +2,12 @@ import { nodeCrypto } from '../lazy.js';
 import Keyv from 'keyv';
 import type pg from 'pg';
 import { InputError, SavedqError } from '../errors.js';
-import { StoreHealth, StoreUnreachable, reasonOf, type Warn } from './health.js';
+import { StoreHealth, StoreUnreachable, reasonOf, withDeadline, type Warn } from './health.js';
 import { alertRecords, beat, processes, releaseLease, takeFromBucket, takeLease } from './records.js';
 import { generationOf, NAMESPACE, newWord } from './marks.js';
 import { loadPgDriver, type PgDriver } from './load-pg.js';
 import { withTables, type SqlSession } from './sql.js';
-import type { AlertRecords, CachedResult, ChangeMark, GenerationState, ServedRecord, Store, StoreSignal } from './types.js';
+import type { AlertRecords, CachedResult, ChangeMark, GenerationState, ServedRecord, Store, StoreProbe, StoreSignal } from './types.js';
 
 // PostgreSQL as the store of a team's processes (CONTRACT §17). node-postgres is a bundle of its own
 // (dist/store-pg.cjs, store/load-pg.ts), loaded only when a store URL is given: no other run loads it.
@@ -106,6 +106,11 @@ export class PostgresStore implements Store {
 
   get location(): string {
     return this.#options.shown;
+  }
+
+  /** The schema savedq's tables are in. */
+  get schema(): string {
+    return this.#options.schema;
   }
 
   get up(): boolean {
@@ -517,6 +522,35 @@ export class PostgresStore implements Store {
     } catch (err) {
       if (err instanceof StoreUnreachable) throw new StoreUnreachable(`the store ${this.#options.shown} cannot be reached (${err.message}); alerts wait until it can`);
       throw err;
+    }
+  }
+
+  async probe(): Promise<StoreProbe> {
+    const started = performance.now();
+    const schema = this.#options.schema;
+    try {
+      return await withDeadline(
+        (async () => {
+          const pool = await this.#connections();
+          let version: number | undefined;
+          try {
+            version = Number((await pool.query<{ value: string }>(`SELECT value FROM ${schema}.meta WHERE key = 'version'`)).rows[0]?.value ?? 0);
+          } catch (err) {
+            if (!isMissing(err)) throw err;
+          }
+          // How long a question takes once connected (the connection made above is not what each call pays).
+          const asked = performance.now();
+          await pool.query('SELECT 1');
+          return { up: true as const, seconds: (performance.now() - asked) / 1000, tables: { schema, version } };
+        })(),
+        DEADLINE_MS,
+      );
+    } catch (err) {
+      const failure = this.#failure(err);
+      // A refusal names what to fix (credentials, a database that is not there): said as an error.
+      if (!(failure instanceof StoreUnreachable)) throw failure;
+      this.#reset();
+      return { up: false, seconds: (performance.now() - started) / 1000, reason: reasonOf(failure) };
     }
   }
 

@@ -5,10 +5,10 @@ import { InputError } from '../errors.js';
 import { ownFile, sqlitePathCheck, type Unsafe } from '../fs.js';
 import { generationOf, NAMESPACE, newWord } from './marks.js';
 import { loadingSqlite } from './sqlite-module.js';
-import { StoreHealth, type Warn } from './health.js';
+import { reasonOf, StoreHealth, type Warn } from './health.js';
 import { alertRecords, beat, processes, releaseLease, takeFromBucket, takeLease } from './records.js';
 import { withTables, type SqlSession } from './sql.js';
-import type { AlertRecords, CachedResult, ChangeMark, GenerationState, ServedRecord, Store, StoreSignal } from './types.js';
+import type { AlertRecords, CachedResult, ChangeMark, GenerationState, ServedRecord, Store, StoreProbe, StoreSignal } from './types.js';
 
 /** SQLite waits this long for another process's write before giving up. */
 const BUSY_TIMEOUT_MS = 10_000;
@@ -323,6 +323,18 @@ export class SqliteStore implements Store {
       forget: async (...args) => (await records()).forget(...args),
       prune: async (...args) => (await records()).prune(...args),
     };
+  }
+
+  async probe(): Promise<StoreProbe> {
+    const started = performance.now();
+    const seconds = () => (performance.now() - started) / 1000;
+    try {
+      const keyv = await (this.#keyv ??= this.#open());
+      await (keyv.store as { query(sql: string): Promise<unknown> }).query('SELECT 1');
+      return { up: true, seconds: seconds() };
+    } catch (err) {
+      return { up: false, seconds: seconds(), reason: reasonOf(err) };
+    }
   }
 
   async close(): Promise<void> {

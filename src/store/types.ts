@@ -149,6 +149,14 @@ export interface BucketShare {
 export type StoreSignal = { readonly kind: 'generation'; readonly source: string } | { readonly kind: 'cleared' };
 
 /**
+ * What a store answers when asked directly (`savedq status`): whether it answers now and how fast, and
+ * the version of savedq's tables in it (PostgreSQL; undefined for the SQLite file, and before they are made).
+ */
+export type StoreProbe =
+  | { readonly up: true; readonly seconds: number; readonly tables?: { readonly schema: string; readonly version: number | undefined } }
+  | { readonly up: false; readonly seconds: number; readonly reason: string };
+
+/**
  * Where savedq keeps what it keeps between calls (CONTRACT §17): cached answers and what was served,
  * leases, the generation of servers' data, alerts, rate-limit buckets, and the processes that share
  * it. One interface, two backends: the SQLite file (the embedded default) and PostgreSQL (for a team).
@@ -201,6 +209,9 @@ export interface Store {
   listen(onSignal: (what: StoreSignal) => void): () => void;
 
   readonly alerts: AlertRecords;
+
+  /** Asks the store now, past its health (no fallback, no warning): for `savedq status`. */
+  probe(): Promise<StoreProbe>;
 
   /** Tells `listener` how long each operation took, and whether the store is up after it. */
   observe(listener: (operation: string, seconds: number, up: boolean) => void): () => void;

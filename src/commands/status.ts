@@ -1,0 +1,80 @@
+import type { Savedq, StatusReport } from '../library.js';
+import type { Row } from '../queries/types.js';
+import { StoreUnreachable } from '../store/health.js';
+import { plural } from '../words.js';
+import { writeOut, writeRows, type CommonOptions, type Io } from './io.js';
+
+/** Options of `savedq status`. */
+export interface StatusOptions extends CommonOptions {
+  /** text (lines for people), or json. */
+  readonly format: string;
+}
+
+const PROCESS_FIELDS = [
+  { name: 'host', type: 'string', key: true },
+  { name: 'pid', type: 'integer' },
+  { name: 'version', type: 'string' },
+  { name: 'role', type: 'string' },
+  { name: 'seen_seconds_ago', type: 'integer' },
+] as const;
+
+const BACKENDS = { sqlite: 'the SQLite file', postgres: 'PostgreSQL' } as const;
+
+/**
+ * `savedq status`: where savedq keeps what it keeps between calls and whether it answers, where the
+ * data is, what is cached, and the processes that shared the store in the last minute. Exit 1 when the
+ * store does not answer (what a monitor's check wants), after saying what it could.
+ */
+export async function statusCommand(lib: Savedq, options: StatusOptions, io: Io): Promise<StatusReport> {
+  const status = await lib.status();
+  const now = Date.now();
+  const processes: Row[] = (status.processes ?? []).map((p) => ({ host: p.host, pid: p.pid, version: p.version, role: p.role, seen_seconds_ago: Math.max(0, Math.round((now - p.seen) / 1000)) }));
+  const { probe } = status.store;
+  if (options.format === 'json') {
+    const json = {
+      store: {
+        backend: status.store.backend,
+        location: status.store.location,
+        up: probe.up,
+        seconds: Number(probe.seconds.toFixed(4)),
+        ...(probe.up ? (probe.tables ? { schema: probe.tables.schema, tables_version: probe.tables.version ?? null } : {}) : { reason: probe.reason }),
+      },
+      warehouse: status.warehouse,
+      ...(status.data ? { data: { generation: status.data.current || null, loading: status.data.loading } } : {}),
+      ...(status.cached ? { cached: { calls: status.cached.calls, bytes: status.cached.bytes, max_bytes: status.cached.maxBytes } } : {}),
+      ...(status.processes ? { processes } : {}),
+    };
+    await writeOut(io.stdout, `${JSON.stringify(json, null, 2)}\n`);
+  } else {
+    await writeOut(io.stdout, statusLines(status).join('\n') + '\n');
+    if (processes.length > 0) await writeRows(io, options, 'table', processes, PROCESS_FIELDS);
+  }
+  if (!probe.up) throw new StoreUnreachable(`the store ${status.store.location} does not answer (${probe.reason}).`);
+  return status;
+}
+
+/** The report as labelled lines, for people. */
+function statusLines(status: StatusReport): string[] {
+  const { probe } = status.store;
+  const line = (label: string, text: string) => `${label.padEnd(10)} ${text}`;
+  const lines = [line('store', `${status.store.location} (${BACKENDS[status.store.backend]})`)];
+  if (!probe.up) lines.push(line('', `does not answer: ${probe.reason}`));
+  else {
+    const tables = probe.tables === undefined ? '' : probe.tables.version === undefined ? `; no tables of savedq's yet in schema ${probe.tables.schema} (the first process to need them makes them)` : `; savedq's tables in schema ${probe.tables.schema}, version ${probe.tables.version}`;
+    lines.push(line('', `answers in ${milliseconds(probe.seconds)}${tables}`));
+  }
+  lines.push(line('warehouse', status.warehouse));
+  if (status.data) lines.push(line('data', `${status.data.current === '' ? 'no load through savedq yet' : `generation ${status.data.current}`}${status.data.loading ? '; a load is under way' : ''}`));
+  if (status.cached) lines.push(line('cached', `${plural(status.cached.calls, 'call')}, ${megabytes(status.cached.bytes)} of at most ${megabytes(status.cached.maxBytes)}`));
+  if (status.processes) lines.push(line('processes', status.processes.length === 0 ? 'none shared the store in the last minute' : 'those that shared the store in the last minute:'));
+  return lines;
+}
+
+function milliseconds(seconds: number): string {
+  return `${seconds < 0.01 ? (seconds * 1000).toFixed(1) : Math.round(seconds * 1000)} ms`;
+}
+
+function megabytes(bytes: number): string {
+  const mb = bytes / 2 ** 20;
+  return `${Number.isInteger(mb) ? mb : mb.toFixed(1)} MB`;
+}

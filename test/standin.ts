@@ -1,0 +1,55 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { EVENT_DEADLINE_MS } from './helpers.js';
+
+// The ClickHouse HTTP stand-in over the embedded engine (test/clickhouse-standin.mjs), as a test runs it:
+// a child process on a data directory of its own, listening on 127.0.0.1.
+
+const script = fileURLToPath(new URL('./clickhouse-standin.mjs', import.meta.url));
+
+/** A running stand-in. */
+export interface Standin {
+  /** Its URL, as savedq's --url takes it. */
+  readonly url: string;
+  readonly child: ChildProcess;
+  /** The statements it has run since it started (or since `forget`), oldest first. */
+  statements(): Promise<string[]>;
+  forget(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Starts a stand-in on `dataDir`; resolves once it listens. */
+export async function startStandin(dataDir: string): Promise<Standin> {
+  const child = spawn(process.execPath, [script, dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the stand-in never listened; it printed:\n${err}`)), EVENT_DEADLINE_MS);
+    child.stdout.setEncoding('utf8').on('data', (d: string) => {
+      out += d;
+      const m = /listening (\d+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(Number(m[1]));
+      }
+    });
+    child.once('exit', () => {
+      clearTimeout(timer);
+      reject(new Error(`the stand-in exited; it printed:\n${err}`));
+    });
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  process.on('exit', () => child.kill('SIGKILL'));
+  return {
+    url,
+    child,
+    statements: async () => (await (await fetch(`${url}/__standin/statements`)).json()) as string[],
+    forget: async () => void (await fetch(`${url}/__standin/forget`, { method: 'POST' })).arrayBuffer(),
+    stop: async () => {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
