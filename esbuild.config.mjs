@@ -49,6 +49,37 @@ const commanderSpawnsLater = {
     }));
   },
 };
+/**
+ * node-postgres in Node alone, in its bundle. As it loads, it asks whether it runs in a Cloudflare Worker
+ * by making a `Response`, which loads Node's fetch (undici, with http2, zlib and worker_threads): about
+ * 25 ms of every run with a store URL, for a question whose answer in Node is no; its stream module is
+ * Node's alone here. And its SCRAM authentication's hashes are Node's own crypto functions (the same
+ * algorithms: PBKDF2, HMAC and SHA-256, MD5 for md5 authentication) rather than Web Crypto, whose first
+ * use loads its modules and hops to the thread pool for each of the six steps: a few ms a connection.
+ */
+const pgInNode = {
+  name: 'pg-in-node',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]pg[\\/]lib[\\/]stream\.js$/ }, () => ({
+      contents: "module.exports = { getStream: () => new (require('net').Socket)(), getSecureStream: (options) => require('tls').connect(options) };",
+      loader: 'js',
+    }));
+    b.onLoad({ filter: /[\\/]pg[\\/]lib[\\/]crypto[\\/]utils\.js$/ }, () => ({
+      contents: `const c = require('crypto');
+const md5 = (data) => c.createHash('md5').update(data).digest('hex');
+module.exports = {
+  randomBytes: (length) => c.randomBytes(length),
+  md5: async (data) => md5(data),
+  postgresMd5PasswordHash: async (user, password, salt) => 'md5' + md5(Buffer.concat([Buffer.from(md5(password + user)), salt])),
+  sha256: async (data) => c.createHash('sha256').update(data).digest(),
+  hashByName: async (name, data) => c.createHash(name.replace('-', '').toLowerCase()).update(data).digest(),
+  hmacSha256: async (key, message) => c.createHmac('sha256', Buffer.from(key)).update(message).digest(),
+  deriveKey: async (password, salt, iterations) => c.pbkdf2Sync(password, salt, iterations, 32, 'sha256'),
+};`,
+      loader: 'js',
+    }));
+  },
+};
 /** Every bundle: one CommonJS file of dist/ for Node. */
 const cjsBundle = {
   outdir: 'dist',
@@ -64,7 +95,7 @@ const cjsBundle = {
   logLevel: 'warning',
 };
 // pg-native is node-postgres's other driver, which savedq does not use (nor install).
-await build({ ...cjsBundle, entryPoints: apart, external: ['pg-native'] });
+await build({ ...cjsBundle, entryPoints: apart, external: ['pg-native'], plugins: [pgInNode] });
 
 await build({
   ...cjsBundle,
@@ -108,7 +139,8 @@ for (const name of ['savedq', 'launch', ...Object.keys(apart)]) {
 // prints (`list`, which needs no data), writing the caches of the CLI and of the YAML parser as it
 // exits; and one that checks a pattern (refused before anything runs), for RE2's. Neither reads a
 // user's queries nor touches a data directory or a cache file.
-// And one MCP session over standard input (initialize, tools/list, standard input ends), for the SDK's.
+// And one MCP session over standard input (initialize, tools/list, standard input ends), for the SDK's;
+// and one status of a store URL, for node-postgres's.
 const mcpSession = [
   { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'savedq-build', version: '0' } } },
   { jsonrpc: '2.0', method: 'notifications/initialized' },
@@ -118,15 +150,20 @@ const training = [
   [['list', '-f', 'json'], ['savedq.cjs', 'yaml.cjs'], 0],
   [['run', 'usage.api-counts', '-p', 'project=^https://(acme|initech)[0-9]*\\.example/[a-z]+(', '-p', 'interval=daily', '--no-cache'], ['re2.cjs'], 2],
   [['mcp'], ['mcp.cjs'], 0, mcpSession],
+  // node-postgres's: a status of a store that is not there (port 1 refuses at once): loaded, connecting.
+  // (No cache file: a store URL with one is refused.)
+  [['--store', 'postgres://savedq@127.0.0.1:1/savedq', 'status'], ['store-pg.cjs'], 1, '', { SAVEDQ_CACHE_FILE: undefined }],
 ];
 for (const [, caches] of training) for (const c of caches) rmSync(codeCacheFile(`dist/${c}`), { force: true });
 // A cache file of their own, new: the definitions are read (and the YAML parser run), whatever the
 // user's cache file remembers, and the user's is never touched.
 const scratch = mkdtempSync(join(tmpdir(), 'savedq-build-'));
 try {
-  for (const [args, caches, expected, input] of training) {
+  for (const [args, caches, expected, input, without = {}] of training) {
+    const env = { ...process.env, [WRITE_CODE_CACHE_ENV]: caches.join(','), XDG_CONFIG_HOME: '/nonexistent/savedq-build', SAVEDQ_QUERIES: '', SAVEDQ_CACHE_FILE: join(scratch, 'cache.sqlite') };
+    for (const name of Object.keys(without)) delete env[name];
     const trained = spawnSync(process.execPath, ['bin/savedq.js', ...args], {
-      env: { ...process.env, [WRITE_CODE_CACHE_ENV]: caches.join(','), XDG_CONFIG_HOME: '/nonexistent/savedq-build', SAVEDQ_QUERIES: '', SAVEDQ_CACHE_FILE: join(scratch, 'cache.sqlite') },
+      env,
       input: input ?? '',
       stdio: ['pipe', 'ignore', 'ignore'],
       timeout: 60_000,

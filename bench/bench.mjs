@@ -12,7 +12,9 @@
 //                                queries (200 saved queries of a user's own), load,
 //                                tests (savedq test), mcp (tool calls over stdio, a cold savedq mcp),
 //                                sandbox (a caller's SQL over an answer, against the same call without),
-//                                alerts (alerts check of 200 alerts on cached queries, against warm of the same)
+//                                alerts (alerts check of 200 alerts on cached queries, against warm of the same),
+//                                store (the PostgreSQL store against the SQLite file: a cache hit, serve's
+//                                cached throughput; three replicas' uncached calls, counted at the warehouse)
 //
 // The HTTP figures need a load generator that is not the bottleneck: wrk when it is on the PATH
 // (`apt-get install wrk`), else autocannon (a dev dependency).
@@ -39,7 +41,7 @@ const REPS = Number(process.env.BENCH_REPS ?? 7);
 const LOAD_ROWS = Number(process.env.BENCH_LOAD_ROWS ?? 1_000_000);
 const HTTP_SECONDS = Number(process.env.BENCH_HTTP_SECONDS ?? 2);
 const HTTP_ROUNDS = Number(process.env.BENCH_HTTP_ROUNDS ?? 21);
-const ONLY = (process.env.BENCH_ONLY ?? 'scale,queries,load,tests,mcp,sandbox,alerts').split(',');
+const ONLY = (process.env.BENCH_ONLY ?? 'scale,queries,load,tests,mcp,sandbox,alerts,store').split(',');
 // The instant the data ends at and CLI runs are made as of: this run's start, so that what serve answers
 // as of the real now (HTTP has no as-of) covers the data too. A fixed date left the HTTP figures
 // measuring empty answers once a week had passed.
@@ -749,6 +751,83 @@ async function mcpFigures() {
   figure('MCP initialize + tools/list from a cold savedq mcp, against a cache hit of run (whole processes)', cold, cached, 'ms', '<= 2');
 }
 
+/**
+ * The shared store (CONTRACT §17), on a PostgreSQL this script starts (test/postgres.mjs, Debian's
+ * server in a temporary folder): a cache hit from it, whole process, against one from the SQLite file
+ * (goal <= 1.2); serve's cached HTTP throughput on it against on the SQLite file, each serve on a data
+ * directory of its own (goal >= 0.95); and three replicas on one warehouse URL (the tests' ClickHouse
+ * stand-in over the embedded engine) given the same 50 uncached calls at once: the queries the
+ * warehouse was asked (goal 50, not 150).
+ */
+async function storeFigures() {
+  const { startPostgres } = await import('../test/postgres.mjs');
+  const rows = 100_000;
+  console.log(`\nstore: PostgreSQL against the SQLite file, ${rows.toLocaleString('en-US')} rows a table`);
+  const pg = await startPostgres();
+  const servers = [];
+  let standin;
+  try {
+    const [pgData, sqliteData] = [join(work, 'store-pg-data'), join(work, 'store-sqlite-data')];
+    await generate(pgData, rows);
+    await generate(sqliteData, rows);
+    const pgEnv = { SAVEDQ_DATA_DIR: pgData, SAVEDQ_STORE_URL: pg.url, SAVEDQ_API_KEYS: 'bench-key' };
+    const sqliteEnv = { SAVEDQ_DATA_DIR: sqliteData, SAVEDQ_CACHE_FILE: join(work, 'store-cache.sqlite'), SAVEDQ_API_KEYS: 'bench-key' };
+    const args = ['run', 'usage.api-counts', '-p', 'project=project-7\\.', '-p', 'interval=daily', '--at', AT, '-f', 'json'];
+    timed('node', [BIN, ...args], pgEnv);
+    timed('node', [BIN, ...args], sqliteEnv);
+    const [pgHit, sqliteHit] = sideBySide(() => timed('node', [BIN, ...args], pgEnv).ms, () => timed('node', [BIN, ...args], sqliteEnv).ms, REPS * 2);
+    figure('cache hit from the PostgreSQL store (whole process), against one from the SQLite file', pgHit, sqliteHit, 'ms', '<= 1.2');
+
+    const path = '/api/endpoints/query/usage.api-counts?project=project-7%5C.&interval=daily';
+    const headers = { 'X-API-KEY': 'bench-key' };
+    const onPg = await startProcess([BIN, 'serve', '--port', '0', '--no-alerts'], pgEnv);
+    const onSqlite = await startProcess([BIN, 'serve', '--port', '0', '--no-alerts'], sqliteEnv);
+    servers.push(onPg, onSqlite);
+    await answered(`${onPg.url}${path}`, headers);
+    await answered(`${onSqlite.url}${path}`, headers);
+    const [ours, theirs] = inRounds([() => hammer(onPg, path, headers, HTTP_SECONDS), () => hammer(onSqlite, path, headers, HTTP_SECONDS)], HTTP_ROUNDS, true);
+    pairedFigure(`serve's cached HTTP throughput on the PostgreSQL store, against on the SQLite file (${loadGenerator()})`, ours.map((o) => o.rate), theirs.map((t) => t.rate), 'req/s', '>= 0.95');
+
+    // Three replicas, one warehouse URL, one store: 50 calls, each sent to the three at once.
+    const warehouseDir = join(work, 'store-warehouse');
+    await generate(warehouseDir, rows);
+    standin = spawn('node', [here('../test/clickhouse-standin.mjs'), warehouseDir], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const port = await new Promise((resolve, reject) => {
+      let out = '';
+      standin.stdout.setEncoding('utf8').on('data', (d) => {
+        out += d;
+        const m = /listening (\d+)/.exec(out);
+        if (m) resolve(Number(m[1]));
+      });
+      standin.once('exit', () => reject(new Error('the ClickHouse stand-in exited')));
+    });
+    const warehouse = `http://127.0.0.1:${port}`;
+    const fleetEnv = { SAVEDQ_CLICKHOUSE_URL: warehouse, SAVEDQ_STORE_URL: `${pg.url}?options=${encodeURIComponent('-c search_path=bench_fleet')}`, SAVEDQ_API_KEYS: 'bench-key' };
+    const replicas = await Promise.all([1, 2, 3].map(() => startProcess([BIN, 'serve', '--port', '0', '--no-alerts'], { ...fleetEnv, HOME: mkdtempSync(join(work, 'home-')) })));
+    servers.push(...replicas);
+    await fetch(`${warehouse}/__standin/forget`, { method: 'POST' });
+    const CALLS_AT_ONCE = 50;
+    const started = Date.now();
+    const statuses = await Promise.all(
+      Array.from({ length: CALLS_AT_ONCE }, (_, i) => `/api/endpoints/query/usage.api-counts?project=project-${i}%5C.&interval=daily`).flatMap((p) =>
+        replicas.map(async (r) => (await fetch(`${r.url}${p}`, { headers })).status),
+      ),
+    );
+    const seconds = (Date.now() - started) / 1000;
+    if (statuses.some((s) => s !== 200)) throw new Error(`answers not 200: ${statuses.filter((s) => s !== 200).join(' ')}`);
+    const statements = await (await fetch(`${warehouse}/__standin/statements`)).json();
+    const asked = statements.filter((s) => s.includes('usage.api-counts') && !/^\s*EXPLAIN/i.test(s)).length;
+    const others = statements.filter((s) => !s.includes('usage.api-counts') || /^\s*EXPLAIN/i.test(s)).map((s) => s.slice(0, 60).replace(/\s+/g, ' '));
+    if (others.length > 0) console.log(`  (besides, ${others.length} other statements: ${[...new Set(others)].slice(0, 5).join(' | ')})`);
+    console.log(`  three replicas, ${CALLS_AT_ONCE} uncached calls sent to each at once: the warehouse was asked ${asked} queries (goal ${CALLS_AT_ONCE}, not ${3 * CALLS_AT_ONCE}); all answered in ${fmt(seconds)} s`);
+    figures.push({ name: `warehouse queries for ${CALLS_AT_ONCE} uncached calls sent to three replicas at once, per call`, ratio: asked / CALLS_AT_ONCE, goal: `<= 1 (${CALLS_AT_ONCE})` });
+  } finally {
+    for (const server of servers) server.child.kill('SIGTERM');
+    standin?.kill('SIGTERM');
+    pg.remove();
+  }
+}
+
 /** The HTTP figures alone (they are part of scale at its first size), on a data directory of that size. */
 async function httpOnly() {
   const rows = SIZES[0];
@@ -775,5 +854,6 @@ if (ONLY.includes('tests')) await testsFigure();
 if (ONLY.includes('mcp')) await mcpFigures();
 if (ONLY.includes('sandbox')) await sandboxFigures();
 if (ONLY.includes('alerts')) await alertsFigure();
+if (ONLY.includes('store')) await storeFigures();
 console.log('\nsummary (ratio, goal):');
 for (const f of figures) console.log(`  ${f.ratio.toFixed(2).padStart(6)}  ${f.goal.padEnd(8)} ${f.name}${f.within ? ` (median within ${fmt(f.within[0], 2)}–${fmt(f.within[1], 2)})` : ''}`);

@@ -84,11 +84,13 @@ describe('results cache', () => {
 
   it('runs a call once when an identical call read the cache just before the first stored its result', async () => {
     const execute = vi.spyOn(lib.executor, 'execute');
+    const lease = vi.spyOn(lib.store, 'lease');
     const get = lib.cache.get.bind(lib.cache);
     let first: Promise<unknown> | undefined;
-    // The second lookup reads the cache at once but answers only when the first call is done.
+    // The second call's lookup reads the cache at once but answers only when the first call is done
+    // (the first call's own second read, once it holds the key's lease, is not held back).
     const lookup = vi.spyOn(lib.cache, 'get').mockImplementation(async (key) => {
-      const second = lookup.mock.calls.length === 2;
+      const second = lookup.mock.calls.length === 2 && lease.mock.calls.length === 0;
       const found = await get(key);
       if (second) await first;
       return found;
@@ -100,6 +102,7 @@ describe('results cache', () => {
       expect(results.map((r) => (r as { rows: unknown }).rows)).toEqual([[], []]);
     } finally {
       lookup.mockRestore();
+      lease.mockRestore();
       execute.mockRestore();
     }
   });

@@ -5,7 +5,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cli, eventually, LONG_TEST_MS, startServe, tempDir, type ServeProcess } from './helpers.js';
-import { startPostgres, type Postgres } from './postgres.js';
+import { startPostgres, type Postgres } from './postgres.mjs';
 import { startStandin, type Standin } from './standin.js';
 import { has } from './system.js';
 
@@ -195,6 +195,15 @@ describe.runIf(has.postgres)('a fleet on one store', () => {
       }
       const shared = (await Promise.all(servers.map((s) => metric(s, /^savedq_cache_total\{.*outcome="shared"/)))).reduce((a, b) => a + b, 0);
       expect(shared).toBe(2 * tags.length);
+      // A call asked of the others while one replica's query of it is under way (two seconds long).
+      await standin.forget();
+      const [a, b, c] = servers as [ServeProcess, ServeProcess, ServeProcess];
+      const computing = call(a, 'later', 2);
+      await eventually('the warehouse to be running the call', async () => (await warehouseQueries()) === 1);
+      const later = await Promise.all([call(b, 'later', 2), call(c, 'later', 2)]);
+      expect(later.map((l) => l.cache)).toEqual(['HIT', 'HIT']);
+      expect((await computing).cache).toBe('MISS');
+      expect(await warehouseQueries()).toBe(1);
       await stop(servers);
     },
     LONG_TEST_MS,

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore } from '../src/store/index.js';
 import type { CachedResult, ServedRecord, Store, StoreSignal } from '../src/store/types.js';
 import { eventually, tempDir } from './helpers.js';
-import { startPostgres, type Postgres } from './postgres.js';
+import { startPostgres, type Postgres } from './postgres.mjs';
 import { has } from './system.js';
 
 // The store (CONTRACT §17): one interface, two backends, the same tests run against both: the SQLite

@@ -1,6 +1,6 @@
 import { accessSync, constants } from 'node:fs';
 import { delimiter, join } from 'node:path';
-import { postgresBin } from './postgres.js';
+import { postgresBin } from './postgres.mjs';
 
 /**
  * What some tests need of the machine beyond Node and npm. A test that needs one of these runs only

@@ -133,7 +133,12 @@ export class CallRunner {
     }
     // In 'use' mode the cache lookup is shared too: a request that read the cache before an identical
     // run stored its result would otherwise start that run again after it had finished.
-    const joined: Joined<RunResult> = mode === 'use' ? this.#lookups.join(call.key, (gone) => this.#lookup(call, gone, caller), signal) : this.#refresh(call, caller, signal);
+    const since = this.#clock();
+    const joined: Joined<RunResult> =
+      mode === 'use'
+        ? this.#lookups.join(call.key, (gone) => this.#lookup(call, gone, caller), signal)
+        : // --refresh: another process's answer will do only when its run began after this call.
+          this.#refresh(call, caller, signal, false, (stored) => stored.computedAt > since);
     const answer = await joined.work;
     // The caller that ran the query records it as served; those that joined it go by the throttle. An
     // answer not kept (computed while a load ran) is not remembered either.
@@ -195,21 +200,24 @@ export class CallRunner {
 
   async #lookup(call: PreparedCall, gone: AbortSignal, caller: string): Promise<RunResult> {
     const hit = await this.#cache.get(call.key);
-    return hit && fresh(call, hit, this.#clock()) ? result(call, hit, 'hit') : this.#refresh(call, caller, gone).work;
+    if (hit && fresh(call, hit, this.#clock())) return result(call, hit, 'hit');
+    // Any answer stored since this lookup (none, or the stale one it found) is another process's.
+    return this.#refresh(call, caller, gone, false, (stored) => stored.computedAt !== hit?.computedAt).work;
   }
 
   /**
    * Computes a call and stores its answer, one process at a time across those sharing the store: when
    * another holds the key's lease, its answer is waited for (`shared`); when it dies, the lease is
    * free a moment later and taken here. `leased`: the lease is this process's already (warming's).
+   * `another`: whether a stored answer is one another process stored since this call began.
    */
-  #refresh(call: PreparedCall, caller: string, signal?: AbortSignal, leased = false): Joined<RunResult> {
+  #refresh(call: PreparedCall, caller: string, signal?: AbortSignal, leased = false, another: (stored: CachedResult) => boolean = () => false): Joined<RunResult> {
     return this.#refreshes.join(
       call.key,
       async (gone) => {
         const lease = `compute:${call.key}`;
         if (!leased) {
-          const shared = await this.#waitForOthers(call, lease, gone);
+          const shared = await this.#waitForOthers(call, lease, gone, another);
           if (shared) return shared;
         }
         const renew = this.#sharing ? setInterval(() => void this.#sharing?.lease(lease, this.#owner, COMPUTE_LEASE_MS), RENEW_EVERY_MS) : undefined;
@@ -230,23 +238,26 @@ export class CallRunner {
   }
 
   /**
-   * Takes the key's lease, or, while another process holds it, waits for the answer it stores (one
-   * computed since the wait began): that answer, or undefined once the lease is this process's (the
-   * other finished without storing one, or died) or the wait has lasted the query's time limit.
+   * Takes the key's lease, or, while another process holds it, waits for the answer it stores: that
+   * answer, or undefined once the lease is this process's (the other finished without storing one, or
+   * died) or the wait has lasted the query's time limit. The store is read once the lease is taken too:
+   * the other may have stored its answer and let go of the lease between two looks.
    */
-  async #waitForOthers(call: PreparedCall, lease: string, gone: AbortSignal): Promise<RunResult | undefined> {
+  async #waitForOthers(call: PreparedCall, lease: string, gone: AbortSignal, another: (stored: CachedResult) => boolean): Promise<RunResult | undefined> {
     const sharing = this.#sharing;
     if (!sharing) return undefined;
-    const since = this.#clock();
     const until = Date.now() + this.#waitMs;
-    while (!(await sharing.lease(lease, this.#owner, COMPUTE_LEASE_MS))) {
-      if (Date.now() >= until) return undefined;
+    for (;;) {
+      const taken = await sharing.lease(lease, this.#owner, COMPUTE_LEASE_MS);
+      const stored = await this.#cache.get(call.key);
+      if (stored && another(stored) && fresh(call, stored, this.#clock())) {
+        if (taken) await sharing.release(lease, this.#owner);
+        return result(call, stored, 'shared');
+      }
+      if (taken || Date.now() >= until) return undefined;
       await new Promise((resolve) => setTimeout(resolve, WAIT_STEP_MS));
       gone.throwIfAborted();
-      const stored = await this.#cache.get(call.key);
-      if (stored && stored.computedAt >= since - 1_000 && fresh(call, stored, this.#clock())) return result(call, stored, 'shared');
     }
-    return undefined;
   }
 
   /** Remembers an answer just served, and records it as served when that is due (synchronous when it is not). */

@@ -1,60 +1,69 @@
+// @ts-check
 import { execFileSync, spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-// A real PostgreSQL for the tests (CONTRACT §17): Debian's server binaries, a cluster of the test's own
-// in a temporary folder, listening on 127.0.0.1 only, on a port free when it starts; stopped and removed
-// after. initdb refuses root: as root (CI), the cluster is the postgres user's.
+// A real PostgreSQL for the tests and the bench (CONTRACT §17): Debian's server binaries, a cluster of
+// its own in a temporary folder, listening on 127.0.0.1 only, on a port free when it starts; stopped and
+// removed after. initdb refuses root: as root (CI), the cluster is the postgres user's. Plain JavaScript
+// (typed in JSDoc), so that bench/bench.mjs runs it as the tests do.
 
-/** Where Debian keeps the server's programs (the newest version installed). */
-export function postgresBin(): string | undefined {
+/**
+ * Where Debian keeps the server's programs (the newest version installed).
+ * @returns {string | undefined}
+ */
+export function postgresBin() {
   const root = '/usr/lib/postgresql';
   if (!existsSync(root)) return undefined;
-  const versions = readdirSync(root).filter((v) => /^\d+$/.test(v) && existsSync(join(root, v, 'bin', 'initdb'))).sort((a, b) => Number(b) - Number(a));
+  const versions = readdirSync(root)
+    .filter((v) => /^\d+$/.test(v) && existsSync(join(root, v, 'bin', 'initdb')))
+    .sort((a, b) => Number(b) - Number(a));
   return versions[0] === undefined ? undefined : join(root, versions[0], 'bin');
 }
 
-/** The user the cluster runs as: postgres when the tests run as root (initdb refuses root), else the tests' own. */
-function clusterUser(): { uid: number; gid: number } | undefined {
+/**
+ * The user the cluster runs as: postgres when the tests run as root (initdb refuses root), else the tests' own.
+ * @returns {{ uid: number; gid: number } | undefined}
+ */
+function clusterUser() {
   if (process.getuid?.() !== 0) return undefined;
   const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
   const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
   return { uid, gid };
 }
 
-/** A PostgreSQL cluster of a test's own. */
-export interface Postgres {
-  /** savedq's URL of it, with the password: the role `savedq`, the database `postgres`. */
-  readonly url: string;
-  /** The URL without its password, as savedq shows it. */
-  readonly shown: string;
-  readonly password: string;
-  readonly port: number;
-  /** Runs SQL as the cluster's superuser (psql over the cluster's own socket). */
-  psql(sql: string): string;
-  /** Stops the server (fast: connections cut), as a store that goes away. */
-  stop(): void;
-  /** Starts it again on the same port. */
-  start(): void;
-  /** Stops it for good and removes its folder. */
-  remove(): void;
-}
+/**
+ * A PostgreSQL cluster of a test's own.
+ * @typedef {object} Postgres
+ * @property {string} url savedq's URL of it, with the password: the role `savedq`, the database `postgres`.
+ * @property {string} shown The URL without its password, as savedq shows it.
+ * @property {string} password
+ * @property {number} port
+ * @property {(sql: string) => string} psql Runs SQL as the cluster's superuser (psql over the cluster's own socket).
+ * @property {() => void} stop Stops the server (fast: connections cut), as a store that goes away.
+ * @property {() => void} start Starts it again on the same port.
+ * @property {() => void} remove Stops it for good and removes its folder.
+ */
 
-async function freePort(): Promise<number> {
+/** @returns {Promise<number>} */
+async function freePort() {
   const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(undefined)));
+  const address = server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : 0;
+  await new Promise((resolve) => server.close(() => resolve(undefined)));
   return port;
 }
 
-/** Starts a cluster: initdb in a temporary folder, password authentication over TCP, trust over its own socket. */
-export async function startPostgres(): Promise<Postgres> {
+/**
+ * Starts a cluster: initdb in a temporary folder, password authentication over TCP, trust over its own socket.
+ * @returns {Promise<Postgres>}
+ */
+export async function startPostgres() {
   const bin = postgresBin();
-  if (!bin) throw new Error("no PostgreSQL server here: apt-get install postgresql");
+  if (!bin) throw new Error('no PostgreSQL server here: apt-get install postgresql');
   const dir = mkdtempSync(join(tmpdir(), 'savedq-pg-'));
   const user = clusterUser();
   const password = `pw-${Math.random().toString(36).slice(2)}`;
@@ -63,7 +72,8 @@ export async function startPostgres(): Promise<Postgres> {
     chownSync(dir, user.uid, user.gid);
     chownSync(join(dir, 'pw'), user.uid, user.gid);
   }
-  const as = (program: string, args: string[]) => {
+  /** @param {string} program @param {string[]} args */
+  const as = (program, args) => {
     const command = user ? 'setpriv' : join(bin, program);
     const argv = user ? [`--reuid=${user.uid}`, `--regid=${user.gid}`, '--clear-groups', join(bin, program), ...args] : args;
     const r = spawnSync(command, argv, { encoding: 'utf8', cwd: dir, timeout: 120_000 });
