@@ -13,7 +13,9 @@ const RETENTION_MS = 3_600_000;
 
 /**
  * The cache key of a call: the query's id and the digest of its definition, then its data source,
- * normalised parameters, --at, the data's generation and a caller's SQL (when it sent some) as JSON. Kept as text rather than hashed: it is short and exact.
+ * normalised parameters, --at, the data's generation and a caller's SQL (when it sent some) as JSON.
+ * Exact text: the SQLite file keeps it so; PostgreSQL keeps its SHA-256 (a caller's SQL may be longer
+ * than an index entry can be), store/postgres.ts.
  */
 export function cacheKey(call: CachedCall): string {
   const parts = [call.source, Object.entries(call.params), call.at, call.generation ?? ''];
