@@ -2,6 +2,7 @@ import { ResultsCache, type CachedCall, type CacheEntry } from './cache/index.js
 import { hostname } from 'node:os';
 import { openStore } from './store/index.js';
 import { PostgresStore } from './store/postgres.js';
+import { StoreUnreachable } from './store/health.js';
 import type { ProcessRecord, Store, StoreProbe } from './store/types.js';
 import { prepareCall, withSqlOver, type CallRequest, type PreparedCall } from './calls/prepare.js';
 import { CallRunner, type CacheMode, type Clock, type RunResult } from './calls/runner.js';
@@ -401,13 +402,21 @@ export class Savedq {
   /** The calls the cache holds, for `cache list`. */
   async cachedCalls(): Promise<CachedCallView[]> {
     const views = await cachedCallViews(await this.#warming());
+    this.#storeAnswered('nothing to list');
     this.#reportBroken();
     return views;
   }
 
   /** Forgets every cached result; returns how many calls were forgotten. */
-  clearCache(): Promise<number> {
-    return this.cache.clear();
+  async clearCache(): Promise<number> {
+    const cleared = await this.cache.clear();
+    this.#storeAnswered('nothing was cleared');
+    return cleared;
+  }
+
+  /** What reads or changes the store itself (not a call, which answers without it) fails when it did not answer. */
+  #storeAnswered(consequence: string): void {
+    if (!this.store.up) throw new StoreUnreachable(`the cache at ${this.store.location} cannot be used now: ${consequence}.`);
   }
 
   /**

@@ -159,6 +159,13 @@ describe.runIf(has.postgres)('a fleet on one store', () => {
     expect(down.stderr).toContain('a password in --store can be read by every user of this machine (ps)');
     expect(down.stderr).toContain('savedq: the store postgres://savedq@127.0.0.1:1/postgres does not answer (connection refused).');
     expect(down.stdout + down.stderr).not.toContain(postgres.password);
+    // What reads or changes the store itself says it could not, and fails.
+    for (const command of [['cache', 'list'], ['cache', 'clear']]) {
+      const refused = await cli(command, { env: { HOME: tempDir(), SAVEDQ_STORE_URL: closed } });
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toMatch(/savedq: the cache at postgres:\/\/savedq@127\.0\.0\.1:1\/postgres cannot be used now: nothing (to list|was cleared)\./);
+      expect(refused.stdout).toBe('');
+    }
     // The password from a file of the user's own instead: no warning, the same store.
     const file = join(tempDir(), 'store-password');
     writeFileSync(file, `${postgres.password}\n`, { mode: 0o600 });
@@ -183,6 +190,14 @@ describe.runIf(has.postgres)('a fleet on one store', () => {
     'three replicas asked the same uncached calls at once ask the warehouse once a call; the others wait for its answer',
     async () => {
       const servers = await replicas(3, newStore());
+      // /health names the store and who shares it to an API key (never the password), the store's state to anyone.
+      const health = (await (await fetch(`${servers[0]?.url}/health`, { headers: { 'X-API-KEY': KEY } })).json()) as { store: string; store_location: string; processes: { role: string; pid: number; seen: string }[] };
+      expect(health.store).toBe('ok');
+      expect(health.store_location).toContain(postgres.shown);
+      expect(health.processes.map((p) => p.pid).sort()).toEqual(servers.map((s) => s.child.pid).sort());
+      expect(health.processes.every((p) => p.role === 'serve' && !Number.isNaN(Date.parse(p.seen)))).toBe(true);
+      expect(JSON.stringify(health)).not.toContain(postgres.password);
+      expect(await (await fetch(`${servers[0]?.url}/health`)).json()).toEqual({ status: 'ok', store: 'ok' });
       await standin.forget();
       const tags = Array.from({ length: 6 }, (_, i) => `once-${i}`);
       const answers = await Promise.all(tags.flatMap((tag) => servers.map((s) => call(s, tag, 0.2))));

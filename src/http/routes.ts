@@ -97,7 +97,7 @@ export function serveRoutes(of: RoutesOf): ServeRoutes {
         // to an API key only (an address is not every caller's to learn).
         const queue = lib.engineQueue();
         const store = lib.store.up ? 'ok' : 'unreachable';
-        const shared = ctx.caller?.kind === 'key' ? { store_location: lib.store.location, processes: await lib.storeProcesses() } : {};
+        const shared = ctx.caller?.kind === 'key' ? { store_location: lib.store.location, processes: (await lib.storeProcesses()).map((p) => ({ ...p, seen: new Date(p.seen).toISOString() })) } : {};
         send(res, 200, { status: 'ok', store, ...(queue ? { queue } : {}), ...shared });
       },
     },

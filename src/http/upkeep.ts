@@ -2,6 +2,7 @@ import { stateWord } from '../alerts/index.js';
 import { warmCounts, type Savedq } from '../library.js';
 import type { Log } from '../report.js';
 import type { Metrics } from './metrics.js';
+import { StoreUnreachable } from '../store/health.js';
 
 /** How often serve does its own work while it runs; 0: never. */
 export interface UpkeepEvery {
@@ -46,8 +47,9 @@ export function startUpkeep(lib: Savedq, log: Log, metrics: Metrics, every: Upke
         }, every.pruneMs)
       : undefined;
   let checking: Promise<void> | undefined;
+  const waiting = { store: false };
   const checkAlerts = () => {
-    checking ??= alertsTurn(lib, log, metrics).finally(() => (checking = undefined));
+    checking ??= alertsTurn(lib, log, metrics, waiting).finally(() => (checking = undefined));
   };
   const alerting = every.alertsMs > 0 ? setInterval(checkAlerts, every.alertsMs) : undefined;
   if (alerting) checkAlerts();
@@ -63,11 +65,16 @@ export function startUpkeep(lib: Savedq, log: Log, metrics: Metrics, every: Upke
   };
 }
 
-/** One turn of the alerts: what changed and what was delivered, in the log. */
-async function alertsTurn(lib: Savedq, log: Log, metrics: Metrics): Promise<void> {
+/**
+ * One turn of the alerts: what changed and what was delivered, in the log. A store that cannot be
+ * reached is said once, when the alerts begin to wait for it, and again when they resume.
+ */
+async function alertsTurn(lib: Savedq, log: Log, metrics: Metrics, waiting: { store: boolean }): Promise<void> {
   try {
     const alerts = await lib.alerts();
     const report = await alerts.check();
+    if (waiting.store) log.info('alerts resume: the store answers again');
+    waiting.store = false;
     for (const e of report.evaluations) {
       if (e.newState !== e.oldState) log.info(`alert ${e.alert}: ${stateWord(e.oldState)} -> ${e.newState} (${e.detail})`);
     }
@@ -78,6 +85,11 @@ async function alertsTurn(lib: Savedq, log: Log, metrics: Metrics): Promise<void
       else log.warn(`alert ${d.alert}: ${d.gaveUp ? 'gave up notifying' : 'could not notify'} ${d.newState} to ${d.target}: ${d.error ?? ''}`);
     }
   } catch (err) {
+    if (err instanceof StoreUnreachable) {
+      if (!waiting.store) log.warn(`warning: ${err.message}.`);
+      waiting.store = true;
+      return;
+    }
     log.error(`alerts failed: ${err instanceof Error ? err.message : String(err)}`);
   }
 }
