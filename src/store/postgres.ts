@@ -4,10 +4,10 @@ import type pg from 'pg';
 import { InputError, SavedqError } from '../errors.js';
 import { StoreHealth, StoreUnreachable, reasonOf, withDeadline, type Warn } from './health.js';
 import { alertRecords, beat, processes, releaseLease, takeFromBucket, takeLease } from './records.js';
-import { generationOf, NAMESPACE, newWord } from './marks.js';
+import { generationOf, generations, NAMESPACE } from './marks.js';
 import { loadPgDriver, type PgDriver } from './load-pg.js';
 import { withTables, type SqlSession } from './sql.js';
-import type { AlertRecords, CachedResult, ChangeMark, GenerationState, ServedRecord, Store, StoreProbe, StoreSignal } from './types.js';
+import type { AlertRecords, CachedResult, GenerationState, ServedRecord, Store, StoreProbe, StoreSignal } from './types.js';
 
 // PostgreSQL as the store of a team's processes (CONTRACT §17). node-postgres is a bundle of its own
 // (dist/store-pg.cjs, store/load-pg.ts), loaded only when a store URL is given: no other run loads it.
@@ -375,23 +375,16 @@ export class PostgresStore implements Store {
     return Math.ceil(n / 2);
   }
 
-  async generation(source: string): Promise<GenerationState> {
-    const mark = await this.#kv('generation', undefined, (keyv) => keyv.get<ChangeMark>(`generation:${source}`));
-    return generationOf(mark, Date.now());
+  generation(source: string): Promise<GenerationState> {
+    return this.#kv('generation', generationOf(undefined, 0), (keyv) => generations.read(keyv, source));
   }
 
   async changing(source: string, owner: string, ms: number): Promise<void> {
-    await this.#kv('generation', undefined, async (keyv) => {
-      const mark = await keyv.get<ChangeMark>(`generation:${source}`);
-      const loading = mark?.loading?.owner === owner ? mark.loading : { owner, until: 0, mark: newWord() };
-      await keyv.set(`generation:${source}`, { generation: mark?.generation ?? '', loading: { ...loading, until: Date.now() + ms } } satisfies ChangeMark);
-    });
+    await this.#kv('generation', undefined, (keyv) => generations.changing(keyv, source, owner, ms));
   }
 
   async changed(source: string): Promise<void> {
-    await this.#kv('generation', undefined, async (keyv) => {
-      await keyv.set(`generation:${source}`, { generation: newWord() } satisfies ChangeMark);
-    });
+    await this.#kv('generation', undefined, (keyv) => generations.changed(keyv, source));
     await this.signal({ kind: 'generation', source });
   }
 
@@ -419,9 +412,7 @@ export class PostgresStore implements Store {
   /** NOTIFY on savedq's channel (the schema's), and, for `cleared`, a count the others can look at. */
   async signal(what: StoreSignal): Promise<void> {
     if (what.kind === 'cleared') {
-      await this.#kv('signal', undefined, async (keyv) => {
-        await keyv.set('signal:cleared', ((await keyv.get<number>('signal:cleared')) ?? 0) + 1);
-      });
+      await this.#kv('signal', undefined, (keyv) => generations.cleared(keyv));
     }
     await this.#sql('signal', undefined, async (db) => {
       await db.all('SELECT pg_notify(?, ?)', [this.#channel, JSON.stringify(what)]);

@@ -3,12 +3,12 @@ import type Keyv from 'keyv';
 import type { Database } from 'sqlite3';
 import { InputError } from '../errors.js';
 import { ownFile, sqlitePathCheck, type Unsafe } from '../fs.js';
-import { generationOf, NAMESPACE, newWord } from './marks.js';
+import { generationOf, generations, NAMESPACE } from './marks.js';
 import { loadingSqlite } from './sqlite-module.js';
 import { reasonOf, StoreHealth, type Warn } from './health.js';
 import { alertRecords, beat, processes, releaseLease, takeFromBucket, takeLease } from './records.js';
 import { withTables, type SqlSession } from './sql.js';
-import type { AlertRecords, CachedResult, ChangeMark, GenerationState, ServedRecord, Store, StoreProbe, StoreSignal } from './types.js';
+import type { AlertRecords, CachedResult, GenerationState, ServedRecord, Store, StoreProbe, StoreSignal } from './types.js';
 
 /** SQLite waits this long for another process's write before giving up. */
 const BUSY_TIMEOUT_MS = 10_000;
@@ -223,23 +223,16 @@ export class SqliteStore implements Store {
     return counted?.n ?? 0;
   }
 
-  async generation(source: string): Promise<GenerationState> {
-    const mark = await this.#kv('generation', undefined, (keyv) => keyv.get<ChangeMark>(`generation:${source}`));
-    return generationOf(mark, Date.now());
+  generation(source: string): Promise<GenerationState> {
+    return this.#kv('generation', generationOf(undefined, 0), (keyv) => generations.read(keyv, source));
   }
 
   async changing(source: string, owner: string, ms: number): Promise<void> {
-    await this.#kv('generation', undefined, async (keyv) => {
-      const mark = await keyv.get<ChangeMark>(`generation:${source}`);
-      const loading = mark?.loading?.owner === owner ? mark.loading : { owner, until: 0, mark: newWord() };
-      await keyv.set(`generation:${source}`, { generation: mark?.generation ?? '', loading: { ...loading, until: Date.now() + ms } } satisfies ChangeMark);
-    });
+    await this.#kv('generation', undefined, (keyv) => generations.changing(keyv, source, owner, ms));
   }
 
   async changed(source: string): Promise<void> {
-    await this.#kv('generation', undefined, async (keyv) => {
-      await keyv.set(`generation:${source}`, { generation: newWord() } satisfies ChangeMark);
-    });
+    await this.#kv('generation', undefined, (keyv) => generations.changed(keyv, source));
     await this.signal({ kind: 'generation', source });
   }
 
@@ -267,9 +260,7 @@ export class SqliteStore implements Store {
   /** Counted in keyv (`signal:<kind>`): the others see the count change when they next look. */
   async signal(what: StoreSignal): Promise<void> {
     if (what.kind !== 'cleared') return; // a server's generation is looked at by whoever serves it
-    await this.#kv('signal', undefined, async (keyv) => {
-      await keyv.set('signal:cleared', ((await keyv.get<number>('signal:cleared')) ?? 0) + 1);
-    });
+    await this.#kv('signal', undefined, (keyv) => generations.cleared(keyv));
   }
 
   listen(onSignal: (what: StoreSignal) => void): () => void {
