@@ -232,12 +232,33 @@ function storeConfig(flags: ConfigFlags, env: Env, warnings: string[]): StoreCon
     warnings.push('a password in --store can be read by every user of this machine (ps); give it in SAVEDQ_STORE_URL or with --store-password-file instead.');
   }
   const passwordFile = settingOf(SETTINGS.storePasswordFile, flags.storePasswordFile, env);
-  const url = passwordFile === undefined ? given : withPassword(given, readPasswordFile(path(passwordFile)));
+  const url = libpqSsl(passwordFile === undefined ? given : withPassword(given, readPasswordFile(path(passwordFile))));
   // libpq's options (`?options=-c search_path=team`) may name the schema; else savedq's own.
   const searchPath = /search_path\s*=\s*([^\s,]+)/.exec(parsed.searchParams.get('options') ?? '')?.[1];
   const schema = searchPath ?? 'savedq';
   if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) throw new InputError(`invalid store schema ${JSON.stringify(schema)} (the URL's search_path): lower-case letters, digits and _, as a name savedq's tables go under.`);
   return { kind: 'postgres', url, shown: redactUrl(given), schema };
+}
+
+/** sslmode's values, as libpq reads them (and node-postgres's no-verify). */
+const SSL_MODES = ['disable', 'prefer', 'require', 'verify-ca', 'verify-full', 'no-verify'];
+
+/**
+ * A store URL whose sslmode node-postgres reads as libpq does (the URL is libpq's): `require` encrypts
+ * and verifies the server only against `sslrootcert` when given, `verify-ca` checks the chain,
+ * `verify-full` the host's name too. Left to itself, node-postgres takes `require` and `verify-ca` for
+ * `verify-full` and says so in a multi-line warning on standard error.
+ */
+function libpqSsl(url: string): string {
+  const parsed = new URL(url);
+  const mode = parsed.searchParams.get('sslmode');
+  if (mode === null || parsed.searchParams.has('uselibpqcompat')) return url;
+  if (!SSL_MODES.includes(mode)) throw new InputError(`invalid sslmode ${JSON.stringify(mode)} in the store URL: one of ${SSL_MODES.join(', ')}.`);
+  if (mode === 'verify-ca' && !parsed.searchParams.has('sslrootcert')) {
+    throw new InputError('sslmode=verify-ca in the store URL needs sslrootcert=<file>: the certificate of the authority to verify the server against.');
+  }
+  parsed.searchParams.set('uselibpqcompat', 'true');
+  return parsed.href;
 }
 
 /** A URL with its password removed, for messages and for naming a data source. */

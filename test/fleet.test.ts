@@ -17,7 +17,7 @@ import { has } from './system.js';
 const dir = tempDir('savedq-fleet-');
 const queries = join(dir, 'queries');
 const KEY = 'fleet-key';
-let postgres: Postgres;
+let postgres: Postgres & { ca?: string };
 let standin: Standin;
 let schemas = 0;
 
@@ -42,7 +42,7 @@ FROM edge_logs
 
 beforeAll(async () => {
   if (!has.postgres) return;
-  [postgres, standin] = await Promise.all([startPostgres(), startStandin(join(dir, 'warehouse'))]);
+  [postgres, standin] = await Promise.all([startPostgres({ tls: has.tutorialTools }), startStandin(join(dir, 'warehouse'))]);
   mkdirSync(queries);
   writeFileSync(join(queries, 'fleet.q.sql'), QUERY);
   const events = Array.from({ length: 50 }, (_, i) => JSON.stringify({ timestamp: new Date(Date.now() - i * 60_000).toISOString(), project: 'fleet', event_message: 'GET /', metadata: { request: { method: 'GET', path: '/' }, response: { status_code: 200 } } }));
@@ -172,6 +172,31 @@ describe.runIf(has.postgres)('a fleet on one store', () => {
     const fromFile = await cli(['--store', postgres.shown, '--store-password-file', file, 'status'], { env: { HOME: tempDir() } });
     expect(fromFile.code, fromFile.stderr).toBe(0);
     expect(fromFile.stderr).toBe('');
+  });
+
+  it.runIf(has.tutorialTools)('TLS when the URL asks for it, sslmode as libpq reads it', async () => {
+    const env = { HOME: tempDir() };
+    const status = async (query: string) => cli(['status', '-f', 'json'], { env: { ...env, SAVEDQ_STORE_URL: `${postgres.url}?${query}` } });
+    // require: encrypted, the certificate not verified (none given to verify it against).
+    const required = await status('sslmode=require');
+    expect(required.code, required.stderr).toBe(0);
+    expect(required.stderr).toBe('');
+    // A replica on it holds its connections encrypted, as the server sees them.
+    const [server] = (await replicas(1, `${newStore()}&sslmode=require`)) as [ServeProcess];
+    expect((await call(server, 'tls')).status).toBe(200);
+    const encrypted = () => postgres.psql(`SELECT count(*) FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) WHERE a.application_name = 'savedq' AND s.ssl`);
+    expect(Number(encrypted())).toBeGreaterThan(0);
+    await stop([server]);
+    // verify-full: the test's self-signed certificate cannot be verified: the store does not answer, said why.
+    const verified = await status('sslmode=verify-full');
+    expect(verified.code).toBe(1);
+    expect(verified.stderr).toContain('does not answer (self-signed certificate)');
+    // verify-ca against the certificate itself: verified (the name is not checked).
+    const ca = await status(`sslmode=verify-ca&sslrootcert=${encodeURIComponent(postgres.ca as string)}`);
+    expect(ca.code, ca.stderr).toBe(0);
+    const noCa = await status('sslmode=verify-ca');
+    expect(noCa.code).toBe(2);
+    expect(noCa.stderr).toContain('sslmode=verify-ca in the store URL needs sslrootcert=<file>');
   });
 
   it("a laptop's run answers from what a cron box's warm stored, without asking the warehouse", async () => {

@@ -1,6 +1,6 @@
 // @ts-check
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -58,10 +58,12 @@ async function freePort() {
 }
 
 /**
- * Starts a cluster: initdb in a temporary folder, password authentication over TCP, trust over its own socket.
- * @returns {Promise<Postgres>}
+ * Starts a cluster: initdb in a temporary folder, password authentication over TCP, trust over its own
+ * socket; with `tls`, TLS offered too, with a self-signed certificate made by openssl (`ca`: its file).
+ * @param {{ tls?: boolean }} [options]
+ * @returns {Promise<Postgres & { ca?: string }>}
  */
-export async function startPostgres() {
+export async function startPostgres(options = {}) {
   const bin = postgresBin();
   if (!bin) throw new Error('no PostgreSQL server here: apt-get install postgresql');
   const dir = mkdtempSync(join(tmpdir(), 'savedq-pg-'));
@@ -83,8 +85,20 @@ export async function startPostgres() {
   const data = join(dir, 'data');
   as('initdb', ['-D', data, '-U', 'savedq', `--pwfile=${join(dir, 'pw')}`, '--auth-local=trust', '--auth-host=scram-sha-256', '-E', 'UTF8', '--no-sync']);
   const port = await freePort();
+  let tls = '';
+  if (options.tls) {
+    const made = spawnSync('openssl', ['req', '-new', '-x509', '-days', '2', '-nodes', '-subj', '/CN=savedq-test', '-keyout', join(data, 'server.key'), '-out', join(data, 'server.crt')], { encoding: 'utf8' });
+    if (made.status !== 0) throw new Error(`openssl failed: ${made.stderr}`);
+    if (user) {
+      chownSync(join(data, 'server.key'), user.uid, user.gid);
+      chownSync(join(data, 'server.crt'), user.uid, user.gid);
+    }
+    chmodSync(join(data, 'server.key'), 0o600);
+    copyFileSync(join(data, 'server.crt'), join(dir, 'ca.crt'));
+    tls = ' -c ssl=on';
+  }
   const start = () => {
-    as('pg_ctl', ['-D', data, '-o', `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off`, '-l', join(dir, 'log'), '-w', '-t', '120', 'start']);
+    as('pg_ctl', ['-D', data, '-o', `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off${tls}`, '-l', join(dir, 'log'), '-w', '-t', '120', 'start']);
   };
   const stop = () => {
     as('pg_ctl', ['-D', data, '-m', 'fast', '-w', '-t', '120', 'stop']);
@@ -95,6 +109,7 @@ export async function startPostgres() {
     shown: `postgres://savedq@127.0.0.1:${port}/postgres`,
     password,
     port,
+    ...(options.tls ? { ca: join(dir, 'ca.crt') } : {}),
     psql: (sql) => as('psql', ['-h', dir, '-p', String(port), '-U', 'savedq', '-d', 'postgres', '-At', '-v', 'ON_ERROR_STOP=1', '-c', sql]),
     stop,
     start,
