@@ -235,6 +235,9 @@ describe.runIf(has.postgres)('a fleet on one store', () => {
       }
       const shared = (await Promise.all(servers.map((s) => metric(s, /^savedq_cache_total\{.*outcome="shared"/)))).reduce((a, b) => a + b, 0);
       expect(shared).toBe(2 * tags.length);
+      // The store's operations timed, by operation: each replica leased the calls it computed or waited for.
+      expect(await metric(servers[0] as ServeProcess, /^savedq_store_seconds_count\{operation="lease"\}/)).toBeGreaterThan(0);
+      expect(await metric(servers[0] as ServeProcess, /^savedq_store_seconds_count\{operation="get"\}/)).toBeGreaterThan(0);
       // A call asked of the others while one replica's query of it is under way (two seconds long).
       await standin.forget();
       const [a, b, c] = servers as [ServeProcess, ServeProcess, ServeProcess];
