@@ -216,10 +216,15 @@ describe.runIf(has.postgres)('a fleet on one store', () => {
     async () => {
       const servers = await replicas(3, newStore());
       // /health names the store and who shares it to an API key (never the password), the store's state to anyone.
-      const health = (await (await fetch(`${servers[0]?.url}/health`, { headers: { 'X-API-KEY': KEY } })).json()) as { store: string; store_location: string; processes: { role: string; pid: number; seen: string }[] };
+      type Health = { store: string; store_location: string; processes: { role: string; pid: number; seen: string }[] };
+      const pids = servers.map((s) => s.child.pid).sort();
+      // Each replica says it shares the store once it listens (not before: a store that does not answer would hold it up).
+      const health = await eventually('every replica to say it shares the store', async () => {
+        const h = (await (await fetch(`${servers[0]?.url}/health`, { headers: { 'X-API-KEY': KEY } })).json()) as Health;
+        return JSON.stringify(h.processes.map((p) => p.pid).sort()) === JSON.stringify(pids) && h;
+      });
       expect(health.store).toBe('ok');
       expect(health.store_location).toContain(postgres.shown);
-      expect(health.processes.map((p) => p.pid).sort()).toEqual(servers.map((s) => s.child.pid).sort());
       expect(health.processes.every((p) => p.role === 'serve' && !Number.isNaN(Date.parse(p.seen)))).toBe(true);
       expect(JSON.stringify(health)).not.toContain(postgres.password);
       expect(await (await fetch(`${servers[0]?.url}/health`)).json()).toEqual({ status: 'ok', store: 'ok' });
