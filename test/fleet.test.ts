@@ -190,7 +190,8 @@ describe.runIf(has.postgres)('a fleet on one store', () => {
     // verify-full: the test's self-signed certificate cannot be verified: the store does not answer, said why.
     const verified = await status('sslmode=verify-full');
     expect(verified.code).toBe(1);
-    expect(verified.stderr).toContain('does not answer (self-signed certificate)');
+    // (Newer Node versions add a hint of their own after the reason.)
+    expect(verified.stderr).toMatch(/does not answer \(self-signed certificate[;)]/);
     // verify-ca against the certificate itself: verified (the name is not checked).
     const ca = await status(`sslmode=verify-ca&sslrootcert=${encodeURIComponent(postgres.ca as string)}`);
     expect(ca.code, ca.stderr).toBe(0);
