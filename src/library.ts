@@ -496,10 +496,11 @@ export class Savedq {
    * engine started for the run on a temporary data directory, whatever the configuration's warehouse:
    * nothing of this library's data directory, server or cache is read or written.
    */
-  async test(options: Omit<TestOptions, 'timeoutSeconds'>): Promise<FileResult[]> {
+  async test(options: Omit<TestOptions, 'limits'>): Promise<FileResult[]> {
     const { runTests } = await import('./testing/index.js');
     const folders = { builtin: builtinQueriesDir, examples: examplesDir, user: this.config.queryFolders };
-    return runTests(folders, { ...options, timeoutSeconds: this.config.queryTimeoutSeconds });
+    const limits = { timeoutSeconds: this.config.queryTimeoutSeconds, sandboxMaxMemoryBytes: this.config.sandboxMaxMemoryBytes };
+    return runTests(folders, { ...options, limits });
   }
 
   /** The test files of the user's folders, read and matched with their queries, nothing run (`check`). */

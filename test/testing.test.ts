@@ -162,6 +162,26 @@ cases:
     expect(reads.stdout).toMatch(/FAIL +errors\.by-path {2}reads only the project's part of the table.*\n +the query read 6000 rows, more than max_rows_read 2048$/m);
   });
 
+  it("runs a case as run runs its call: the query's own timeout, and --sandbox-max-memory-mb for a case's SQL", async () => {
+    const queries = folder('limits', {
+      // Far more than a second of work: only the query's own timeout ends it soon.
+      'endless.sql': '/*\ntimeout: 1\n*/\nSELECT count() AS n FROM numbers(100000000000)\n',
+      'endless.test.yaml': 'at: 2026-11-20T12:00:00Z\ncases:\n  - name: ends at its own timeout\n    row_count: 1\n',
+      'numbers.sql': '/*\nsandbox: true\n*/\nSELECT number AS n FROM numbers(5000000)\n',
+      // Five million distinct values: well over 16 MiB to count exactly, well under the default limit.
+      'numbers.test.yaml': 'at: 2026-11-20T12:00:00Z\ncases:\n  - name: counts every distinct value\n    sql: SELECT uniqExact(n) AS distinct_values FROM result\n    rows: [{ distinct_values: 5000000 }]\n',
+    });
+    const failuresOf = (report: JsonReport, query: string) => report.files.find((f) => f.query === query)?.cases[0]?.failures.map((f) => f.message);
+    const limited = await cli(['--queries', queries, '--timeout', '600', '--sandbox-max-memory-mb', '16', 'test', '-f', 'json'], { env });
+    expect(limited.code, limited.stderr).toBe(1);
+    const report = json<JsonReport>(limited.stdout);
+    expect(failuresOf(report, 'endless')).toEqual([expect.stringMatching(/^the call failed \(the engine\): endless ran past its time limit of 1 s \(its own timeout\)/)]);
+    expect(failuresOf(report, 'numbers')).toEqual([expect.stringMatching(/^the call failed \(the engine\): .*memory/i)]);
+    // The same SQL under the default limit: it passes.
+    const unlimited = await cli(['--queries', queries, 'test', 'numbers', '-f', 'json'], { env });
+    expect(unlimited.code, unlimited.stdout + unlimited.stderr).toBe(0);
+  });
+
   it('gives each test file its own warehouse: two files with conflicting fixtures of one table each see only their own', async () => {
     const counts = (n: number) =>
       `at: 2026-11-20T12:00:00Z

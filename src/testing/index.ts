@@ -5,7 +5,7 @@ import { errnoText } from '../errno.js';
 import { brokenText, displayPath, QueryCatalog } from '../queries/catalog.js';
 import type { DefinitionProblem } from '../queries/definition.js';
 import type { SavedQuery } from '../queries/types.js';
-import { TestEngine, type CaseResult, type FileResult } from './runner.js';
+import { TestEngine, type CaseResult, type FileResult, type TestLimits } from './runner.js';
 import { isTestFileName, readTestFile, testFileOf, type Rewritable, type TestFile } from './spec.js';
 import { rewrite, type Rewrite } from './update.js';
 
@@ -27,7 +27,8 @@ export interface TestOptions {
   readonly builtin: boolean;
   /** Rewrite the rows, rows_unordered and row_count of failing cases with what the query returned. */
   readonly update: boolean;
-  readonly timeoutSeconds: number;
+  /** The limits its calls run under, as `run`'s: --timeout and --sandbox-max-memory-mb. */
+  readonly limits: TestLimits;
   readonly signal?: AbortSignal | undefined;
   /** Hears each case as it ends, with its file and query. */
   readonly onCase?: (result: CaseResult, file: FileResult['file'], query: string) => void;
@@ -76,13 +77,13 @@ export async function runTests(folders: TestFolders, options: TestOptions): Prom
         continue;
       }
       const { test, query, text } = prepared;
-      engine ??= TestEngine.start(options.timeoutSeconds, options.signal);
+      engine ??= TestEngine.start(options.limits, options.signal);
       const rewrites: Rewrite[] = [];
       const onCase = (result: CaseResult) => {
         if (options.update) rewrites.push(...takeRewrites(test, result));
         options.onCase?.(result, file, query.name);
       };
-      const result = await (await engine).run(test, query, onCase, options.signal);
+      const result = await (await engine).run(test, query, set.catalog, onCase, options.signal);
       if (rewrites.length > 0) writeFileSync(file, rewrite(text, rewrites));
       results.push(result);
       options.onFile?.(result);

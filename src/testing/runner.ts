@@ -2,14 +2,17 @@ import { closeSync, mkdtempSync, openSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { DefinitionError, InputError, SandboxDisabledError, SavedqError } from '../errors.js';
+import { CallExecutor } from '../calls/execute.js';
+import { prepareCall } from '../calls/prepare.js';
+import { FairTurns } from '../calls/turns.js';
+import { DefinitionError, InputError, SavedqError } from '../errors.js';
 import { errnoText } from '../errno.js';
 import { loadEvents } from '../load/index.js';
+import type { QueryCatalog } from '../queries/catalog.js';
 import type { DefinitionProblem } from '../queries/definition.js';
-import { checkPatterns, normaliseParams } from '../queries/params.js';
-import { executeQuery } from '../queries/run.js';
-import { checkSandboxSql } from '../sandbox/check.js';
+import { memoryMemo } from '../queries/memo.js';
 import type { SavedQuery } from '../queries/types.js';
+import { toIsoMicros } from '../time.js';
 import { openWarehouse, type Warehouse } from '../warehouse/index.js';
 import { makeTables } from '../warehouse/schema.js';
 import { failures, type CallOutcome, type Failure } from './expect.js';
@@ -36,6 +39,18 @@ export interface FileResult {
   readonly cases: readonly CaseResult[];
 }
 
+/** The limits a test's calls run under, as `run`'s do: --timeout and --sandbox-max-memory-mb. */
+export interface TestLimits {
+  readonly timeoutSeconds: number;
+  readonly sandboxMaxMemoryBytes: number;
+}
+
+/** The data a test's calls read: a warehouse of the test's own, whose calls are never cached. */
+const TEST_SOURCE = { name: 'savedq-test', generation: '' };
+
+/** Definitions the test engine remembers it took, by digest, for one run. */
+const DEFINITIONS_KEPT = 10_000;
+
 /**
  * Test files' warehouses: one embedded engine on a temporary data directory of its own, started once
  * for every test file of a run, and removed with everything in it when closed. Each test file's cases
@@ -45,23 +60,32 @@ export interface FileResult {
 export class TestEngine {
   readonly #dir: string;
   readonly #warehouse: Warehouse;
-  readonly #timeoutSeconds: number;
+  /** Runs a case's call as `run` runs one below the cache: the query's own timeout, the sandbox's memory limit, the definition checked first. */
+  readonly #executor: CallExecutor;
   /** Databases made so far, by what they hold (warehouseKey). */
   readonly #databases = new Map<string, string>();
   #made = 0;
 
-  private constructor(dir: string, warehouse: Warehouse, timeoutSeconds: number) {
+  private constructor(dir: string, warehouse: Warehouse, limits: TestLimits) {
     this.#dir = dir;
     this.#warehouse = warehouse;
-    this.#timeoutSeconds = timeoutSeconds;
+    this.#executor = new CallExecutor({
+      warehouse: () => Promise.resolve(warehouse),
+      source: TEST_SOURCE.name,
+      timeoutSeconds: limits.timeoutSeconds,
+      sandboxMaxMemoryBytes: limits.sandboxMaxMemoryBytes,
+      clock: Date.now,
+      memo: memoryMemo(DEFINITIONS_KEPT),
+      turns: new FairTurns(),
+    });
   }
 
   /** Starts the engine on a new temporary data directory (made 0700). */
-  static async start(timeoutSeconds: number, signal?: AbortSignal): Promise<TestEngine> {
+  static async start(limits: TestLimits, signal?: AbortSignal): Promise<TestEngine> {
     const dir = mkdtempSync(join(tmpdir(), 'savedq-test-warehouse-'));
     try {
-      const warehouse = await openWarehouse({ url: undefined, dataDir: dir, lockWaitMs: 0, timeoutSeconds, signal, createTables: false, useShared: false });
-      return new TestEngine(dir, warehouse, timeoutSeconds);
+      const warehouse = await openWarehouse({ url: undefined, dataDir: dir, lockWaitMs: 0, timeoutSeconds: limits.timeoutSeconds, signal, createTables: false, useShared: false });
+      return new TestEngine(dir, warehouse, limits);
     } catch (err) {
       rmSync(dir, { recursive: true, force: true });
       throw err;
@@ -74,7 +98,7 @@ export class TestEngine {
    * unchanged, the same events) share one: the cases only read (a saved query runs read-only), so what
    * one file's cases see is what its own database would hold. `onCase` hears each case as it ends.
    */
-  async run(test: TestFile, query: SavedQuery, onCase: (result: CaseResult) => void, signal?: AbortSignal): Promise<FileResult> {
+  async run(test: TestFile, query: SavedQuery, catalog: QueryCatalog, onCase: (result: CaseResult) => void, signal?: AbortSignal): Promise<FileResult> {
     const key = warehouseKey(test);
     let database = this.#databases.get(key);
     if (database === undefined) {
@@ -87,7 +111,7 @@ export class TestEngine {
     const cases: CaseResult[] = [];
     for (const testCase of test.cases) {
       signal?.throwIfAborted();
-      const result = await this.#runCase(query, testCase);
+      const result = await this.#runCase(query, catalog, testCase);
       cases.push(result);
       onCase(result);
     }
@@ -147,18 +171,14 @@ export class TestEngine {
     return refused;
   }
 
-  async #runCase(query: SavedQuery, testCase: TestCase): Promise<CaseResult> {
+  /** A case is a call, prepared and run through the door `run` takes (calls/), on the test file's database, never cached. */
+  async #runCase(query: SavedQuery, catalog: QueryCatalog, testCase: TestCase): Promise<CaseResult> {
     const started = performance.now();
     let outcome: CallOutcome;
     try {
-      const params = normaliseParams(query, testCase.params);
-      await checkPatterns(query, params);
-      let sql: string | undefined;
-      if (testCase.sql !== undefined) {
-        if (!query.sandbox) throw new SandboxDisabledError(`${query.name} takes no SQL of yours: it is not sandboxed (add sandbox: true to its header).`);
-        sql = await checkSandboxSql(this.#warehouse, testCase.sql);
-      }
-      const { rows, truncated, statistics } = await executeQuery(this.#warehouse, query, params, { now: testCase.at, timeoutSeconds: this.#timeoutSeconds, sql });
+      const request = { nameOrId: query.id, params: testCase.params, at: toIsoMicros(testCase.at), sql: testCase.sql };
+      const call = await prepareCall(catalog, TEST_SOURCE, request, undefined, (sql) => this.#executor.checkSql(sql));
+      const { rows, truncated, statistics } = await this.#executor.execute(call);
       outcome = { rows, rowsRead: statistics.rows_read, truncated };
     } catch (err) {
       if (!(err instanceof SavedqError)) throw err;
