@@ -609,7 +609,7 @@ async function testsFigure() {
 }
 
 /**
- * A caller's SQL over a query's answer (CONTRACT §14), on the first size's data: an uncached call whose
+ * A caller's SQL over a query's answer (docs/sandboxing.md), on the first size's data: an uncached call whose
  * SQL names every field of result against the same call without SQL (whole CLI processes: the check's
  * two statements included), and a cached answer to SQL against a plain cached answer over HTTP.
  */
@@ -752,7 +752,7 @@ async function mcpFigures() {
 }
 
 /**
- * The shared store (CONTRACT §17), on a PostgreSQL this script starts (test/postgres.mjs, Debian's
+ * The shared store (docs/scaling.md), on a PostgreSQL this script starts (test/postgres.mjs, Debian's
  * server in a temporary folder): a cache hit from it, whole process, against one from the SQLite file
  * (goal <= 1.2); serve's cached HTTP throughput on it against on the SQLite file, each serve on a data
  * directory of its own (goal >= 0.95); and three replicas on one warehouse URL (the tests' ClickHouse

@@ -1,6 +1,6 @@
 // bare-server.mjs plus what the contract has every server print and send for a cached answer, written
 // plainly: X-Cache, Age and X-Request-Id (a prefix and a count) on the answer, and one access-log line
-// a request on standard error (CONTRACT: "Operators"), gathered and written every 100 ms as savedq
+// a request on standard error (docs/serve.md, "Operators"), gathered and written every 100 ms as savedq
 // writes its log to a file. No credential checked, no cache looked up, no metric counted: the floor
 // of the contract's own cost, against which savedq's is what savedq decides and keeps.
 import { createServer } from 'node:http';

@@ -1,5 +1,5 @@
 // Writes sql/sandbox-functions.json: which of the engine's functions the SQL a caller sends to a
-// sandboxed query may call (CONTRACT §14). Run it after an engine upgrade, when the sandbox test names
+// sandboxed query may call (docs/sandboxing.md). Run it after an engine upgrade, when the sandbox test names
 // functions nobody has decided on, and read the difference before committing it:
 //
 //   node scripts/sandbox-functions.mjs && git diff sql/sandbox-functions.json

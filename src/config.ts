@@ -94,7 +94,7 @@ export interface Config {
   readonly warnings: readonly string[];
 }
 
-/** The store: the SQLite file of `cacheFile`, or PostgreSQL (CONTRACT §17). */
+/** The store: the SQLite file of `cacheFile`, or PostgreSQL (docs/scaling.md). */
 export type StoreConfig =
   | { readonly kind: 'sqlite' }
   | {

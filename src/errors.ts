@@ -21,7 +21,7 @@ export class SavedqError extends Error {
   constructor(message: string, options?: { cause?: unknown; forCaller?: string; silent?: boolean }) {
     // An answer, not a fault: it says all it has to say in its message, and no surface shows its stack
     // (--debug shows its cause's). So it captures none: walking every frame and every await behind a
-    // refused request cost serve a sixth of its refusals a second (paired rounds: 1.19 times as many without).
+    // refused request is much of what a refusal costs serve.
     const limit = Error.stackTraceLimit;
     Error.stackTraceLimit = 0;
     try {
@@ -47,7 +47,7 @@ export class SandboxDisabledError extends InputError {
   override readonly code = 'sandbox_disabled';
 }
 
-/** A caller's SQL that reaches for something beyond the query's answer, or takes a form the sandbox refuses (CONTRACT §14). */
+/** A caller's SQL that reaches for something beyond the query's answer, or takes a form the sandbox refuses (docs/sandboxing.md). */
 export class SandboxRefusedError extends InputError {
   override readonly code = 'sandbox_refused';
   /** The saved query the SQL was sent to, once known (a metric's label). */
@@ -188,7 +188,7 @@ export class RateLimitedError extends SavedqError {
   }
 }
 
-/** HTTP: a method other than GET or HEAD. */
+/** HTTP: a method the route does not answer (its Allow header names those it does). */
 export class MethodNotAllowedError extends SavedqError {
   override readonly exitCode = 2;
   override readonly httpStatus = 405;

@@ -29,8 +29,8 @@ export function lazyRequire<T>(pkg: string, bundle?: string): () => T {
 
 /**
  * `node:crypto`, loaded on first use. No cache hit uses it, and Node 22 and 24 do not have it in their
- * start-up snapshot: imported at the top of a room, it cost every run there 5–10 ms (a hit takes
- * about 55), since the bundle starts every room it holds. Required rather than taken from
- * process.getBuiltinModule, which Node before 20.16 lacks.
+ * start-up snapshot: imported at the top of a room, every run would load it, since the bundle starts
+ * every room it holds (docs/performance.md). Required rather than taken from process.getBuiltinModule,
+ * which Node before 20.16 lacks.
  */
 export const nodeCrypto = lazyRequire<typeof import('node:crypto')>('node:crypto');

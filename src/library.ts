@@ -78,7 +78,8 @@ export interface StatusReport {
 /**
  * The library: every surface (CLI commands, HTTP) comes in here, and a call reads top-down from it:
  * prepare (calls/prepare.ts: the catalog finds the query, every parameter is checked) → the results
- * cache and identical calls in flight (calls/runner.ts) → the warehouse (engine.ts) → the answer.
+ * cache and identical calls in flight (calls/runner.ts) → the engine below the cache (calls/execute.ts)
+ * → the warehouse (warehouse/) → the answer.
  * Warming and `cache list` are calls/warming.ts. It never prints and never exits: what a surface should
  * tell its user reaches it through the Reporter it gave.
  */

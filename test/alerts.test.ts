@@ -9,7 +9,7 @@ import { SandboxRefusedError } from '../src/errors.js';
 import { plural } from '../src/words.js';
 import { AT, DAY, HOUR, MINUTE, atOffset, binPath, cli, eventually, load, LONG_TEST_MS, runProgram, startCli, startServe, tempDir, testLibrary } from './helpers.js';
 
-// CONTRACT §16: alerts, tried as cron and serve run them: the built CLI on a real data directory and
+// docs/alerts.md: alerts, tried as cron and serve run them: the built CLI on a real data directory and
 // cache file, a real webhook receiver on 127.0.0.1, real commands; time moved with --at.
 
 const dir = tempDir('savedq-alerts-');

@@ -9,7 +9,7 @@ import { startPostgres, type Postgres } from './postgres.mjs';
 import { startStandin, type Standin } from './standin.js';
 import { has } from './system.js';
 
-// The fleet (CONTRACT §17), as a team runs it: one PostgreSQL store (Debian's, started here), one
+// The fleet (docs/scaling.md), as a team runs it: one PostgreSQL store (Debian's, started here), one
 // warehouse URL (the ClickHouse stand-in over the embedded engine), several real `savedq serve`
 // replicas, a cron box's commands and laptops' (CLI processes with a HOME each). What each test counts
 // is what the warehouse was asked (the stand-in's statements) and what a webhook receiver was sent.

@@ -5,7 +5,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-// A real PostgreSQL for the tests and the bench (CONTRACT §17): Debian's server binaries, a cluster of
+// A real PostgreSQL for the tests and the bench (docs/scaling.md): Debian's server binaries, a cluster of
 // its own in a temporary folder, listening on 127.0.0.1 only, on a port free when it starts; stopped and
 // removed after. initdb refuses root: as root (CI), the cluster is the postgres user's. Plain JavaScript
 // (typed in JSDoc), so that bench/bench.mjs runs it as the tests do.

@@ -13,7 +13,7 @@ import { sandboxSettings } from '../src/queries/run.js';
 import { examplesDir } from '../src/package.js';
 import { cli, load, logInto, NO_CONFIG, tempDir, testLibrary } from './helpers.js';
 
-// A caller's own SQL over a saved query's answer, and nothing beyond it (CONTRACT §14): the check on
+// A caller's own SQL over a saved query's answer, and nothing beyond it (docs/sandboxing.md): the check on
 // the engine's parse, the second wall under it, and every surface that takes SQL.
 const dir = tempDir();
 const folder = join(dir, 'queries');

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AT, atOffset, cli, HOUR, LONG_TEST_MS, MINUTE, tempDir } from './helpers.js';
 import { startStandin, type Standin } from './standin.js';
 
-// The server path end to end (CONTRACT §17): the three built-ins and the examples run through a
+// The server path end to end (docs/scaling.md): the three built-ins and the examples run through a
 // ClickHouse server's HTTP interface (the stand-in over the embedded engine), and answer what the
 // embedded engine answers over the same events. The server path had never run them whole: only pings,
 // credentials and errors, against Debian's ClickHouse 18.16, which cannot run savedq's SQL.

@@ -10,7 +10,7 @@ import { startServer, type RunningServer } from '../src/http/server.js';
 import { cli, inTerminal, LONG_TEST_MS, load, logInto, NO_CONFIG, runProgram, tempDir, testLibrary } from './helpers.js';
 import { has } from './system.js';
 
-// Every answer says whether it is whole, how old it is and what it cost (CONTRACT §15), on every
+// Every answer says whether it is whole, how old it is and what it cost (docs/serve.md), on every
 // surface: the HTTP envelope, MCP, run --stats, /metrics, savedq test.
 const dir = tempDir();
 const folder = join(dir, 'queries');

@@ -6,7 +6,7 @@ import { eventually, tempDir } from './helpers.js';
 import { startPostgres, type Postgres } from './postgres.mjs';
 import { has } from './system.js';
 
-// The store (CONTRACT §17): one interface, two backends, the same tests run against both: the SQLite
+// The store (docs/scaling.md): one interface, two backends, the same tests run against both: the SQLite
 // file on a temporary folder, and a real PostgreSQL the tests start.
 
 let postgres: Postgres | undefined;

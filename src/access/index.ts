@@ -44,7 +44,7 @@ const REFUSED_FOR_MS = 10_000;
 /**
  * What is remembered of tokens (verified, refused), at most `max` of them. A token is looked up by its
  * last characters, the end of its signature, then compared whole: hashing all of a token (some 250
- * characters) for the lookup cost 2,800 instructions a request, 3 % of a cached answer. Two tokens that
+ * characters) for the lookup costs every request more than the rest of its lookup. Two tokens that
  * verify share such an end only if their HMAC-SHA256 signatures share 132 bits; a credential made to
  * share one is compared, found different, and decided as any other.
  */

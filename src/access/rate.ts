@@ -23,7 +23,7 @@ const SHARE_EVERY_MS = 100;
  * call takes a token; a bucket refills continuously. Buckets of callers not seen for a minute are
  * forgotten (they would be full).
  *
- * With `shared` (several serve replicas on one store, CONTRACT §17), a caller's bucket is the fleet's:
+ * With `shared` (several serve replicas on one store, docs/scaling.md), a caller's bucket is the fleet's:
  * each process decides at once from its own copy, and every tenth of a second hands the store what
  * its callers took and takes back what is left of their shared buckets, owed tokens included. So a
  * caller sent to every replica in turn gets its limit across them (what one tenth of a second lets

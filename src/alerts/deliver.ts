@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import type { Target } from './spec.js';
 
-/** A webhook that has not answered in this long has failed (CONTRACT §16). */
+/** A webhook that has not answered in this long has failed (docs/alerts.md). */
 const WEBHOOK_TIMEOUT_MS = 10_000;
 /** A command that has not ended in this long is stopped, and has failed. */
 const COMMAND_TIMEOUT_MS = 60_000;

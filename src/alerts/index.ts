@@ -35,7 +35,7 @@ function goneOf(kept: ReadonlyMap<string, StateRecord>, alerts: readonly AlertSp
 /** An alert's lease lasts this long, renewed while its process works on it: a dead holder's is free within a minute. */
 const ALERT_LEASE_MS = 60_000;
 
-/** Rows of the answer a notification carries, at most (CONTRACT §16). */
+/** Rows of the answer a notification carries, at most (docs/alerts.md). */
 const ROWS_SENT = 20;
 
 /** What alerts need of the library: its calls, the store and the queries folders. */
@@ -55,7 +55,7 @@ export interface AlertParts {
   readonly userAgent: string;
 }
 
-/** The JSON a notification sends (CONTRACT §16). */
+/** The JSON a notification sends (docs/alerts.md). */
 export interface Notification {
   /** Unique to this notification: sent as Idempotency-Key too, so a receiver can tell a retry. */
   readonly id: string;
@@ -201,7 +201,7 @@ type Outcome = { readonly rows: Row[]; readonly truncated: boolean; readonly par
 type Kind = 'firing' | 'still firing' | 'error' | 'resolved' | 'pending' | 'ok';
 
 /**
- * Alerts (CONTRACT §16): `<name>.alert.yaml` files of the queries folders, each a saved query's call, a
+ * Alerts (docs/alerts.md): `<name>.alert.yaml` files of the queries folders, each a saved query's call, a
  * condition over its answer, and whom to tell. Each evaluation runs the call through the library (the
  * cache included) with the condition as SQL over the answer, so every row is looked at; a failing
  * query is `error`, never `ok`. What an evaluation decides (state, history, notifications) is kept in
@@ -508,7 +508,7 @@ function rowsText(outcome: Outcome): string {
   return plural(`${n}${'rows' in outcome && outcome.truncated ? '+' : ''}`, 'row', n);
 }
 
-/** The notification a change owes (CONTRACT §16), if any. */
+/** The notification a change owes (docs/alerts.md), if any. */
 function notificationKind(alert: AlertSpec, old: StateRecord, newState: AlertState, now: number): Kind | undefined {
   if (newState === 'firing') {
     if (old.state !== 'firing') return 'firing';

@@ -22,7 +22,7 @@ import {
 
 /** How an alert file is named: `<name>.alert.yaml`, in a queries folder. */
 export const ALERT_FILE_SUFFIX = '.alert.yaml';
-/** An alert is looked at no more often than this (CONTRACT §16). */
+/** An alert is looked at no more often than this (docs/alerts.md). */
 const MIN_EVERY_MS = 60_000;
 
 const FILE_KEYS = ['description', 'query', 'params', 'when', 'when_sql', 'every', 'for', 'repeat', 'notify'];
@@ -142,7 +142,7 @@ function target(node: Node, line: number, at: LineOf): Target {
   throw unknownKey(key, ['webhook', 'command'], 'a notify entry', keyLine);
 }
 
-/** Reads an alert file (CONTRACT §16): every problem with its line; a file with any problem is no alert. */
+/** Reads an alert file (docs/alerts.md): every problem with its line; a file with any problem is no alert. */
 export function readAlertFile(file: string, text: string): ReadAlertFile {
   const name = basename(file).slice(0, -ALERT_FILE_SUFFIX.length);
   const problems: DefinitionProblem[] = [];

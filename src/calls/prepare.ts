@@ -21,7 +21,7 @@ export interface CallRequest {
    * queries its scopes open, with their fixed parameters. Absent: this machine's own user, every query.
    */
   readonly caller?: Caller | undefined;
-  /** The caller's own SELECT over the query's answer (a sandboxed query's: CONTRACT §14). */
+  /** The caller's own SELECT over the query's answer (a sandboxed query's: docs/sandboxing.md). */
   readonly sql?: string | undefined;
 }
 

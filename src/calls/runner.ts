@@ -46,7 +46,7 @@ export interface Executor {
 }
 
 /**
- * What the processes sharing a store do about one key (CONTRACT §17): one computes it under a lease,
+ * What the processes sharing a store do about one key (docs/scaling.md): one computes it under a lease,
  * renewed while it runs; the others wait for its answer, and compute it themselves when the lease is
  * no one's any more (its holder died).
  */

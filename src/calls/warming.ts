@@ -69,7 +69,7 @@ export async function dueForWarming({ catalog, source, generation, cache, clock 
   const onDataNow = (e: CacheEntry) => ((e.call.generation ?? '') === current ? 1 : 0);
   for (const entry of await cache.entries()) {
     if (entry.call.source !== source) continue; // another data directory's or server's, warmed by its own
-    if (entry.call.sql !== undefined) continue; // a caller's own SQL over an answer is never warmed (CONTRACT §14)
+    if (entry.call.sql !== undefined) continue; // a caller's own SQL over an answer is never warmed (docs/sandboxing.md)
     const call = cacheKey({ ...entry.call, generation: current });
     const seen = calls.get(call);
     if (!seen) calls.set(call, { ...entry, older: [] });

@@ -48,7 +48,7 @@ ORDER BY requests DESC
 }
 
 /**
- * A starter test of the starter definition (CONTRACT §9): fixtures with an event of another project and
+ * A starter test of the starter definition (docs/testing.md): fixtures with an event of another project and
  * one outside the window, and cases that pass as written.
  */
 export function starterTest(name: string): string {

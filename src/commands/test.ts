@@ -17,7 +17,7 @@ export interface TestCommandOptions extends CommonOptions {
 }
 
 /**
- * `savedq test`: runs saved queries' tests with no server and none of the user's data (CONTRACT §9).
+ * `savedq test`: runs saved queries' tests with no server and none of the user's data (docs/testing.md).
  * Text shows each case as it ends; json and junit print one document at the end. Exit 0 when every
  * case passes, 1 when any fails (TestsFailedError), 2 when a test file is broken (DefinitionError).
  */

@@ -12,8 +12,8 @@ const KEY_BLOCK = 64;
  * a presented key with a zero of its own is wrong).
  *
  * The buffers are as long as the longest accepted key needs, in blocks of KEY_BLOCK bytes, rather than
- * the longest a key may be (MAX_API_KEY_BYTES): every request pays for the comparison, and 512 bytes a
- * key were about 4 % of the instructions of a cached answer in serve. That length is the same for every
+ * the longest a key may be (MAX_API_KEY_BYTES): every request pays for the comparison, and a cached
+ * answer costs little else. That length is the same for every
  * presented key, so it says nothing about a guess; a presented key that does not fit is simply wrong.
  */
 export function keyChecker(keys: readonly string[]): (presented: string | undefined) => number | undefined {

@@ -32,8 +32,8 @@ interface MetricLike {
 
 /**
  * A counter kept as plain numbers by label set, read by prom-client's registry on each scrape. prom-client's
- * own counters hash their labels on every inc: on a busy server's hot path that was 5 µs a request (a
- * quarter of its time; 37,000 against 46,000 req/s, side by side).
+ * own counters hash their labels on every inc, a large part of a cached answer's time on a busy
+ * server (docs/performance.md).
  */
 class Tally {
   readonly #values = new Map<string, { labels: Labels; value: number }>();
@@ -138,7 +138,7 @@ export async function serveMetrics(queue: () => EngineQueue | undefined, store?:
     },
   });
   if (store) {
-    // The store (CONTRACT §17): whether it answers, and how long each kind of operation takes it.
+    // The store (docs/scaling.md): whether it answers, and how long each kind of operation takes it.
     new prom.Gauge({
       name: 'savedq_store_up',
       help: 'Whether the store (the cache file, or the shared PostgreSQL) answered its last operation: 1 or 0.',

@@ -12,21 +12,21 @@ import { JSON_TYPE } from './answers.js';
 import type { Metrics } from './metrics.js';
 import { READ_METHODS, credentialOf, readBody, type Answered, type RequestContext, type Route, type RouteRequest } from './route.js';
 
-/** X-Cache of each outcome of a cached query: the store not reached is BYPASS (CONTRACT §17). */
+/** X-Cache of each outcome of a cached query: the store not reached is BYPASS (docs/scaling.md). */
 const X_CACHE: Partial<Record<RunResult['cache'], string>> = { hit: 'HIT', shared: 'HIT', miss: 'MISS', off: 'MISS', bypass: 'BYPASS' };
 
 export const QUERY_PREFIX = '/api/endpoints/query/';
 /** Calls kept prepared, by path and query string: for each API key, and for each token (of which there may be thousands). */
 const PREPARED_CALLS = 1_000;
 const PREPARED_CALLS_A_TOKEN = 64;
-/** The largest body a POST to a query may send (CONTRACT §14). */
+/** The largest body a POST to a query may send (docs/sandboxing.md). */
 const MAX_POST_BYTES = 1024 * 1024;
 /** The JSON renderer takes no width or colour. */
 const BODY_OPTIONS = { fields: [], color: false, width: undefined };
 
 /**
  * An answer's body but its last two fields: the rows, `truncated` and `statistics`, made once a result
- * (CONTRACT §15); `cached` and `age_seconds` close it per request.
+ * (docs/serve.md); `cached` and `age_seconds` close it per request.
  */
 interface Body {
   readonly head: string;

@@ -12,9 +12,8 @@ let keeping: Promise<object> | undefined;
  * it does. Such a collection keeps no map that no live object has. When `serve` is idle at that
  * moment no tick record is alive, so the maps of Node's tick records go, and from then on every
  * `process.nextTick` (Node's HTTP server calls it several times a request) takes a slower path for the
- * rest of the process's life: its self time went from 0.3 % to 1.4 % of the busy server's samples, and
- * a server past that collection answered cached requests about 6 % slower than a fresh one beside it.
- * With one record kept, its self time stayed at 0.4 % and the two answered alike (docs/performance.md).
+ * rest of the process's life. With one record kept alive, the maps stay (the figures:
+ * docs/performance.md).
  */
 export function keepTickShape(): Promise<object> {
   // Inside a tick's callback, the resource being run is the tick's own record.

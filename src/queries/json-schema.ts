@@ -41,7 +41,7 @@ export function rowsSchema(query: Pick<SavedQuery, 'fields' | 'maxRows' | 'sandb
   };
 }
 
-/** What a run cost, as every answer says it (CONTRACT §15): the engine's figures, in this order. */
+/** What a run cost, as every answer says it (docs/serve.md): the engine's figures, in this order. */
 export function statisticsOf(s: QueryStatistics): QueryStatistics {
   return { elapsed: s.elapsed, rows_read: s.rows_read, bytes_read: s.bytes_read };
 }
@@ -68,7 +68,7 @@ export function answerFacts(maxRows: number): Record<string, object> {
   };
 }
 
-/** A caller's own SQL over a sandboxed query's answer, as OpenAPI and MCP declare it (CONTRACT §14). */
+/** A caller's own SQL over a sandboxed query's answer, as OpenAPI and MCP declare it (docs/sandboxing.md). */
 export function sqlSchema(query: Pick<SavedQuery, 'fields'>): object {
   const fields = query.fields.map((f) => f.name);
   return {

@@ -62,7 +62,7 @@ export interface SavedQuery {
   readonly warmSeconds: number;
   /** Seconds its runs may take (`timeout:`), below the global --timeout (never above it); absent: the global one. */
   readonly timeoutSeconds?: number;
-  /** Whether callers may send their own SQL over its answer (`sandbox: true`, CONTRACT §14). */
+  /** Whether callers may send their own SQL over its answer (`sandbox: true`, docs/sandboxing.md). */
   readonly sandbox: boolean;
   /** The file the query was read from. */
   readonly file: string;

@@ -3,7 +3,7 @@ import { readSqlFile } from '../package.js';
 import { engineSays, isRefusal } from '../warehouse/errors.js';
 import type { Warehouse } from '../warehouse/index.js';
 
-/** The longest SQL a caller may send (CONTRACT §14). */
+/** The longest SQL a caller may send (docs/sandboxing.md). */
 export const MAX_SANDBOX_SQL_BYTES = 16 * 1024;
 /** The table a caller's SQL reads: the saved query's answer for the call's parameters. */
 export const RESULT_TABLE = 'result';
@@ -141,7 +141,7 @@ export function refusalOf(lines: readonly string[], withNames: ReadonlySet<strin
 
 /**
  * The names a statement's WITH elements define, from the engine's own formatting of it (the parse does
- * not print them, CONTRACT §14): a plain name followed by ` AS (` and a query (a named window's ` AS (`
+ * not print them, docs/sandboxing.md): a plain name followed by ` AS (` and a query (a named window's ` AS (`
  * is followed by ORDER BY or PARTITION BY), quoted text and quoted names stepped over. A WITH element
  * with a quoted name is not found, so a table of that name is refused: names are plain.
  */
@@ -191,7 +191,7 @@ async function enginesParse(warehouse: Warehouse, formatting: string, values: Re
 }
 
 /**
- * Checks a caller's SQL on the engine's own parse (CONTRACT §14): the text reaches the engine only as a
+ * Checks a caller's SQL on the engine's own parse (docs/sandboxing.md): the text reaches the engine only as a
  * bound parameter of `formatQuerySingleLine`, which refuses more than one statement; the one statement
  * that comes back, in the engine's spelling, is explained (`EXPLAIN AST`) and walked. A refusal is a
  * SandboxRefusedError naming the first thing refused; SQL the engine cannot parse is a BadSqlError.
@@ -218,7 +218,7 @@ export async function checkSandboxSql(warehouse: Warehouse, sql: string): Promis
 const CONDITION_PREFIX = `SELECT * FROM ${RESULT_TABLE} WHERE `;
 
 /**
- * Checks an alert's `when` (CONTRACT §16): an expression over one row of the answer, its fields and
+ * Checks an alert's `when` (docs/alerts.md): an expression over one row of the answer, its fields and
  * functions of them, nothing else. The text reaches the engine only as a bound parameter, which the
  * engine itself joins to `SELECT * FROM result WHERE ` and formats; the statement it gives back must
  * parse as exactly that SELECT and a WHERE (no other clause, no UNION, no subquery, no aggregate), and

@@ -9,7 +9,7 @@ import { loadPgDriver, type PgDriver } from './load-pg.js';
 import { withTables, type SqlSession } from './sql.js';
 import type { AlertRecords, CachedResult, GenerationState, ServedRecord, Store, StoreProbe, StoreSignal } from './types.js';
 
-// PostgreSQL as the store of a team's processes (CONTRACT §17). node-postgres is a bundle of its own
+// PostgreSQL as the store of a team's processes (docs/scaling.md). node-postgres is a bundle of its own
 // (dist/store-pg.cjs, store/load-pg.ts), loaded only when a store URL is given: no other run loads it.
 
 /** The version of the tables this savedq makes and reads; a store of a higher one is a newer savedq's. */
@@ -75,7 +75,7 @@ function typesOf(driver: PgDriver): { getTypeParser: typeof pg.types.getTypePars
 const MISSING = new Set(['42P01', '3F000']);
 
 /**
- * PostgreSQL as the store (CONTRACT §17): cached answers and served records through keyv +
+ * PostgreSQL as the store (docs/scaling.md): cached answers and served records through keyv +
  * @keyv/postgres, on node-postgres's pool, which savedq's own SQL shares (listing, pruning, leases,
  * transactions, LISTEN/NOTIFY). The tables are created on first use in savedq's schema, versioned.
  * A store that does not answer within a second is down for the process: calls are answered from the

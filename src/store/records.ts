@@ -31,7 +31,7 @@ const recordOf = (r: StateRow): StateRecord => ({
   detail: r.detail,
 });
 
-/** Alerts' records on a session (CONTRACT §16): a decision one transaction, an alert evaluated under a lease. */
+/** Alerts' records on a session (docs/alerts.md): a decision one transaction, an alert evaluated under a lease. */
 export function alertRecords(db: SqlSession): AlertRecords {
   return {
     async states() {

@@ -100,7 +100,7 @@ export interface Change {
 }
 
 /**
- * Alerts' state, history and notifications not yet delivered (CONTRACT §16), each decision one
+ * Alerts' state, history and notifications not yet delivered (docs/alerts.md), each decision one
  * transaction, an alert evaluated under a lease so that one process at a time does it.
  */
 export interface AlertRecords {
@@ -157,7 +157,7 @@ export type StoreProbe =
   | { readonly up: false; readonly seconds: number; readonly reason: string };
 
 /**
- * Where savedq keeps what it keeps between calls (CONTRACT §17): cached answers and what was served,
+ * Where savedq keeps what it keeps between calls (docs/scaling.md): cached answers and what was served,
  * leases, the generation of servers' data, alerts, rate-limit buckets, and the processes that share
  * it. One interface, two backends: the SQLite file (the embedded default) and PostgreSQL (for a team).
  * A store that fails never fails a call: each operation answers its fallback and the store says it is

@@ -121,7 +121,7 @@ export function testFileOf(queryFile: string): string {
 }
 
 /**
- * Reads a test file (CONTRACT §9, README "Testing your saved queries"). Every problem is reported with
+ * Reads a test file (docs/testing.md, README "Testing your saved queries"). Every problem is reported with
  * its line; a file with any problem yields no tests. Fixture files are checked to be there, not read.
  */
 export function readTestFile(file: string, text: string): ReadTestFile {

@@ -1,4 +1,4 @@
-// fs.promises, read where it is used: Node loads it then, when a load stages its lines, not as a run starts (2 ms).
+// fs.promises, read where it is used: Node loads it then, when a load stages its lines, not as every run starts.
 import { accessSync, constants, existsSync, promises as fsPromises, readdirSync, rmSync, statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';

@@ -2,8 +2,8 @@ import type { Socket } from 'node:net';
 
 // The messages between a `savedq serve` and the processes it shares its engine with (share.ts): on a
 // Unix socket, each message a frame of a JSON header and an optional body of bytes (a batch of lines),
-// each preceded by its length. Not HTTP: node:http costs a CLI run some 15 ms before its first answer
-// (its client and parser compiled cold), about what the whole statement takes; plain frames cost 2.
+// each preceded by its length. Not HTTP: node:http's client and parser, compiled cold, would cost a CLI
+// run about what the whole statement takes; plain frames cost little (docs/performance.md).
 
 /** The lengths before each frame: the header's, then the body's. */
 const PREFIX = 8;
