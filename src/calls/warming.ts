@@ -1,3 +1,4 @@
+import { ageSeconds } from './answer.js';
 import { asOfStored } from '../time.js';
 import { cacheKey, type CacheEntry, type CachedCall, type ResultsCache } from '../cache/index.js';
 import type { QueryCatalog } from '../queries/catalog.js';
@@ -162,7 +163,7 @@ export async function cachedCallViews({ catalog, source, generation, cache, cloc
     // never served again: it only waits to expire.
     const stale = entry.call.source === source && (entry.call.generation ?? '') !== data;
     const current = query?.digest === entry.call.digest && !stale ? query : undefined;
-    const age = entry.computedAt === undefined ? null : Math.round((now - entry.computedAt) / 1000);
+    const age = entry.computedAt === undefined ? null : ageSeconds(entry.computedAt, now);
     return {
       query: query?.name ?? entry.call.query,
       source: entry.call.source.replace(/^(embedded|server):/, ''),
@@ -170,7 +171,7 @@ export async function cachedCallViews({ catalog, source, generation, cache, cloc
       at: asOfStored(entry.call.at) ?? null,
       ...(entry.call.sql === undefined ? {} : { sql: entry.call.sql }),
       ageSeconds: age,
-      servedSecondsAgo: Math.round((now - entry.servedAt) / 1000),
+      servedSecondsAgo: ageSeconds(entry.servedAt, now),
       expiresInSeconds: age === null || !current ? null : Math.max(0, current.cacheSeconds - age),
     };
   });

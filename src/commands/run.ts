@@ -1,3 +1,4 @@
+import { ageSeconds, fromCache } from '../calls/answer.js';
 import type { AsOf } from '../time.js';
 import type { CacheMode, RunResult, Savedq } from '../library.js';
 import { RUN_FORMATS } from '../output/index.js';
@@ -50,8 +51,7 @@ export async function runCommand(lib: Savedq, options: RunOptions, io: Io): Prom
 /** What the answer was, from the cache or computed now, for a person watching; its count unless `counted` already (a table's last line, a cut answer's). */
 function statusNote(lib: Savedq, result: RunResult, counted: boolean, options: RunOptions, io: Io): void {
   if (result.cache === 'hit') {
-    const age = Math.max(0, Math.round((lib.clock() - result.computedAt) / 1000));
-    note(io, options, `${result.query.name}: from cache, computed ${age} s ago`);
+    note(io, options, `${result.query.name}: from cache, computed ${ageSeconds(result.computedAt, lib.clock())} s ago`);
   } else if (result.cache === 'miss') {
     note(io, options, `${result.query.name}: ${counted ? '' : `${plural(result.rows.length, 'row')}, `}kept in the cache for ${result.query.cacheSeconds} s`);
   } else if (result.cache === 'shared') {
@@ -65,11 +65,11 @@ function statusNote(lib: Savedq, result: RunResult, counted: boolean, options: R
 
 /** `--stats`' line: `12 rows · cached 95 s ago · 0.041 s · read 1,204,332 rows, 61.2 MB`. */
 export function statsLine(result: RunResult, now: number): string {
-  const age = Math.max(0, Math.round((now - result.computedAt) / 1000));
+  const age = ageSeconds(result.computedAt, now);
   const { elapsed, rows_read, bytes_read } = result.statistics;
   return [
     `${plural(result.rows.length, 'row')}${result.truncated ? ` (truncated at max_rows ${result.query.maxRows})` : ''}`,
-    result.cache === 'hit' || result.cache === 'shared' ? `cached ${age} s ago` : result.cache === 'bypass' ? 'computed now, the store not reached (not kept)' : 'computed now',
+    fromCache(result) ? `cached ${age} s ago` : result.cache === 'bypass' ? 'computed now, the store not reached (not kept)' : 'computed now',
     `${elapsed.toFixed(3)} s`,
     `read ${plural(rows_read, 'row')}, ${bytesText(bytes_read)}`,
   ].join(' · ');

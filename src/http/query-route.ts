@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ageSeconds, fromCache } from '../calls/answer.js';
 import { BoundedMap } from '../bounded.js';
 import type { Access, Caller } from '../access/index.js';
 import { InputError, UnsupportedMediaTypeError } from '../errors.js';
@@ -243,9 +244,8 @@ export class QueryRoute implements Route {
    */
   #reply(res: ServerResponse, ctx: RequestContext, result: RunResult, body: Body): Answered {
     ctx.label = result.query.name;
-    // Answered from the cache: a hit, or another process's answer to the same call waited for.
-    const hit = result.cache === 'hit' || result.cache === 'shared';
-    const age = Math.max(0, Math.floor((this.lib.clock() - result.computedAt) / 1000));
+    const hit = fromCache(result);
+    const age = ageSeconds(result.computedAt, this.lib.clock());
     const whole = body.last?.age === age && body.last.hit === hit ? body.last : (body.last = wholeBody(body, age, hit));
     const cache = result.query.cacheSeconds === 0 ? '-' : (X_CACHE[result.cache] ?? 'MISS');
     const headers = cache === '-' ? ['Content-Type', JSON_TYPE, 'Content-Length', whole.length] : ['Content-Type', JSON_TYPE, 'Content-Length', whole.length, 'X-Cache', cache, 'Age', whole.ageText];

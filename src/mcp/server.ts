@@ -1,11 +1,11 @@
 import { basename } from 'node:path';
+import { answerFactsOf } from '../calls/answer.js';
 import type { Caller } from '../access/index.js';
 import { InputError, SandboxRefusedError, SavedqError } from '../errors.js';
 import type { Savedq } from '../library.js';
 import { describeText } from '../output/describe.js';
 import { closest } from '../suggest.js';
 import { SQL_PARAM } from '../queries/sql.js';
-import { statisticsOf } from '../queries/json-schema.js';
 import type { Sdk } from './load.js';
 import { toolsOf, type QueryTool } from './tools.js';
 import type { Log } from '../report.js';
@@ -75,14 +75,7 @@ export function mcpServer(sdk: Sdk, session: McpSession): InstanceType<Sdk['Serv
       if (sql !== undefined && (!tool.sql || typeof sql !== 'string')) throw new InputError(tool.sql ? 'sql takes a text: one SELECT over result.' : `${tool.query.name} takes no sql argument.`);
       const run = () => lib.run({ nameOrId: tool.query.id, params: [], arguments: args, sql: sql as string | undefined, caller: session.caller, signal: extra.signal });
       const result = await (session.around ? session.around(run) : run());
-      const answer = {
-        rows: result.rows,
-        row_count: result.rows.length,
-        truncated: result.truncated,
-        cached: result.cache === 'hit' || result.cache === 'shared',
-        age_seconds: Math.max(0, Math.floor((lib.clock() - result.computedAt) / 1000)),
-        statistics: statisticsOf(result.statistics),
-      };
+      const answer = { rows: result.rows, row_count: result.rows.length, ...answerFactsOf(result, lib.clock()) };
       return { structuredContent: answer, content: [{ type: 'text' as const, text: JSON.stringify(answer) }] };
     } catch (err) {
       if (err instanceof SandboxRefusedError) session.refusedSql?.(err);
