@@ -311,9 +311,9 @@ alerts
 withSettings(
   program
     .command('serve')
-    .description('serve the saved queries over HTTP at /api/endpoints/query/<name|id>, behind X-API-KEY')
-    .option('--host <host>', 'address to bind', '127.0.0.1')
-    .option('--port <port>', 'port to listen on (0 = any free port)', '4000'),
+    .description('serve the saved queries over HTTP at /api/endpoints/query/<name|id>, behind X-API-KEY'),
+  'host',
+  'port',
   'apiKeyFile',
   'maxConnections',
   'headerTimeout',

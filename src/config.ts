@@ -20,8 +20,18 @@ export interface Setting {
   /** How help says the default when it is not a value (a path under $XDG_…), or what qualifies it. */
   readonly shown?: string;
   readonly help: string;
-  /** Given again adds a value (a list), rather than replacing it. */
+  /** Given again adds a value (a list), rather than replacing it; the variable's items are comma-separated (SAVEDQ_QUERIES's: colon). */
   readonly repeatable?: boolean;
+  /** A number setting's bounds, which its parser checks (numberSetting): a whole number or not, and the unit its error names. */
+  readonly number?: NumberBounds;
+}
+
+/** What a number setting accepts. */
+export interface NumberBounds {
+  readonly min: number;
+  readonly max: number;
+  readonly integer?: boolean;
+  readonly unit: string;
 }
 
 /**
@@ -36,17 +46,19 @@ export const SETTINGS = {
   store: { flag: '--store <url>', env: 'SAVEDQ_STORE_URL', shown: 'the cache file', help: "PostgreSQL URL of a store a team's processes share (cached answers, warming, alerts, rate limits)" },
   storePasswordFile: { flag: '--store-password-file <file>', env: 'SAVEDQ_STORE_PASSWORD_FILE', help: "the store's password: the file's first line (readable by you alone)" },
   queries: { flag: '--queries <dir>', env: 'SAVEDQ_QUERIES', shown: '~/.config/savedq/queries', help: 'a folder of your saved queries, *.sql (repeatable; the variable colon-separated)', repeatable: true },
-  lockWait: { flag: '--lock-wait <seconds>', env: 'SAVEDQ_LOCK_WAIT', default: '30', help: 'how long to wait for another process using the data directory' },
-  timeout: { flag: '--timeout <seconds>', env: 'SAVEDQ_TIMEOUT', default: '30', help: 'per-query time limit' },
-  cacheMaxMb: { flag: '--cache-max-mb <megabytes>', env: 'SAVEDQ_CACHE_MAX_MB', default: '512', help: 'the results cache stays within about this size; the least recently served go first' },
-  sandboxMaxMemoryMb: { flag: '--sandbox-max-memory-mb <megabytes>', env: 'SAVEDQ_SANDBOX_MAX_MEMORY_MB', default: '1024', help: "the memory a caller's own SQL over a sandboxed query's answer may take in the engine" },
-  apiKeyFile: { flag: '--api-key-file <file>', env: 'SAVEDQ_API_KEYS', help: 'file of accepted API keys, one a line (the variable: comma-separated keys)' },
-  maxConnections: { flag: '--max-connections <n>', env: 'SAVEDQ_MAX_CONNECTIONS', default: '1000', shown: '1000, capped by the open-file limit', help: 'HTTP connections open at once, at most; past it a new one takes the place of the one waiting longest for its headers, or is closed' },
-  headerTimeout: { flag: '--header-timeout <seconds>', default: '10', help: "a request's headers must arrive within this" },
-  maxQueue: { flag: '--max-queue <n>', env: 'SAVEDQ_MAX_QUEUE', default: '64', help: 'calls waiting for the engine, at most; one more is answered 503 overloaded' },
+  lockWait: { flag: '--lock-wait <seconds>', env: 'SAVEDQ_LOCK_WAIT', default: '30', help: 'how long to wait for another process using the data directory', number: { min: 0, max: 86_400, unit: 'seconds' } },
+  timeout: { flag: '--timeout <seconds>', env: 'SAVEDQ_TIMEOUT', default: '30', help: 'per-query time limit', number: { min: 0.001, max: 86_400, unit: 'seconds' } },
+  cacheMaxMb: { flag: '--cache-max-mb <megabytes>', env: 'SAVEDQ_CACHE_MAX_MB', default: '512', help: 'the results cache stays within about this size; the least recently served go first', number: { min: 1, max: 1_048_576, unit: 'megabytes' } },
+  sandboxMaxMemoryMb: { flag: '--sandbox-max-memory-mb <megabytes>', env: 'SAVEDQ_SANDBOX_MAX_MEMORY_MB', default: '1024', help: "the memory a caller's own SQL over a sandboxed query's answer may take in the engine", number: { min: 16, max: 1_048_576, unit: 'megabytes' } },
+  host: { flag: '--host <host>', default: '127.0.0.1', help: 'address to bind' },
+  port: { flag: '--port <port>', default: '4000', help: 'port to listen on (0 = any free port)', number: { min: 0, max: 65535, integer: true, unit: '' } },
+  apiKeyFile: { flag: '--api-key-file <file>', env: 'SAVEDQ_API_KEYS', help: 'file of accepted API keys, one a line, readable by you alone (the variable: comma-separated keys)' },
+  maxConnections: { flag: '--max-connections <n>', env: 'SAVEDQ_MAX_CONNECTIONS', default: '1000', shown: '1000, capped by the open-file limit', help: 'HTTP connections open at once, at most; past it a new one takes the place of the one waiting longest for its headers, or is closed', number: { min: 1, max: 1_000_000, integer: true, unit: '' } },
+  headerTimeout: { flag: '--header-timeout <seconds>', default: '10', help: "a request's headers must arrive within this", number: { min: 1, max: 3600, unit: 'seconds' } },
+  maxQueue: { flag: '--max-queue <n>', env: 'SAVEDQ_MAX_QUEUE', default: '64', help: 'calls waiting for the engine, at most; one more is answered 503 overloaded', number: { min: 1, max: 1_000_000, integer: true, unit: '' } },
   tokenSecretFile: { flag: '--token-secret-file <file>', env: 'SAVEDQ_TOKEN_SECRETS', help: 'secrets of signed tokens, one a line, 32 bytes or more: the first signs, all verify (the variable: comma-separated)' },
   corsOrigin: { flag: '--cors-origin <origin>', env: 'SAVEDQ_CORS_ORIGINS', help: 'an origin whose pages may call serve from a browser (repeatable; * for any; the variable comma-separated)', repeatable: true },
-  rateLimit: { flag: '--rate-limit <rps>', env: 'SAVEDQ_RATE_LIMIT', shown: 'none', help: 'calls a second for each caller without a limit of its own' },
+  rateLimit: { flag: '--rate-limit <rps>', env: 'SAVEDQ_RATE_LIMIT', shown: 'none', help: 'calls a second for each caller without a limit of its own', number: { min: 0.001, max: 1_000_000, unit: 'calls a second' } },
   allowedHost: { flag: '--allowed-host <name>', env: 'SAVEDQ_ALLOWED_HOSTS', help: "a name /mcp answers as this server's besides its addresses (repeatable; the variable comma-separated)", repeatable: true },
 } as const satisfies Record<string, Setting>;
 
@@ -61,6 +73,22 @@ export function settingHelp(setting: Setting): string {
 /** A setting's text: its flag's, else its variable's, else its default (flags beat the environment, which beats defaults). */
 function settingOf(setting: Setting, flag: string | undefined, env: Env): string | undefined {
   return first(flag, setting.env === undefined ? undefined : env[setting.env]) ?? setting.default;
+}
+
+/** A number setting, parsed by its bounds in the table; its error names its flag. */
+function numberSetting(setting: Setting & { readonly number: NumberBounds }, flag: string | undefined, env: Env): number {
+  return number(settingOf(setting, flag, env) ?? '', flagName(setting), setting.number);
+}
+
+/** A repeatable setting's values: every flag given, else its variable's items (comma-separated), each trimmed, none empty. */
+function listSetting(setting: Setting, flags: readonly string[] | undefined, env: Env, separator = ','): string[] {
+  const given = flags && flags.length > 0 ? flags : setting.env === undefined ? [] : (env[setting.env] ?? '').split(separator);
+  return given.map((item) => item.trim()).filter((item) => item !== '');
+}
+
+/** A setting's flag without its argument: `--timeout`. */
+function flagName(setting: Setting): string {
+  return setting.flag.split(' ')[0] as string;
 }
 
 /** Everything the library needs to know about where things are. */
@@ -177,7 +205,7 @@ export function resolveConfig(flags: ConfigFlags = {}, env: Env = process.env): 
     warnings.push('a password in --url can be read by every user of this machine (ps); give it in SAVEDQ_CLICKHOUSE_URL or with --password-file instead.');
   }
   const passwordFile = settingOf(SETTINGS.passwordFile, flags.passwordFile, env);
-  const url = given !== undefined && passwordFile !== undefined ? withPassword(given, readPasswordFile(path(passwordFile))) : given;
+  const url = given !== undefined && passwordFile !== undefined ? withPassword(given, passwordOf(passwordFile)) : given;
   const dataDir = path(settingOf(SETTINGS.dataDir, flags.dataDir, env) ?? join(dataHome, 'savedq'));
   const store = storeConfig(flags, env, warnings);
   const cacheFile = path(settingOf(SETTINGS.cacheFile, flags.cacheFile, env) ?? join(cacheHome, 'savedq', 'results.sqlite'));
@@ -202,10 +230,10 @@ export function resolveConfig(flags: ConfigFlags = {}, env: Env = process.env): 
     warnings,
     dataDir,
     cacheFile,
-    lockWaitMs: number(settingOf(SETTINGS.lockWait, flags.lockWait, env) ?? '', 'lock wait', { min: 0, max: 86_400, unit: 'seconds' }) * 1000,
-    queryTimeoutSeconds: number(settingOf(SETTINGS.timeout, flags.timeout, env) ?? '', 'timeout', { min: 0.001, max: 86_400, unit: 'seconds' }),
-    cacheMaxBytes: number(settingOf(SETTINGS.cacheMaxMb, flags.cacheMaxMb, env) ?? '', '--cache-max-mb', { min: 1, max: 1_048_576, unit: 'megabytes' }) * 2 ** 20,
-    sandboxMaxMemoryBytes: number(settingOf(SETTINGS.sandboxMaxMemoryMb, flags.sandboxMaxMemoryMb, env) ?? '', '--sandbox-max-memory-mb', { min: 16, max: 1_048_576, unit: 'megabytes' }) * 2 ** 20,
+    lockWaitMs: numberSetting(SETTINGS.lockWait, flags.lockWait, env) * 1000,
+    queryTimeoutSeconds: numberSetting(SETTINGS.timeout, flags.timeout, env),
+    cacheMaxBytes: numberSetting(SETTINGS.cacheMaxMb, flags.cacheMaxMb, env) * 2 ** 20,
+    sandboxMaxMemoryBytes: numberSetting(SETTINGS.sandboxMaxMemoryMb, flags.sandboxMaxMemoryMb, env) * 2 ** 20,
     ...folders,
   };
 }
@@ -232,7 +260,7 @@ function storeConfig(flags: ConfigFlags, env: Env, warnings: string[]): StoreCon
     warnings.push('a password in --store can be read by every user of this machine (ps); give it in SAVEDQ_STORE_URL or with --store-password-file instead.');
   }
   const passwordFile = settingOf(SETTINGS.storePasswordFile, flags.storePasswordFile, env);
-  const url = libpqSsl(passwordFile === undefined ? given : withPassword(given, readPasswordFile(path(passwordFile))));
+  const url = libpqSsl(passwordFile === undefined ? given : withPassword(given, passwordOf(passwordFile)));
   // libpq's options (`?options=-c search_path=team`) may name the schema; else savedq's own.
   const searchPath = /search_path\s*=\s*([^\s,]+)/.exec(parsed.searchParams.get('options') ?? '')?.[1];
   const schema = searchPath ?? 'savedq';
@@ -287,22 +315,36 @@ function withPassword(url: string, password: string): string {
 }
 
 /**
- * The first line of a password file, refused when group or others may read it (exit 2, naming it and
- * the fix) or it is not a regular file (a pipe would hold the start).
+ * A file of secrets (a password, token secrets, API keys), read by one rule: a regular file (a pipe or
+ * a device would hold the read, and the start, forever) that no one but its owner may read (exit 2,
+ * naming it and the fix). `what` names it in errors: "password file".
  */
-function readPasswordFile(file: string): string {
-  let text: string;
+function readSecretFile(file: string, what: string): string {
+  const path = resolve(file);
   try {
-    const stat = statSync(file);
+    const stat = statSync(path);
     if (!stat.isFile()) throw new Error('not a regular file');
-    if ((stat.mode & 0o077) !== 0) throw new InputError(`password file ${file} can be read by other users; run chmod 600 ${file}.`);
-    text = readFileSync(file, 'utf8');
+    if ((stat.mode & 0o077) !== 0) throw new InputError(`${what} ${path} can be read by other users; run chmod 600 ${path}.`);
+    return readFileSync(path, 'utf8');
   } catch (err) {
     if (err instanceof InputError) throw err;
-    throw new InputError(`cannot read password file ${file}: ${errnoText(err)}.`);
+    throw new InputError(`cannot read ${what} ${path}: ${errnoText(err)}.`);
   }
-  const password = text.split(/\r?\n/)[0] ?? '';
-  if (password === '') throw new InputError(`password file ${file} is empty: its first line is the password.`);
+}
+
+/** A secret file's entries: one a line, or the variable's comma-separated items; blank lines and `#` comments left out. */
+function secretLines(file: string | undefined, what: string, variable: string | undefined): string[] {
+  const list = file !== undefined ? readSecretFile(file, what) : (variable ?? '').replace(/,/g, '\n');
+  return list
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !line.startsWith('#'));
+}
+
+/** A password file's first line. */
+function passwordOf(file: string): string {
+  const password = readSecretFile(file, 'password file').split(/\r?\n/)[0] ?? '';
+  if (password === '') throw new InputError(`password file ${resolve(file)} is empty: its first line is the password.`);
   return password;
 }
 
@@ -370,7 +412,7 @@ export interface ServeFlags {
 
 /** Host names as a Host header carries them, a port or not: anything else is refused at start. */
 function allowedHosts(given: readonly string[]): string[] {
-  const hosts = given.map((h) => h.trim().toLowerCase()).filter((h) => h !== '');
+  const hosts = given.map((h) => h.toLowerCase());
   for (const host of hosts) {
     if (!/^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:\d{1,5})?$/.test(host)) throw new InputError(`invalid --allowed-host ${JSON.stringify(host)}: a host name such as savedq.internal or savedq.internal:4000.`);
   }
@@ -378,8 +420,7 @@ function allowedHosts(given: readonly string[]): string[] {
 }
 
 /** Origins as a browser sends them (scheme://host[:port], no path), or `*`: anything else is refused at start. */
-function corsOrigins(given: readonly string[]): string[] {
-  const origins = given.map((o) => o.trim()).filter((o) => o !== '');
+function corsOrigins(origins: readonly string[]): readonly string[] {
   for (const origin of origins) {
     if (origin !== '*' && !/^https?:\/\/[^/\s]+$/.test(origin)) throw new InputError(`invalid --cors-origin ${JSON.stringify(origin)}: an origin such as https://dashboard.example.com (no path), or *.`);
   }
@@ -394,26 +435,7 @@ const MIN_SECRET_BYTES = 32;
  * SAVEDQ_TOKEN_SECRETS (comma-separated). Each at least 32 bytes. The first signs, every one verifies.
  */
 export function resolveTokenSecrets(file: string | undefined, env: Env = process.env): string[] {
-  let list: string;
-  const given = text(file);
-  if (given !== undefined) {
-    const path = resolve(given);
-    try {
-      const stat = statSync(path);
-      if (!stat.isFile()) throw new Error('not a regular file');
-      if ((stat.mode & 0o077) !== 0) throw new InputError(`token secret file ${path} can be read by other users; run chmod 600 ${path}.`);
-      list = readFileSync(path, 'utf8');
-    } catch (err) {
-      if (err instanceof InputError) throw err;
-      throw new InputError(`cannot read token secret file ${path}: ${errnoText(err)}.`);
-    }
-  } else {
-    list = (env.SAVEDQ_TOKEN_SECRETS ?? '').replace(/,/g, '\n');
-  }
-  const secrets = list
-    .split('\n')
-    .map((s) => s.trim())
-    .filter((s) => s !== '' && !s.startsWith('#'));
+  const secrets = secretLines(text(file), 'token secret file', env[SETTINGS.tokenSecretFile.env]);
   const short = secrets.findIndex((s) => Buffer.byteLength(s) < MIN_SECRET_BYTES);
   if (short >= 0) throw new InputError(`token secret ${short + 1} is ${Buffer.byteLength(secrets[short] as string)} bytes long; a secret is at least ${MIN_SECRET_BYTES} (openssl rand -base64 48 makes one).`);
   return secrets;
@@ -435,42 +457,27 @@ function openFileLimit(): number | undefined {
   }
 }
 
-/** The settings of `serve`: --host, --port, and the keys of --api-key-file (one a line) or SAVEDQ_API_KEYS (comma-separated). */
+/** The settings of `serve`: where it listens, the keys it accepts (--api-key-file, one a line, else SAVEDQ_API_KEYS, comma-separated), its limits. */
 export function resolveServeSettings(flags: ServeFlags, env: Env = process.env): ServeSettings {
   return {
-    host: text(flags.host) ?? '127.0.0.1',
-    port: number(text(flags.port) ?? '4000', '--port', { min: 0, max: 65535, integer: true, unit: '' }),
-    apiKeys: apiKeys(text(flags.apiKeyFile), env.SAVEDQ_API_KEYS),
-    maxConnections: Math.max(1, Math.min(number(settingOf(SETTINGS.maxConnections, flags.maxConnections, env) ?? '', '--max-connections', { min: 1, max: 1_000_000, integer: true, unit: '' }), (openFileLimit() ?? Infinity) - FILES_KEPT)),
-    headerTimeoutSeconds: number(settingOf(SETTINGS.headerTimeout, flags.headerTimeout, env) ?? '', '--header-timeout', { min: 1, max: 3600, unit: 'seconds' }),
-    maxQueue: number(settingOf(SETTINGS.maxQueue, flags.maxQueue, env) ?? '', '--max-queue', { min: 1, max: 1_000_000, integer: true, unit: '' }),
+    host: settingOf(SETTINGS.host, flags.host, env) as string,
+    port: numberSetting(SETTINGS.port, flags.port, env),
+    apiKeys: apiKeys(secretLines(text(flags.apiKeyFile), 'API key file', env[SETTINGS.apiKeyFile.env])),
+    maxConnections: Math.max(1, Math.min(numberSetting(SETTINGS.maxConnections, flags.maxConnections, env), (openFileLimit() ?? Infinity) - FILES_KEPT)),
+    headerTimeoutSeconds: numberSetting(SETTINGS.headerTimeout, flags.headerTimeout, env),
+    maxQueue: numberSetting(SETTINGS.maxQueue, flags.maxQueue, env),
     tokenSecrets: resolveTokenSecrets(flags.tokenSecretFile, env),
-    corsOrigins: corsOrigins(flags.corsOrigin && flags.corsOrigin.length > 0 ? flags.corsOrigin : (env.SAVEDQ_CORS_ORIGINS ?? '').split(',')),
-    allowedHosts: allowedHosts(flags.allowedHost && flags.allowedHost.length > 0 ? flags.allowedHost : (env.SAVEDQ_ALLOWED_HOSTS ?? '').split(',')),
-    rateLimit: ((value) => (value === undefined ? undefined : number(value, '--rate-limit', { min: 0.001, max: 1_000_000, unit: 'calls a second' })))(settingOf(SETTINGS.rateLimit, flags.rateLimit, env)),
+    corsOrigins: corsOrigins(listSetting(SETTINGS.corsOrigin, flags.corsOrigin, env)),
+    allowedHosts: allowedHosts(listSetting(SETTINGS.allowedHost, flags.allowedHost, env)),
+    rateLimit: settingOf(SETTINGS.rateLimit, flags.rateLimit, env) === undefined ? undefined : numberSetting(SETTINGS.rateLimit, flags.rateLimit, env),
   };
 }
 
 /** The longest API key, in bytes (UTF-8): keys are compared in buffers of one length (http/keys.ts). */
 export const MAX_API_KEY_BYTES = 511;
 
-function apiKeys(file: string | undefined, envKeys: string | undefined): string[] {
-  let list: string;
-  if (file !== undefined) {
-    try {
-      // A pipe or a device would hold the read (and the server's start) forever.
-      if (!statSync(file).isFile()) throw new Error('not a regular file');
-      list = readFileSync(file, 'utf8');
-    } catch (err) {
-      throw new InputError(`cannot read API key file ${file}: ${errnoText(err)}.`);
-    }
-  } else {
-    list = (envKeys ?? '').replace(/,/g, '\n');
-  }
-  const keys = list
-    .split('\n')
-    .map((k) => k.trim())
-    .filter((k) => k !== '' && !k.startsWith('#'));
+/** The API keys serve accepts: at least one, none longer than MAX_API_KEY_BYTES. */
+function apiKeys(keys: string[]): string[] {
   if (keys.length === 0) throw new InputError('serve needs at least one API key: set SAVEDQ_API_KEYS or give --api-key-file.');
   const long = keys.findIndex((k) => Buffer.byteLength(k) > MAX_API_KEY_BYTES);
   if (long >= 0) throw new InputError(`API key ${long + 1} is ${Buffer.byteLength(keys[long] as string)} bytes long; a key is at most ${MAX_API_KEY_BYTES}.`);

@@ -194,6 +194,28 @@ describe('savedq (the built CLI)', () => {
     expect(given.stderr).toBe('savedq: cannot reach ClickHouse at http://reader@127.0.0.1:9: connection refused.\n');
   });
 
+  it('reads every secret file by one rule: refused while others can read it, naming it and the fix', async () => {
+    const secret = (name: string, text: string) => {
+      const file = join(dir, name);
+      writeFileSync(file, text);
+      chmodSync(file, 0o640);
+      return file;
+    };
+    const keys = secret('keys', 'a-key\n');
+    const secrets = secret('secrets', `${'s'.repeat(40)}\n`);
+    const storePassword = secret('store-password', 'pw\n');
+    const cases: [string, string, string[]][] = [
+      ['API key file', keys, ['serve', '--port', '0', '--api-key-file', keys]],
+      ['token secret file', secrets, ['token', 'create', '--name', 'reader', '--query', 'logs.all', '--token-secret-file', secrets]],
+      ['password file', storePassword, ['--store', 'postgres://savedq@127.0.0.1:9/savedq', '--store-password-file', storePassword, 'status']],
+    ];
+    for (const [what, file, args] of cases) {
+      // A store is in place of the cache file: this test's is not named.
+      const r = await cli(args, { env: { ...env, SAVEDQ_CACHE_FILE: '' } });
+      expect(r, what).toMatchObject({ code: 2, stdout: '', stderr: `savedq: ${what} ${file} can be read by other users; run chmod 600 ${file}.\n` });
+    }
+  });
+
   it('names a data directory that cannot be used', async () => {
     const file = join(dir, 'a-file');
     writeFileSync(file, '');
