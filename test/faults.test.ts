@@ -1,8 +1,8 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { chmodSync, chownSync, createWriteStream, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, createWriteStream, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { binPath, cli, eventually, tempDir, libraryOf, LONG_TEST_MS } from './helpers.js';
 import { has } from './system.js';
@@ -176,18 +176,35 @@ describe('interrupting run and warm', () => {
 });
 
 describe('places savedq may not use', () => {
-  // Run as the unprivileged user "nobody" (root can read anything); only where nobody can reach the
-  // checkout (a clone in a private temporary folder cannot be read by it).
-  const asNobody = (args: string[], extra: Record<string, string>) =>
-    spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', 'env', `PATH=${process.env.PATH ?? ''}`, 'HOME=/tmp', ...Object.entries(extra).map(([k, v]) => `${k}=${v}`), process.execPath, binPath, ...args], { encoding: 'utf8' });
-  const nobodyCanRun = has.root && spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, binPath, '--version'], { encoding: 'utf8' }).status === 0;
-  // Said, not skipped quietly: the checkout's folders must let another user in (a clone in a private
-  // temporary folder does not).
-  if (has.root && !nobodyCanRun) process.stderr.write(`skipping the tests of places savedq may not use: the user nobody cannot run ${binPath} (a folder above it is private)\n`);
-  // Not inside this file's private temporary folder, which nobody cannot enter.
+  // Run as the unprivileged user "nobody" (root can read anything). The checkout may sit where nobody
+  // cannot enter (CI clones into a private temporary folder): nobody runs it through a bind mount of it
+  // in a folder that anyone may enter, the checkout's own folder made enterable (not readable) by others
+  // for the while, as a clone of a private folder is not.
   const open = mkdtempSync(join(tmpdir(), 'savedq-nobody-'));
   spawnSync('chmod', ['0777', open]);
-  afterAll(() => rmSync(open, { recursive: true, force: true }));
+  const root = dirname(dirname(binPath));
+  const rootMode = statSync(root).mode & 0o7777;
+  const mounted = join(open, 'savedq');
+  if (has.root) {
+    chmodSync(root, rootMode | 0o001);
+    mkdirSync(mounted);
+    const bound = spawnSync('mount', ['--bind', root, mounted], { encoding: 'utf8' });
+    if (bound.status !== 0) throw new Error(`mount --bind of the checkout failed: ${bound.stderr}`);
+  }
+  const nobodysBin = join(mounted, relative(root, binPath));
+  afterAll(() => {
+    if (!has.root) return;
+    spawnSync('umount', [mounted]);
+    chmodSync(root, rootMode);
+    rmSync(open, { recursive: true, force: true });
+  });
+  const asNobody = (args: string[], extra: Record<string, string>) =>
+    spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', 'env', `PATH=${process.env.PATH ?? ''}`, 'HOME=/tmp', ...Object.entries(extra).map(([k, v]) => `${k}=${v}`), process.execPath, nobodysBin, ...args], { encoding: 'utf8' });
+
+  it.runIf(has.root)('is run by another user of the machine, through a folder it may enter', () => {
+    const r = asNobody(['--version'], {});
+    expect(r.status, r.stderr).toBe(0);
+  });
 
   /** A folder of nobody's own, for its cache files. */
   const nobodysHome = () => {
@@ -197,7 +214,7 @@ describe('places savedq may not use', () => {
     return home;
   };
 
-  it.runIf(nobodyCanRun)('an unreadable data directory of its own: exit 1 naming it', () => {
+  it.runIf(has.root)('an unreadable data directory of its own: exit 1 naming it', () => {
     const locked = join(open, 'locked');
     mkdirSync(locked, { mode: 0o000 });
     chownSync(locked, 65534, 65534);
@@ -206,7 +223,7 @@ describe('places savedq may not use', () => {
     expect(r.stderr).toBe(`savedq: cannot use data directory ${locked}: permission denied.\n`);
   });
 
-  it.runIf(nobodyCanRun)('a data directory another user owns, or others may write to: refused (exit 2), naming it and the fix', () => {
+  it.runIf(has.root)('a data directory another user owns, or others may write to: refused (exit 2), naming it and the fix', () => {
     const theirs = join(open, 'theirs');
     mkdirSync(theirs, { mode: 0o700 });
     const r = asNobody(['run', 'logs.all', '-p', 'project=x'], { SAVEDQ_DATA_DIR: theirs, SAVEDQ_CACHE_FILE: join(nobodysHome(), 'c2.sqlite') });
@@ -221,7 +238,7 @@ describe('places savedq may not use', () => {
     expect(wide.stderr).toBe(`savedq: refusing data directory ${shared}: other users can write to it; run chmod 700 ${shared}.\n`);
   });
 
-  it.runIf(nobodyCanRun)('a cache file that cannot be written: one warning, and the answer', () => {
+  it.runIf(has.root)('a cache file that cannot be written: one warning, and the answer', () => {
     const data = join(open, 'data');
     mkdirSync(data, { mode: 0o700 });
     chownSync(data, 65534, 65534);

@@ -225,7 +225,7 @@ describe('the socket trusts no one', () => {
 
 describe('serve outlives floods', () => {
   it.runIf(has.ss)('closes a connection past --header-timeout for good, even when its client never reads the 408', async () => {
-    const server = await startServe({ ...env, SAVEDQ_DATA_DIR: join(dir, 'half-open'), SAVEDQ_API_KEYS: 'k' }, [], ['--header-timeout', '1']);
+    const server = await startServe({ ...env, SAVEDQ_DATA_DIR: join(dir, 'half-open'), SAVEDQ_API_KEYS: 'k' }, [], ['--header-timeout', '3']);
     const port = Number(new URL(server.url).port);
     const clients = Array.from({ length: 20 }, () => {
       const s = connect(port, '127.0.0.1');
@@ -238,6 +238,8 @@ describe('serve outlives floods', () => {
       // serve's own sockets of the port, but the one that listens.
       const held = () =>
         spawnSync('ss', ['-Htanp', 'state', 'all', `( sport = :${port} )`], { encoding: 'utf8' }).stdout.split('\n').filter((l) => l.includes(`pid=${server.child.pid},`) && !l.startsWith('LISTEN')).length;
+      // First serve holds the 20 (their headers not yet late), then it lets go of every one.
+      await eventually('serve to hold the 20 connections', () => held() === 20);
       await eventually('serve to have answered the 20 and let go of them', () => held() === 0 && server.child.exitCode === null);
       const res = await fetch(`${server.url}/health`);
       expect(res.status).toBe(200);
@@ -249,11 +251,14 @@ describe('serve outlives floods', () => {
   });
 
 
-  it.runIf(has.prlimit)('holds at most --max-connections, closes a connection whose headers drip past --header-timeout, and the other savedq processes still reach the socket', async () => {
+  it.runIf(has.prlimit && has.ss)('holds at most --max-connections, closes a connection whose headers drip past --header-timeout, and the other savedq processes still reach the socket', async () => {
     const data = join(dir, 'flooded');
     // Under an open-file limit of 1024, as on many machines: serve takes at most 1024 - 256 connections.
-    const server = await startServe({ ...env, SAVEDQ_DATA_DIR: data, SAVEDQ_API_KEYS: 'k' }, [], ['--header-timeout', '2'], ['prlimit', '--nofile=1024:1024']);
+    // A header timeout long enough that closures before it are the limit's, not the timeout's.
+    const server = await startServe({ ...env, SAVEDQ_DATA_DIR: data, SAVEDQ_API_KEYS: 'k' }, [], ['--header-timeout', '10'], ['prlimit', '--nofile=1024:1024']);
     const port = Number(new URL(server.url).port);
+    const held = () => spawnSync('ss', ['-Htn', 'state', 'established', `( sport = :${port} )`], { encoding: 'utf8' }).stdout.split('\n').filter((l) => l !== '').length;
+    const started = Date.now();
     const slow: Socket[] = [];
     let closed = 0;
     for (let i = 0; i < 900; i++) {
@@ -265,8 +270,12 @@ describe('serve outlives floods', () => {
       slow.push(s);
     }
     try {
-      // Past the limit, connections are closed at once; the rest once their headers are late.
+      // Past the limit, connections are closed at once (long before their headers are late), and serve
+      // holds no more than the limit: the 768 newest, waiting for their headers.
       await eventually('the connections past --max-connections to be closed', () => closed >= 900 - 768);
+      expect(Date.now() - started).toBeLessThan(10_000);
+      expect(closed).toBe(900 - 768);
+      expect(held()).toBe(768);
       const cliRun = await cli(['run', 'hostile', '--no-cache', '-f', 'json'], { env: { ...env, SAVEDQ_DATA_DIR: data } });
       expect(cliRun.code, cliRun.stderr).toBe(0);
       await eventually('the slow connections to be closed after --header-timeout', () => closed === 900);
