@@ -445,6 +445,8 @@ describe.runIf(has.postgres)('a fleet on one store', () => {
           expect(await health.json()).toMatchObject({ status: 'ok', store: 'unreachable' });
           expect(await metric(s, /^savedq_store_up /)).toBe(0);
           expect(await metric(s, /^savedq_cache_total\{.*outcome="bypass"/)).toBeGreaterThanOrEqual(10);
+          // One warning (the log is written off the event loop: waited for, then counted).
+          await eventually('the warning that the store cannot be reached', () => /cannot be reached/.test(s.stderr()));
           expect(s.stderr().match(/cannot be reached/g)).toHaveLength(1);
           expect(s.stderr()).not.toContain(postgres.password);
         }
