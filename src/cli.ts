@@ -1,17 +1,23 @@
-import { Command, CommanderError, Option } from 'commander';
-import { resolveConfig, settingHelp, SETTINGS, type ConfigFlags, type Setting } from './config.js';
-import { InterruptedError, SavedqError } from './errors.js';
+import { Command, Option } from 'commander';
+import { resolveConfig, settingHelp, SETTINGS, type ConfigFlags } from './config.js';
 import { Savedq } from './library.js';
 import { packageVersion } from './package.js';
-import { closest } from './suggest.js';
-import { plural } from './words.js';
-import { FORMATS, RUN_FORMATS } from './output/index.js';
+import { RUN_FORMATS } from './output/index.js';
 import type { CliShape, CommandShape, OptionShape } from './commands/completion.js';
 import { CHECK_FORMATS, SHELLS, TEST_FORMATS } from './commands/choices.js';
 import { hintWidth, note, report, type CommonOptions, type Io } from './commands/io.js';
-import type { Reporter } from './report.js';
+import { serverLog, type Reporter } from './report.js';
 import { TABLES } from './warehouse/schema.js';
 import { wrapped } from './output/wrap.js';
+import { sayErrors } from './cli/guess.js';
+import { collect, examples, formatOption, withSettings } from './cli/help.js';
+import { main } from './cli/main.js';
+import { afterOutput, watchOutput } from './cli/output.js';
+import { interrupt, interruptible, servingNow } from './cli/signals.js';
+
+// The command line: each command registered with its options, help and action, which loads the
+// command's module when it runs. What commander cannot say is apart (cli/): the help's examples, the
+// guesses after an error, the top-level error handler, signals, and a reader of the output going away.
 
 // Standard input is opened only by the commands that read it: a cache hit, which reads none, is mostly start-up.
 const io: Io = {
@@ -26,13 +32,6 @@ const version = packageVersion();
 
 type GlobalFlags = ConfigFlags & CommonOptions & { debug?: boolean };
 
-/** Aborted on SIGINT/SIGTERM (see interruptible below). */
-const interrupt = new AbortController();
-/** How long an interrupted command may take to reach a safe point before it exits anyway. */
-const STOP_WITHIN_MS = 5_000;
-/** Whether `serve` is running and listening (a signal then drains its requests in flight, and it exits). */
-let serving = false;
-
 let library: Savedq | undefined;
 /** The library, made once a run; what it has to say goes to standard error (`serve`: to its log). */
 function lib(flags: GlobalFlags, options: { ownsEngine?: boolean; reporter?: Reporter } = {}): Savedq {
@@ -46,55 +45,9 @@ function lib(flags: GlobalFlags, options: { ownsEngine?: boolean; reporter?: Rep
   return library;
 }
 
-/** A repeatable option's values. It has no default (an absent one is undefined), so its help shows none. */
-function collect(value: string, previous: string[] | undefined): string[] {
-  return [...(previous ?? []), value];
-}
-
-/** Adds settings' options to a command, in this order, as the one table of settings says them. */
-function withSettings(command: Command, ...names: (keyof typeof SETTINGS)[]): Command {
-  for (const name of names) {
-    const setting: Setting = SETTINGS[name];
-    if (setting.repeatable) command.option(setting.flag, settingHelp(setting), collect);
-    else command.option(setting.flag, settingHelp(setting));
-  }
-  return command;
-}
-
-/** -f/--format, as list and cache list take it (and run, with a chart besides). */
-function formatOption(choices: readonly string[] = FORMATS): Option {
-  return new Option('-f, --format <format>', 'output format (default: table on a terminal, else json)').choices(choices);
-}
-
-/**
- * An "Examples:" section for a command's help, at the help's width (the terminal's, else 80): an
- * example longer than that is broken between its words with ` \`, as a shell reads one line.
- */
-function examples(...lines: string[]): (context: { error: boolean; command: Command }) => string {
-  return ({ error, command }) => {
-    const output = command.configureOutput();
-    const width = (error ? output.getErrHelpWidth?.() : output.getOutHelpWidth?.()) ?? 80;
-    return `\nExamples:\n${lines.map((l) => continued(`  $ ${l}`, width)).join('\n')}\n`;
-  };
-}
-
-/**
- * A command line broken with ` \` between words so no line passes `width`: never inside quotes, nor
- * between an option and its value (`-p name=value` stays whole); a comment is left whole.
- */
-function continued(line: string, width: number): string {
-  if (line.length <= width || line.startsWith('  $ #')) return line;
-  const words = line.slice(4).match(/(?:-\S+ (?=[^-|\s]))?(?:'[^']*'|"[^"]*"|[^\s'"]+)+/g) ?? [];
-  const lines: string[] = [];
-  let [current, started] = ['  $', false];
-  for (const word of words) {
-    if (started && current.length + 1 + word.length + 2 > width) {
-      lines.push(`${current} \\`);
-      current = '     ';
-    }
-    [current, started] = [`${current} ${word}`, true];
-  }
-  return [...lines, current].join('\n');
+/** A command's action: commander's arguments and options as they come, the global flags first (the command itself is not needed). */
+function action<A extends unknown[]>(run: (flags: GlobalFlags, ...args: A) => Promise<void>): (...given: [...A, Command]) => Promise<void> {
+  return (...given) => run((given.at(-1) as Command).optsWithGlobals<GlobalFlags>(), ...(given.slice(0, -1) as A));
 }
 
 const program = withSettings(
@@ -152,8 +105,7 @@ program
       'savedq run 0f4c6b2e-7f3a-4a51-9a8e-3d2b1c5e6f01 -p project=acme-shop --at 2026-11-21T12:00:00Z -f csv',
     ),
   )
-  .action(async (nameOrId: string, opts: { param?: string[]; format?: string; cache: boolean; refresh?: boolean; at?: string; sql?: string; stats?: boolean }, cmd: Command) => {
-    const flags = cmd.optsWithGlobals<GlobalFlags>();
+  .action(action(async (flags, nameOrId: string, opts: { param?: string[]; format?: string; cache: boolean; refresh?: boolean; at?: string; sql?: string; stats?: boolean }) => {
     const { runCommand } = await import('./commands/run.js');
     await runCommand(
       lib(flags),
@@ -170,18 +122,17 @@ program
       },
       io,
     );
-  });
+  }));
 
 program
   .command('list')
   .description('list the saved queries and their parameters')
   .addOption(formatOption())
   .addHelpText('after', examples('savedq list', "savedq list -f json | jq '.[].name'"))
-  .action(async (opts: { format?: string }, cmd: Command) => {
-    const flags = cmd.optsWithGlobals<GlobalFlags>();
+  .action(action(async (flags, opts: { format?: string }) => {
     const { listCommand } = await import('./commands/list.js');
     await listCommand(lib(flags), { ...flags, format: opts.format }, io);
-  });
+  }));
 
 program
   .command('load')
@@ -195,11 +146,10 @@ program
     'after',
     examples('savedq load --sample', 'savedq load --sample --replace', 'savedq load edge_logs events.ndjson', 'zcat functions.ndjson.gz | savedq load function_edge_logs -'),
   )
-  .action(async (table: string | undefined, file: string | undefined, opts: { sample?: boolean; replace?: boolean; batchMb?: string }, cmd: Command) => {
-    const flags = cmd.optsWithGlobals<GlobalFlags>();
+  .action(action(async (flags, table: string | undefined, file: string | undefined, opts: { sample?: boolean; replace?: boolean; batchMb?: string }) => {
     const { loadCommand } = await import('./commands/load.js');
     await loadCommand(lib(flags), { ...flags, table, file, sample: opts.sample, replace: opts.replace, batchMb: opts.batchMb, signal: interrupt.signal }, io);
-  });
+  }));
 
 program
   .command('warm')
@@ -209,41 +159,37 @@ program
   .option('--at <iso>', 'the --at instant of the one call to warm')
   .option('--max-time <seconds>', 'stop after this long, the most recently served refreshed first (default 240: a */5 cron never overlaps itself)')
   .addHelpText('after', examples('savedq warm', 'savedq warm usage.api-counts -p project=acme-shop -p interval=daily', '# crontab: */5 * * * * savedq warm --quiet'))
-  .action(async (nameOrId: string | undefined, opts: { param?: string[]; at?: string; maxTime?: string }, cmd: Command) => {
-    const flags = cmd.optsWithGlobals<GlobalFlags>();
+  .action(action(async (flags, nameOrId: string | undefined, opts: { param?: string[]; at?: string; maxTime?: string }) => {
     const { warmCommand } = await import('./commands/warm.js');
     await warmCommand(lib(flags), { ...flags, nameOrId, params: opts.param ?? [], at: opts.at, maxTime: opts.maxTime, signal: interrupt.signal }, io);
-  });
+  }));
 
 const cache = program.command('cache').description('inspect or clear the results cache');
 cache
   .command('list')
   .description('list cached calls: query, parameters, age, last served, expiry')
   .addOption(formatOption())
-  .action(async (opts: { format?: string }, cmd: Command) => {
-    const flags = cmd.optsWithGlobals<GlobalFlags>();
+  .action(action(async (flags, opts: { format?: string }) => {
     const { cacheListCommand } = await import('./commands/cache.js');
     await cacheListCommand(lib(flags), { ...flags, format: opts.format }, io);
-  });
+  }));
 cache
   .command('clear')
   .description('remove every cached result')
-  .action(async (_opts: unknown, cmd: Command) => {
-    const flags = cmd.optsWithGlobals<GlobalFlags>();
+  .action(action(async (flags) => {
     const { cacheClearCommand } = await import('./commands/cache.js');
     await cacheClearCommand(lib(flags), flags, io);
-  });
+  }));
 
 program
   .command('status')
   .description("where savedq keeps what it keeps between calls, whether it answers, what is cached, and who shared it in the last minute; exit 1 when the store does not answer")
   .addOption(new Option('-f, --format <format>', 'text, or json for tools').choices(['text', 'json']).default('text'))
   .addHelpText('after', examples('savedq status', 'savedq --store postgres://savedq@db.internal/savedq status -f json | jq .processes'))
-  .action(async (opts: { format: string }, cmd: Command) => {
-    const flags = cmd.optsWithGlobals<GlobalFlags>();
+  .action(action(async (flags, opts: { format: string }) => {
     const { statusCommand } = await import('./commands/status.js');
     await statusCommand(lib(flags), { ...flags, format: opts.format }, io);
-  });
+  }));
 
 const alerts = program
   .command('alerts')
@@ -256,11 +202,10 @@ alerts
   .command('list', { isDefault: true })
   .description('each alert, its state and since when, its last evaluation (what savedq alerts does)')
   .addOption(formatOption(['table', 'json', 'ndjson', 'csv']))
-  .action(async (opts: { format?: string }, cmd: Command) => {
-    const flags = cmd.optsWithGlobals<GlobalFlags>();
+  .action(action(async (flags, opts: { format?: string }) => {
     const { alertsListCommand } = await import('./commands/alerts.js');
     await alertsListCommand(lib(flags), { ...flags, format: opts.format }, io);
-  });
+  }));
 alerts
   .command('check')
   .description('evaluate the alerts that are due, notify on each change of state; exit 1 when any is firing or in error, or kept but its file gone (for cron)')
@@ -269,11 +214,10 @@ alerts
   .option('--force', 'evaluate the alerts even when they are not due')
   .addOption(new Option('-f, --format <format>', 'text (lines on standard error), or json on standard output').choices(['text', 'json']).default('text'))
   .addHelpText('after', examples('savedq alerts check', '# crontab: * * * * * savedq alerts check --quiet', 'savedq alerts check fn-errors --force'))
-  .action(async (names: string[], opts: { at?: string; force?: boolean; format: string }, cmd: Command) => {
-    const flags = cmd.optsWithGlobals<GlobalFlags>();
+  .action(action(async (flags, names: string[], opts: { at?: string; force?: boolean; format: string }) => {
     const { alertsCheckCommand } = await import('./commands/alerts.js');
     await alertsCheckCommand(lib(flags), { ...flags, names: names.length > 0 ? names : undefined, at: opts.at, force: opts.force, format: opts.format, signal: interrupt.signal }, io);
-  });
+  }));
 alerts
   .command('history')
   .description("an alert's latest changes of state, newest first")
@@ -281,32 +225,29 @@ alerts
   .addOption(formatOption(['table', 'json', 'ndjson', 'csv']))
   .option('-n, --limit <n>', 'how many changes (default 20, at most 1000)')
   .addHelpText('after', examples('savedq alerts history fn-errors', 'savedq alerts history fn-errors -n 100 -f csv'))
-  .action(async (name: string, opts: { format?: string; limit?: string }, cmd: Command) => {
-    const flags = cmd.optsWithGlobals<GlobalFlags>();
+  .action(action(async (flags, name: string, opts: { format?: string; limit?: string }) => {
     const { alertsHistoryCommand } = await import('./commands/alerts.js');
     await alertsHistoryCommand(lib(flags), { ...flags, name, format: opts.format, limit: opts.limit }, io);
-  });
+  }));
 alerts
   .command('test')
   .description('evaluate one alert now and print the JSON it would send; sends nothing, changes nothing')
   .argument('<alert>', 'the alert\'s name (its file is <name>.alert.yaml)')
   .option('--at <iso>', 'evaluate as of this instant')
   .addHelpText('after', examples('savedq alerts test fn-errors', 'savedq alerts test fn-errors | jq .text'))
-  .action(async (name: string, opts: { at?: string }, cmd: Command) => {
-    const flags = cmd.optsWithGlobals<GlobalFlags>();
+  .action(action(async (flags, name: string, opts: { at?: string }) => {
     const { alertsTestCommand } = await import('./commands/alerts.js');
     await alertsTestCommand(lib(flags), { ...flags, name, at: opts.at }, io);
-  });
+  }));
 alerts
   .command('forget')
   .description('drop what savedq keeps of an alert whose file was removed (its state, history, undelivered notifications)')
   .argument('<alert>', "the alert's name")
   .addHelpText('after', examples('savedq alerts forget fn-errors'))
-  .action(async (name: string, _opts: unknown, cmd: Command) => {
-    const flags = cmd.optsWithGlobals<GlobalFlags>();
+  .action(action(async (flags, name: string) => {
     const { alertsForgetCommand } = await import('./commands/alerts.js');
     await alertsForgetCommand(lib(flags), { ...flags, name }, io);
-  });
+  }));
 
 withSettings(
   program
@@ -333,14 +274,13 @@ withSettings(
       "curl -H 'X-API-KEY: secret' -G http://127.0.0.1:4000/api/endpoints/query/usage.api-counts -d project=acme-shop -d interval=daily",
     ),
   )
-  .action(async (opts: { host: string; port: string; apiKeyFile?: string; maxConnections?: string; headerTimeout?: string; maxQueue?: string; tokenSecretFile?: string; rateLimit?: string; corsOrigin?: string[]; ui: boolean; mcp: boolean; alerts: boolean; allowedHost?: string[] }, cmd: Command) => {
-    const flags = cmd.optsWithGlobals<GlobalFlags>();
-    const { serveCommand, serverLog } = await import('./commands/serve.js');
-    const log = serverLog(io, flags);
+  .action(action(async (flags, opts: { host: string; port: string; apiKeyFile?: string; maxConnections?: string; headerTimeout?: string; maxQueue?: string; tokenSecretFile?: string; rateLimit?: string; corsOrigin?: string[]; ui: boolean; mcp: boolean; alerts: boolean; allowedHost?: string[] }) => {
+    const { serveCommand } = await import('./commands/serve.js');
+    const log = serverLog(io.stderr, flags.quiet === true);
     // The server owns the engine while it runs, and shares it with every other savedq process.
     const reporter: Reporter = { warn: (message) => log.warn(`warning: ${message}`), note: (message) => log.info(message) };
-    await serveCommand(lib(flags, { ownsEngine: true, reporter }), { ...flags, ...opts, version, log, onListening: () => (serving = true) }, io);
-  });
+    await serveCommand(lib(flags, { ownsEngine: true, reporter }), { ...flags, ...opts, version, log, onListening: servingNow }, io);
+  }));
 
 program
   .command('mcp')
@@ -353,11 +293,10 @@ program
       'npx @modelcontextprotocol/inspector --cli savedq mcp --method tools/list',
     ),
   )
-  .action(async (_opts: unknown, cmd: Command) => {
-    const flags = cmd.optsWithGlobals<GlobalFlags>();
+  .action(action(async (flags) => {
     const { mcpCommand } = await import('./commands/mcp.js');
     await mcpCommand(lib(flags), { ...flags, version, signal: interrupt.signal }, io);
-  });
+  }));
 
 const token = program.command('token').description('signed tokens for serve: one project, some queries, a rate limit');
 token
@@ -378,11 +317,11 @@ token
       "curl -H \"Authorization: Bearer $TOKEN\" -G http://127.0.0.1:4000/api/endpoints/query/usage.api-counts -d interval=daily",
     ),
   )
-  .action(async (opts: { name: string; query?: string[]; fix?: string[]; fixUnanchored?: boolean; ttl?: string; rps?: string; sql?: boolean; tokenSecretFile?: string }, cmd: Command) => {
-    const flags = cmd.optsWithGlobals<GlobalFlags>();
+  .action(action(async (flags, opts: { name: string; query?: string[]; fix?: string[]; fixUnanchored?: boolean; ttl?: string; rps?: string; sql?: boolean; tokenSecretFile?: string }) => {
     const { tokenCreateCommand } = await import('./commands/token.js');
     await tokenCreateCommand(lib(flags), { ...flags, ...opts, query: opts.query ?? [], fix: opts.fix ?? [] }, io);
-  });
+  }));
+
 token
   .command('inspect')
   .description('show a token\'s claims, whether it verifies with the configured secrets, and when it expires')
@@ -398,22 +337,20 @@ program
   .description('show what a saved query does: parameters, row fields, cache settings and its SQL')
   .argument('<query>', 'saved query name or id')
   .addHelpText('after', examples('savedq describe usage.api-counts'))
-  .action(async (nameOrId: string, _opts: unknown, cmd: Command) => {
-    const flags = cmd.optsWithGlobals<GlobalFlags>();
+  .action(action(async (flags, nameOrId: string) => {
     const { describeCommand } = await import('./commands/describe.js');
     await describeCommand(lib(flags), nameOrId, flags, io);
-  });
+  }));
 
 program
   .command('check')
   .description('check every saved query definition, and have the engine parse each query; exit 2 if any is broken')
   .addOption(new Option('-f, --format <format>', 'text, or json for tools').choices(CHECK_FORMATS).default('text'))
   .addHelpText('after', examples('savedq check', 'savedq --queries ./queries check -f json'))
-  .action(async (opts: { format: string }, cmd: Command) => {
-    const flags = cmd.optsWithGlobals<GlobalFlags>();
+  .action(action(async (flags, opts: { format: string }) => {
     const { checkCommand } = await import('./commands/check.js');
     await checkCommand(lib(flags), { ...flags, format: opts.format, signal: interrupt.signal }, io);
-  });
+  }));
 
 program
   .command('test')
@@ -426,33 +363,30 @@ program
     'after',
     examples('savedq test', 'savedq --queries ./queries test errors.by-path', 'savedq check && savedq test -f junit > savedq-tests.xml', 'savedq test errors.by-path --update'),
   )
-  .action(async (names: string[], opts: { format: string; builtin?: boolean; update?: boolean }, cmd: Command) => {
-    const flags = cmd.optsWithGlobals<GlobalFlags>();
+  .action(action(async (flags, names: string[], opts: { format: string; builtin?: boolean; update?: boolean }) => {
     const { testCommand } = await import('./commands/test.js');
     await testCommand(lib(flags), { ...flags, names, format: opts.format, builtin: opts.builtin, update: opts.update, signal: interrupt.signal }, io);
-  });
+  }));
 
 program
   .command('new')
   .description('write a starter saved query <name>.sql, with a fresh id, into your first queries folder')
   .argument('<name>', 'the query\'s name: lowercase letters, digits, ".", "_" and "-"')
   .addHelpText('after', examples('savedq new errors.by-path', 'savedq --queries ./queries new slow.functions'))
-  .action(async (name: string, _opts: unknown, cmd: Command) => {
-    const flags = cmd.optsWithGlobals<GlobalFlags>();
+  .action(action(async (flags, name: string) => {
     const { newCommand } = await import('./commands/new.js');
     await newCommand(lib(flags), { ...flags, name }, io);
-  });
+  }));
 
 program
   .command('schema')
   .description('print the ClickHouse DDL of the two log tables, for a server or (--cluster) a cluster')
   .option('--cluster <name>', 'DDL for this cluster: ReplicatedMergeTree local tables, Distributed tables over them')
   .addHelpText('after', examples('savedq schema', 'savedq schema --cluster analytics | clickhouse-client --multiquery'))
-  .action(async (opts: { cluster?: string }, cmd: Command) => {
+  .action(action(async (flags, opts: { cluster?: string }) => {
     const { schemaCommand } = await import('./commands/schema.js');
-    const flags = cmd.optsWithGlobals<GlobalFlags>();
     await schemaCommand(lib(flags), { ...flags, cluster: opts.cluster }, io);
-  });
+  }));
 
 program
   .command('init')
@@ -466,44 +400,20 @@ program
       'savedq init --store postgres://savedq@db.internal/savedq --store-password-file ~/.config/savedq/store-password',
     ),
   )
-  .action(async (opts: { cluster?: string }, cmd: Command) => {
-    const flags = cmd.optsWithGlobals<GlobalFlags>();
+  .action(action(async (flags, opts: { cluster?: string }) => {
     const { initCommand } = await import('./commands/schema.js');
     await initCommand(lib(flags), { ...flags, cluster: opts.cluster }, io);
-  });
+  }));
 
 program
   .command('completion')
   .description('print a shell completion script')
   .argument('<shell>', 'bash, zsh or fish')
   .addHelpText('after', examples('eval "$(savedq completion bash)"', 'savedq completion fish | source'))
-  .action(async (shell: string, _opts: unknown, cmd: Command) => {
-    const flags = cmd.optsWithGlobals<GlobalFlags>();
+  .action(action(async (flags, shell: string) => {
     const { completionCommand } = await import('./commands/completion.js');
     await completionCommand(lib(flags), shell, cliShape(), flags, io);
-  });
-
-/**
- * What became of standard output: a reader that goes away (`| head -n 1`) ends savedq's output, quietly,
- * and savedq exits 141 as Unix tools killed by SIGPIPE do; any other failure to write is an error.
- */
-const output: { readerGone: boolean; failure?: NodeJS.ErrnoException } = { readerGone: false };
-process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-  if (err.code === 'EPIPE') output.readerGone = true;
-  else output.failure ??= err;
-});
-// Nothing to be done about a closed standard error but to stop writing to it.
-process.stderr.on('error', () => undefined);
-
-/** The exit code once standard output has its say: 141 when its reader went away. */
-function afterOutput(code: number): number {
-  if (output.readerGone) return 141;
-  if (output.failure && code === 0) {
-    io.stderr.write(`savedq: cannot write the output: ${output.failure.code ?? output.failure.message}.\n`);
-    return 1;
-  }
-  return code;
-}
+  }));
 
 /** Values of arguments that are a fixed list, for completion. */
 const ARGUMENT_CHOICES: Record<string, readonly string[]> = { table: TABLES, shell: SHELLS };
@@ -525,177 +435,9 @@ function cliShape(): CliShape {
   return { commands: program.commands.map(commandShape), globalOptions: program.options.map(optionShape) };
 }
 
-/** Commander's messages for a flag no command takes (`--api-key=x` too) and a command there is not: savedq guesses, not commander. */
-const UNKNOWN_OPTION = /^unknown option '(--[^'=]+)(=[^']*)?'\n$/;
-const UNKNOWN_COMMAND = /^unknown command '([^']+)'\n$/;
-const TOO_MANY_ARGUMENTS = /^too many arguments for '[^']+'\./;
-const MISSING_QUERY = /^missing required argument 'query'/;
-/** How many query names a command missing its query lists before it says how many there are. */
-const QUERY_NAMES_SHOWN = 6;
-
-/** An error sayErrors said without a guess: main may still guess a parameter from an unknown flag in it. */
-let unguessed: { command: Command; said: string } | undefined;
-
-/**
- * Each command's errors as savedq says them, on one line after `savedq: `, and a guess on the next
- * for an unknown option or command, as queries, parameters and fields are guessed (`closest`, one
- * rule for all): among the command's flags and its parents' (one the flag starts too: `--api-key`
- * for --api-key-file), or among its subcommands.
- */
-function sayErrors(command: Command): void {
-  command.configureOutput({
-    outputError: (text, write) => {
-      const said = text.replace(/^error: /, '');
-      const guess = guessAfter(command, said);
-      if (guess === undefined) unguessed = { command, said };
-      write(`savedq: ${said}${guess === undefined ? '' : `(Did you mean ${guess}?)\n`}`);
-    },
-  });
-  command.commands.forEach(sayErrors);
-}
-
-/** What a command's error about an unknown option or subcommand guesses was meant. */
-function guessAfter(command: Command, said: string): string | undefined {
-  const [, flag] = UNKNOWN_OPTION.exec(said) ?? [];
-  if (flag !== undefined) {
-    const names: string[] = [];
-    for (let c: Command | null = command; c; c = c.parent) names.push(...c.options.flatMap((o) => (o.hidden || o.long === undefined ? [] : [o.long.slice(2)])));
-    const guess = closest(flag.slice(2), names);
-    return guess === undefined ? undefined : `--${guess}`;
-  }
-  const [, name] = UNKNOWN_COMMAND.exec(said) ?? [];
-  return name === undefined ? undefined : closest(name, command.commands.map((c) => c.name()));
-}
-
-/**
- * `-p project=acme` for `run logs.all --project acme` or `run logs.all project=acme`, as the one line
- * after commander's (an unknown option, too many arguments): words of a command that takes -p, named
- * as a parameter of its query (of any saved query when the query is not known) or close to one
- * (`--project acme --interval daily`). Undefined when the word commander blamed names none, or the
- * queries cannot be read.
- */
-async function parameterGuess({ command, said }: { command: Command; said: string }): Promise<string | undefined> {
-  const [, flag, value = ''] = UNKNOWN_OPTION.exec(said) ?? [];
-  if ((flag === undefined && !TOO_MANY_ARGUMENTS.test(said)) || !command.options.some((o) => o.long === '--param')) return undefined;
-  const named = command.args[0]?.startsWith('-') === false;
-  let params: string[];
-  try {
-    const queries = lib(command.optsWithGlobals<GlobalFlags>()).catalog;
-    const asked = named ? await queries.find(command.args[0] ?? '').catch(() => undefined) : undefined;
-    params = [...new Set((asked ? [asked] : (await queries.scan()).queries).flatMap((q) => q.params.map((p) => p.name)))];
-  } catch {
-    return undefined;
-  }
-  // The words past the query's name: commander leaves an unknown flag among them (--name value,
-  // --name=value), and the excess arguments are them (name=value). The guess starts at the word it
-  // complained of, which must name a parameter, and takes in every other that does.
-  const words = named ? command.args.slice(1) : command.args;
-  const blamed = flag === undefined ? 0 : words.indexOf(flag + value);
-  const meant: string[] = [];
-  for (let i = 0; i < words.length; i += 1) {
-    const [, dashes, typed, given] = /^(--)?([^=-][^=]*)(?:=(.*))?$/s.exec(words[i] ?? '') ?? [];
-    // A word of its own is a parameter only as --name (name=value else).
-    const name = typed === undefined || (dashes === undefined && given === undefined) ? undefined : closest(typed, params);
-    if (name === undefined) {
-      if (i === blamed) return undefined;
-      continue;
-    }
-    let text = given;
-    const next = words[i + 1];
-    if (text === undefined && next !== undefined && !next.startsWith('-')) {
-      text = next;
-      i += 1;
-    }
-    meant.push(`-p ${name}=${text === undefined ? '…' : shellWord(text)}`);
-  }
-  return meant.length === 0 ? undefined : meant.join(' ');
-}
-
-/**
- * The saved queries' names, for a command missing its query (the first few of many), and how many files
- * are broken (a query just written with a typo is not among the names); undefined when there are none
- * or they cannot be read.
- */
-async function queryNames(command: Command): Promise<string | undefined> {
-  try {
-    const { queries, broken } = await lib(command.optsWithGlobals<GlobalFlags>()).catalog.scan();
-    const names = queries.map((q) => q.name).sort();
-    if (names.length === 0) return undefined;
-    const shown = names.length <= QUERY_NAMES_SHOWN ? names.join(', ') : `${names.slice(0, QUERY_NAMES_SHOWN - 1).join(', ')}, … (${names.length} in all)`;
-    return broken.length === 0 ? shown : `${shown}; ${plural(broken.length, 'broken file')} left out, savedq check says why`;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * A value as a POSIX shell reads it back: as it is when it holds only characters no shell treats
- * specially, else in single quotes (Python's shlex.quote). The shell-quote package escapes `:` and `=`
- * too, which every timestamp holds (`2026-11-21T00\:00\:00Z`).
- */
-function shellWord(text: string): string {
-  return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", `'"'"'`)}'`;
-}
-
-/** The one place errors become messages and exit codes. */
-async function main(argv: string[]): Promise<number> {
-  try {
-    await program.parseAsync(argv);
-    return 0;
-  } catch (err) {
-    if (output.readerGone) return 0; // whatever failed after the reader went, nobody is reading
-    if (err instanceof CommanderError) {
-      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.exitCode === 0) return 0;
-      const guess = (err.code === 'commander.unknownOption' || err.code === 'commander.excessArguments') && unguessed ? await parameterGuess(unguessed) : undefined;
-      if (guess !== undefined) io.stderr.write(`(Did you mean ${guess}?)\n`);
-      const names = err.code === 'commander.missingArgument' && unguessed && MISSING_QUERY.test(unguessed.said) ? await queryNames(unguessed.command) : undefined;
-      if (names !== undefined) {
-        const { wrapped } = await import('./output/wrap.js');
-        io.stderr.write(`${wrapped(`(the saved queries: ${names}; savedq list shows what each takes)`, 0, 1, hintWidth(io))}\n`);
-      }
-      return 2;
-    }
-    const debug = program.opts<GlobalFlags>().debug === true;
-    if (err instanceof InterruptedError) return err.exitCode;
-    if (err instanceof SavedqError) {
-      if (err.silent) return err.exitCode;
-      io.stderr.write(`savedq: ${err.message}\n`);
-      if (debug && err.cause instanceof Error) io.stderr.write(`${err.cause.stack ?? err.cause.message}\n`);
-      return err.exitCode;
-    }
-    io.stderr.write(`savedq: unexpected error: ${err instanceof Error ? err.message : String(err)}\n`);
-    if (debug && err instanceof Error) io.stderr.write(`${err.stack}\n`);
-    return 1;
-  } finally {
-    await library?.close().catch(() => undefined);
-  }
-}
-
-/**
- * Ctrl-C (or a SIGTERM from a supervisor) during run, load or warm stops the work at the next safe point
- * (between batches of a load, between refreshes of a warm, after the query of a run), releases the
- * engine and the data directory, and exits 130. Exiting while the engine is in the middle of an insert
- * would crash it, hence no process.exit here; a second signal insists. `serve` drains on its own
- * listener; this one stays too, for the second signal, and so that the lock library's signal-exit
- * never finds a signal unheard and re-raises it.
- */
-function interruptible(): void {
-  let signals = 0;
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (signals++ > 0) process.exit(130);
-    if (serving) return; // serve drains its requests in flight on its own listener
-    io.stderr.write(`\nsavedq: interrupted (${signal}); stopping.\n`);
-    interrupt.abort(new InterruptedError(`interrupted (${signal}).`));
-    // Whatever the command is doing, it ends within seconds. Stopping at a safe point comes first; a
-    // load that this cuts short mid-batch is finished by the next load, as one killed is.
-    setTimeout(() => process.exit(130), STOP_WITHIN_MS).unref();
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-}
-
+watchOutput();
 sayErrors(program);
-interruptible();
-void main(process.argv).then((code) => {
-  process.exitCode = afterOutput(code);
+interruptible(io.stderr);
+void main(program, process.argv, io, (command) => lib(command.optsWithGlobals<GlobalFlags>()).catalog, async () => library?.close()).then((code) => {
+  process.exitCode = afterOutput(code, io.stderr);
 });
