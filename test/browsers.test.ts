@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cli, startServe, tempDir, type ServeProcess, EVENT_DEADLINE_MS } from './helpers.js';
+import { cli, eventually, startServe, tempDir, type ServeProcess, EVENT_DEADLINE_MS } from './helpers.js';
 import { has } from './system.js';
 
 // serve handed to a browser and to operators: CORS for the origins --cors-origin names (and a real page
@@ -77,9 +77,13 @@ describe('browsers on another origin', () => {
       expect(await tab.textContent('#out')).toMatch(/^200 acme 0,acme 1 id=[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-z]+$/);
       // The same page from another origin (localhost is not 127.0.0.1 to a browser): CORS blocks it.
       const other = await browser.newPage();
+      const said: string[] = [];
+      other.on('console', (message) => said.push(message.text()));
       await other.goto(pageOrigin.replace('127.0.0.1', 'localhost'));
       await other.waitForFunction("document.getElementById('out').textContent !== 'loading'", undefined, { timeout: EVENT_DEADLINE_MS });
       expect(await other.textContent('#out')).toMatch(/^blocked: /);
+      // Blocked by CORS, as the browser says, not by any other failure of the fetch.
+      await eventually('the browser to say why', () => said.some((text) => /has been blocked by CORS policy/.test(text)));
     } finally {
       await browser.close();
     }

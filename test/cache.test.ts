@@ -149,16 +149,6 @@ describe('results cache', () => {
 });
 
 describe('a result belongs to its source', () => {
-  it('a data directory of its own does not answer with another directory’s rows: it runs the query on its own data', async () => {
-    await counts('source-a');
-    const b = libraryOf({ dataDir: join(tempDir(), 'empty'), cacheFile }, { clock: () => now });
-    const execute = vi.spyOn(b.executor, 'execute').mockImplementation(async (call) => ({ query: call.query, params: call.params, rows: [], fields: [], truncated: false, cache: 'off', computedAt: now, statistics: { elapsed: 0, rows_read: 0, bytes_read: 0 } }));
-    const answer = await b.run({ nameOrId: 'usage.api-counts', params: [['project', 'source-a'], ['interval', 'hourly']] });
-    await b.close();
-    expect(answer.cache).toBe('miss');
-    expect(execute).toHaveBeenCalledTimes(1);
-  });
-
   it('a server that cannot be reached is not answered from the embedded engine’s result', async () => {
     await counts('source-b');
     const server = libraryOf({ url: 'http://user:secret@127.0.0.1:9', cacheFile }, { clock: () => now });

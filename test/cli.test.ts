@@ -216,6 +216,22 @@ describe('savedq (the built CLI)', () => {
     }
   });
 
+  it('a data directory of its own does not answer with another directory’s rows from a shared cache file: it runs the query on its own data', async () => {
+    const cacheFile = join(dir, 'shared-cache.sqlite');
+    const [a, b] = [join(dir, 'source-a'), join(dir, 'source-b')];
+    const event = { timestamp: new Date(Date.now() - 600_000).toISOString(), project: 'source-a', metadata: { request: { url: 'https://source-a.example/rest/v1/x', path: '/rest/v1/x' } } };
+    expect((await cli(['load', 'edge_logs', '-'], { env: { ...env, SAVEDQ_DATA_DIR: a, SAVEDQ_CACHE_FILE: cacheFile }, input: JSON.stringify(event) })).code).toBe(0);
+    const args = ['run', 'usage.api-counts', '-p', 'project=source-a', '-p', 'interval=hourly', '-f', 'json', '--verbose'];
+    const first = await cli(args, { env: { ...env, SAVEDQ_DATA_DIR: a, SAVEDQ_CACHE_FILE: cacheFile } });
+    expect(first.code, first.stderr).toBe(0);
+    expect((JSON.parse(first.stdout) as unknown[]).length).toBeGreaterThan(0);
+    // The same call on an empty data directory, the same cache file: computed there (no rows), and kept.
+    const other = await cli(args, { env: { ...env, SAVEDQ_DATA_DIR: b, SAVEDQ_CACHE_FILE: cacheFile } });
+    expect(other.code, other.stderr).toBe(0);
+    expect(JSON.parse(other.stdout)).toEqual([]);
+    expect(other.stderr).toMatch(/usage\.api-counts: 0 rows, kept in the cache/);
+  });
+
   it('names a data directory that cannot be used', async () => {
     const file = join(dir, 'a-file');
     writeFileSync(file, '');

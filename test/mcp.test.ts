@@ -203,8 +203,14 @@ describe('savedq mcp: the tools', () => {
       const runWrongType = await cli(['--queries', examplesDir, 'run', 'functions.slowest', '-p', 'project=acme-shop', '-p', 'hours=many'], { env });
       expect(textOf(wrongType)).toBe(runWrongType.stderr.replace(/^savedq: /, '').trimEnd());
       expect(textOf(await call(examples, 'functions_slowest', { project: 'acme-shop', hours: 2.5 }))).toBe("invalid value \"2.5\" for parameter 'hours': a base-10 integer from 1 to 2160.");
-      const list = await call(examples, 'status_classes-hourly', { projects: ['acme-shop', 'globex-api'] });
+      // A list as a list: both projects' rows, the rows run gives for the same call (from and to fixed).
+      const [from, to] = [new Date(Date.now() - 3 * DAY).toISOString(), new Date().toISOString()];
+      const list = await call(examples, 'status_classes-hourly', { projects: ['acme-shop', 'globex-api'], from, to });
       expect(list.isError, textOf(list)).toBeFalsy();
+      const listed = (list.structuredContent as { rows: { project: string }[] }).rows;
+      expect(new Set(listed.map((r) => r.project))).toEqual(new Set(['acme-shop', 'globex-api']));
+      const runList = await cli(['--queries', examplesDir, 'run', 'status.classes-hourly', '-p', 'projects=acme-shop,globex-api', '-p', `from=${from}`, '-p', `to=${to}`, '-f', 'json', '--no-cache'], { env });
+      expect(listed).toEqual(JSON.parse(runList.stdout));
     } finally {
       await examples.close();
     }
