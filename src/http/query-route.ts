@@ -11,7 +11,7 @@ import type { Row } from '../queries/types.js';
 import { statisticsOf } from '../queries/json-schema.js';
 import { JSON_TYPE } from './answers.js';
 import type { Metrics } from './metrics.js';
-import { READ_METHODS, credentialOf, readBody, type Answered, type RequestContext, type Route, type RouteRequest } from './route.js';
+import { READ_METHODS, readBody, type Answered, type RequestContext, type Route, type RouteRequest } from './route.js';
 
 /** X-Cache of each outcome of a cached query: the store not reached is BYPASS (docs/scaling.md). */
 const X_CACHE: Partial<Record<RunResult['cache'], string>> = { hit: 'HIT', shared: 'HIT', miss: 'MISS', off: 'MISS', bypass: 'BYPASS' };
@@ -170,12 +170,12 @@ export class QueryRoute implements Route {
   }
 
   /** A GET answered from what was served a moment ago: no await, no promise; undefined when the full path must answer. */
-  answerAtOnce(req: IncomingMessage, res: ServerResponse, ctx: RequestContext): Answered | undefined {
-    const rawUrl = req.url ?? '/';
-    if (req.method !== 'GET' || !rawUrl.startsWith(QUERY_PREFIX) || req.headers['cache-control'] !== undefined) return undefined;
+  answerAtOnce(req: IncomingMessage, res: ServerResponse, ctx: RequestContext, credential: string | undefined): Answered | undefined {
+    if (req.method !== 'GET' || req.headers['cache-control'] !== undefined) return undefined;
     // Known callers without a limit only: the full path answers the others (401, 429, its headers).
-    const caller = this.access.known(credentialOf(req));
+    const caller = this.access.known(credential);
     if (!caller || caller.rps !== undefined || !this.#current()) return undefined;
+    const rawUrl = req.url ?? '/';
     const call = this.#calls.get(caller)?.find(rawUrl.includes('?') ? rawUrl : `${rawUrl}?`);
     if (!call) return undefined;
     ctx.caller = caller;

@@ -32,8 +32,6 @@ export interface RoutesOf {
 /** serve's routes: the table the answers, the 405s, the preflights and the metric labels are read from. */
 export interface ServeRoutes {
   readonly table: readonly Route[];
-  /** The query route, whose fast path answers before the table is looked at. */
-  readonly query: QueryRoute;
   /** /mcp's sessions, once its first request made them. */
   mcpEndpoint(): Promise<McpEndpoint> | undefined;
   /** A caller's SQL the sandbox refused, on any route: counted by its query, and logged with who sent it. */
@@ -123,7 +121,7 @@ export function serveRoutes(of: RoutesOf): ServeRoutes {
     },
     query,
   );
-  return { table, query, mcpEndpoint: () => mcp, refusedSql };
+  return { table, mcpEndpoint: () => mcp, refusedSql };
 }
 
 /**
