@@ -192,7 +192,7 @@ describe('delivery', () => {
     const day = await cli([...flags, 'alerts', 'check', '--at', atOffset(25 * HOUR), '--quiet']);
     // The day before holds no error any more: resolved, and that one is tried in its turn.
     expect(day).toMatchObject({ code: 0, stdout: '', stderr: `warning: gave up notifying gone firing to webhook http://127.0.0.1:${port}/… after 24 h: ECONNREFUSED\n` });
-    expect(JSON.parse((await cli([...flags, 'alerts', '-f', 'json'])).stdout)[0]).toMatchObject({ state: 'ok', waiting: 1, last_error: 'ECONNREFUSED' });
+    expect((JSON.parse((await cli([...flags, 'alerts', '-f', 'json'])).stdout) as unknown[])[0]).toMatchObject({ state: 'ok', waiting: 1, last_error: 'ECONNREFUSED' });
   }, LONG_TEST_MS);
 
   it('runs a command with the JSON on its standard input', async () => {
@@ -388,12 +388,12 @@ describe('alerts test', () => {
     expect(tried.stderr).toMatch(/dry: new -> firing \(1 row matched\); would send this to webhook http:\/\/127\.0\.0\.1:\d+\/…\. Nothing was sent\./);
     expect(hook.got).toHaveLength(0);
     // Never evaluated: null to tools, as a notification's old_state is; `new` in a table.
-    expect(JSON.parse((await cli([...flags, 'alerts', '-f', 'json'])).stdout)[0]).toMatchObject({ state: null, evaluated: null });
+    expect((JSON.parse((await cli([...flags, 'alerts', '-f', 'json'])).stdout) as unknown[])[0]).toMatchObject({ state: null, evaluated: null });
     expect((await cli([...flags, 'alerts', '-f', 'table'])).stdout).toMatch(/│ dry +│ new +│/);
     // An --at that is no ISO 8601 instant is refused before anything is evaluated, as run refuses it.
     const badAt = await cli([...flags, 'alerts', 'check', '--at', 'Nov 3 2026']);
     expect(badAt).toMatchObject({ code: 2, stderr: 'savedq: invalid --at "Nov 3 2026": expected an ISO 8601 timestamp such as 2026-01-31T12:00:00Z.\n' });
-    expect(JSON.parse((await cli([...flags, 'alerts', '-f', 'json'])).stdout)[0]).toMatchObject({ state: null, evaluated: null });
+    expect((JSON.parse((await cli([...flags, 'alerts', '-f', 'json'])).stdout) as unknown[])[0]).toMatchObject({ state: null, evaluated: null });
     const unknown = await cli([...flags, 'alerts', 'test', 'drx']);
     expect(unknown).toMatchObject({ code: 2, stdout: '', stderr: 'savedq: no alert named drx; there are dry.\n' });
   }, LONG_TEST_MS);

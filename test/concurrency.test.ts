@@ -12,7 +12,7 @@ const AT = '2026-11-20T12:00:00Z';
 function integrityCheck(file: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const db = new sqlite3.Database(file, sqlite3.OPEN_READONLY, (err) => {
-      if (err) return reject(err);
+      if (err) { reject(err); return; }
       db.get('PRAGMA integrity_check', (e, row: { integrity_check: string }) => {
         db.close();
         if (e) reject(e);

@@ -281,7 +281,7 @@ describe('installing', () => {
       failure = err;
     }
     expect(String(failure)).toMatch(/Could not locate the bindings file/);
-    const said = await loadingSqlite(Promise.reject(failure)).catch((err: unknown) => err as Error);
+    const said = await loadingSqlite(Promise.reject(failure as Error)).catch((err: unknown) => err as Error);
     expect(said.message).toBe(`SQLite's native module, sqlite3, has no build for Node ${process.version} here: run npm rebuild sqlite3 where savedq is installed.`);
     expect(said.cause).toBe(failure);
     // Any other failure is left as it is.

@@ -71,7 +71,13 @@ function replicas(n: number, store: string, serveArgs: readonly string[] = ['--n
 }
 
 function stop(servers: readonly ServeProcess[]): Promise<unknown> {
-  return Promise.all(servers.map((s) => (s.child.exitCode === null ? (s.child.kill('SIGKILL'), s.exited) : undefined)));
+  return Promise.all(
+    servers.map((s) => {
+      if (s.child.exitCode !== null) return Promise.resolve(s.child.exitCode);
+      s.child.kill('SIGKILL');
+      return s.exited;
+    }),
+  );
 }
 
 /** A call of fleet.q on a replica: its status, X-Cache and rows. */
@@ -501,7 +507,7 @@ describe.runIf(has.postgres)('a fleet on one store', () => {
  */
 async function tcpLink(port: number): Promise<{ port: number; cut: boolean; close(): void }> {
   const sockets = new Set<Socket>();
-  const link = { port: 0, cut: false, close: () => undefined as void };
+  const link = { port: 0, cut: false, close: (): void => undefined };
   const server = createTcpServer((client) => {
     sockets.add(client);
     client.on('error', () => undefined);
@@ -511,8 +517,12 @@ async function tcpLink(port: number): Promise<{ port: number; cut: boolean; clos
     upstream.on('error', () => client.destroy());
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
-    client.on('data', (d: Buffer) => void (link.cut ? undefined : upstream.write(d)));
-    upstream.on('data', (d: Buffer) => void (link.cut ? undefined : client.write(d)));
+    client.on('data', (d: Buffer) => {
+      if (!link.cut) upstream.write(d);
+    });
+    upstream.on('data', (d: Buffer) => {
+      if (!link.cut) client.write(d);
+    });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   link.port = (server.address() as AddressInfo).port;

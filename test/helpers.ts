@@ -169,9 +169,15 @@ export async function startServe(env: Record<string, string>, args: readonly str
   });
   const waitFor = (pattern: RegExp, timeoutMs = EVENT_DEADLINE_MS) =>
     new Promise<void>((resolve, reject) => {
-      if (pattern.test(stderr)) return resolve();
+      if (pattern.test(stderr)) { resolve(); return; }
       const timer = setTimeout(() => reject(new Error(`serve never printed ${pattern}; it printed:\n${stderr}`)), timeoutMs);
-      waiters.push({ pattern, resolve: () => (clearTimeout(timer), resolve()) });
+      waiters.push({
+        pattern,
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      });
       void exited.then(() => setTimeout(() => reject(new Error(`serve exited; it printed:\n${stderr}`)), 50));
     });
   await waitFor(/listening on http:\S+/);

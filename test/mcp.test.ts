@@ -173,7 +173,7 @@ describe('savedq mcp: the tools', () => {
     expect(await refused({ project: ['acme-shop', 'globex-api'], interval: 'daily' })).toBe("parameter 'project' takes a text, a number or a boolean, not a list.");
     const unknown = await stdio.callTool({ name: 'usage_api-count', arguments: {} }).then(
       () => 'answered',
-      (err: Error) => err.message,
+      (err: unknown) => (err as Error).message,
     );
     // The client says the code once; the server's message does not say it again.
     expect(unknown).toMatch(/^MCP error -32602: unknown tool "usage_api-count"\. Did you mean usage_api-counts\?/);
@@ -361,9 +361,9 @@ describe('/mcp on serve', () => {
     };
     const before = await limited();
     const created = await cli(['token', 'create', '--name', 'slow-agent', '--query', 'usage.*', '--rps', '0.01'], { env });
-    const client = await httpClient(server.url, created.stdout.trim()).catch((err: Error) => err);
+    const client = await httpClient(server.url, created.stdout.trim()).catch((err: unknown) => err as Error);
     // initialize took the one call of its burst: the next request is refused, and counted as serve counts its refusals.
-    const refused = client instanceof Error ? client : await client.listTools().then(() => undefined, (err: Error) => err);
+    const refused = client instanceof Error ? client : await client.listTools().then(() => undefined, (err: unknown) => err as Error);
     expect(refused?.message).toMatch(/429|rate limit/);
     expect(await limited()).toBe(before + 1);
   });

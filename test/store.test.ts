@@ -101,7 +101,7 @@ describe.each(backends)('the store, as the %s', (backend, place) => {
     expect(second.current).not.toBe(first);
     // A load whose holder is gone (it renewed for a moment only): a change of the data.
     await store.changing('server:http://ch', 'gone', 1);
-    await eventually('the holder’s moment to pass', async () => (await store.generation('server:http://ch')).loading === false);
+    await eventually('the holder’s moment to pass', async () => !(await store.generation('server:http://ch')).loading);
     expect((await store.generation('server:http://ch')).current).not.toBe(second.current);
     // Another source's is its own.
     expect((await store.generation('server:http://other')).current).toBe('');

@@ -72,8 +72,7 @@ describe('shell completion', () => {
       // _savedq is called as bash's completion calls it, but outside a completion, where bash's compopt
       // says "not currently executing completion function": that one line is no failure, anything else is.
       spawnSync('bash', ['-c', `${bash}\nCOMP_WORDS=(${line}); COMP_CWORD=$((\${#COMP_WORDS[@]}-1)); _savedq; printf '%s\\n' "\${COMPREPLY[@]}"`], { encoding: 'utf8' })
-        .stdout.toString()
-        .trim()
+        .stdout.trim()
         .split('\n');
   };
 
@@ -228,7 +227,7 @@ describe.runIf(has.script)('tables and charts in a real terminal', () => {
     // eslint-disable-next-line no-control-regex
     return raw ? shown.stdout : shown.stdout.replace(/\u001b\[[\d;]*m/g, '');
   }
-  const widest = (text: string) => Math.max(...text.split('\n').map((line) => [...line].length));
+  const widest = (text: string) => Math.max(...text.split('\n').map((line) => Array.from(line).length));
   const stats = ['run', 'functions.invocation-stats', '-p', 'project=acme-shop', '-p', 'interval=7day'];
 
   it('never draws a line wider than the terminal, at 80, 100 and 200 columns, an empty answer too', async () => {
@@ -384,7 +383,7 @@ describe.runIf(has.script)('tables and charts in a real terminal', () => {
       const bars = block.split('\n').map((line) => /^(\S+) +([█▏▎▍▌▋▊▉]*) (\d+)$/.exec(line));
       expect(bars.map((b) => b && [b[1], Number(b[3])]), `${columns}\n${text}`).toEqual(rows.map((r) => [r.path.length > columns * 0.4 ? expect.stringMatching(/…$/) : r.path, r.errors]));
       // The longest bar is the largest value's, and a bar's length follows its value.
-      const lengths = bars.map((b) => [...(b?.[2] ?? '')].length);
+      const lengths = bars.map((b) => Array.from(b?.[2] ?? '').length);
       expect(Math.max(...lengths)).toBe(lengths[rows.findIndex((r) => r.errors === Math.max(...rows.map((x) => x.errors)))]);
       expect(text).toMatch(/^server_errors$/m);
     }

@@ -148,7 +148,7 @@ describe('signed tokens', () => {
       ['/api/endpoints/query/logs.all', { method: 'PUT' }, 405],
     ];
     for (const [i, [path, init, status]] of refusals.entries()) {
-      const r = await fetch(`${server.url}${path}`, { ...init, headers: { ...init.headers, 'X-Request-Id': `refused-${i}` } });
+      const r = await fetch(`${server.url}${path}`, { ...init, headers: { ...(init.headers as Record<string, string> | undefined), 'X-Request-Id': `refused-${i}` } });
       await r.text();
       expect([r.status, r.headers.get('x-request-id')], `${i}`).toEqual([status, `refused-${i}`]);
     }

@@ -48,7 +48,7 @@ function checkClaims(payload: Record<string, unknown>): TokenClaims {
     }
   }
   if (limits !== undefined) {
-    const rps = (limits as { rps?: unknown } | null)?.rps;
+    const rps = typeof limits === 'object' && limits !== null ? (limits as { rps?: unknown }).rps : undefined;
     if (typeof limits !== 'object' || limits === null || (rps !== undefined && (typeof rps !== 'number' || !(rps > 0)))) throw new UnauthorizedError('the token has limits that are not a positive rps.');
   }
   return payload as unknown as TokenClaims;
@@ -96,7 +96,7 @@ export async function signToken(claims: TokenClaims, keys: readonly Uint8Array[]
 /** A token's claims without verifying it (`savedq token inspect` shows them beside whether it verifies). */
 export function readClaims(token: string): Record<string, unknown> {
   try {
-    return jose().decodeJwt(token) as Record<string, unknown>;
+    return jose().decodeJwt(token);
   } catch {
     throw new InputError('not a token: expected a JWT (three base64url parts separated by dots).');
   }

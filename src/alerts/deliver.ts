@@ -69,7 +69,7 @@ function runCommand(argv: readonly string[], payload: string, env: Readonly<Reco
     child.stdin.end(`${payload}\n`);
     child.once('error', (err: NodeJS.ErrnoException) => reject(new DeliveryFailure(err.code === 'ENOENT' ? `no program ${program} on the PATH` : err.message)));
     child.once('close', (code, signal) => {
-      if (code === 0) return resolve();
+      if (code === 0) { resolve(); return; }
       const said = stderr.trim().split('\n').pop()?.slice(0, 200);
       const how = signal === 'SIGKILL' ? `did not end in ${COMMAND_TIMEOUT_MS / 1000} s` : signal ? `ended by ${signal}` : `exited with ${code}`;
       reject(new DeliveryFailure(`${program} ${how}${said ? `: ${said}` : ''}`));

@@ -462,7 +462,7 @@ export class Alerts {
       new_state: newState,
       at: iso(now),
       since: iso(since),
-      ...(alert.when !== undefined ? { when: alert.when } : { when_sql: alert.whenSql as string }),
+      ...(alert.when !== undefined ? { when: alert.when } : { when_sql: alert.whenSql }),
       matched: rows.length,
       rows: rows.slice(0, ROWS_SENT),
       ...('error' in outcome ? { error: outcome.error } : {}),

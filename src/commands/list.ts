@@ -26,7 +26,7 @@ export function describeQueries(queries: readonly SavedQuery[]): Row[] {
     max_rows: q.maxRows,
     cache_seconds: q.cacheSeconds,
     warm_seconds: q.warmSeconds,
-    sandbox: q.sandbox === true,
+    sandbox: q.sandbox,
   }));
 }
 

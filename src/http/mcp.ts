@@ -69,7 +69,7 @@ export class McpEndpoint {
     const id = req.headers['mcp-session-id'];
     const sessionId = typeof id === 'string' ? id : undefined;
     const session = sessionId === undefined ? undefined : this.#sessions.get(sessionId);
-    if (sessionId !== undefined && !session) return jsonRpcError(res, 404, -32001, 'no such session (it ended, or the server restarted): initialize again.');
+    if (sessionId !== undefined && !session) { jsonRpcError(res, 404, -32001, 'no such session (it ended, or the server restarted): initialize again.'); return; }
     if (session && session.owner !== owner) throw new ForbiddenError('this MCP session was opened with another credential.');
     const sdk = await loadSdk();
     let body: unknown;
@@ -78,7 +78,7 @@ export class McpEndpoint {
       try {
         body = JSON.parse(text);
       } catch {
-        return jsonRpcError(res, 400, -32700, 'parse error: the body is not JSON.');
+        jsonRpcError(res, 400, -32700, 'parse error: the body is not JSON.'); return;
       }
       // Every JSON-RPC request counts against the caller's limit; notifications and the stream do not.
       const requests = (Array.isArray(body) ? body : [body]).filter((m: Message) => typeof m === 'object' && m !== null && m.id !== undefined && typeof m.method === 'string').length;
@@ -90,7 +90,7 @@ export class McpEndpoint {
       return;
     }
     const initializing = req.method === 'POST' && (Array.isArray(body) ? body.some((m) => sdk.isInitializeRequest(m)) : sdk.isInitializeRequest(body));
-    if (!initializing) return jsonRpcError(res, 400, -32000, 'no session: send initialize first, then the Mcp-Session-Id it answers with.');
+    if (!initializing) { jsonRpcError(res, 400, -32000, 'no session: send initialize first, then the Mcp-Session-Id it answers with.'); return; }
     await this.#open(sdk, caller, owner).transport.handleRequest(req, res, body);
   }
 

@@ -117,7 +117,7 @@ class TalliedHistogram {
 
 /** The metrics of a serve: prom-client's registry, format and the process's own (process_*, nodejs_*), loaded by serve only. */
 export async function serveMetrics(queue: () => EngineQueue | undefined, store?: Pick<Store, 'up' | 'observe'>): Promise<Metrics> {
-  const prom = (await import('prom-client')) as typeof PromClient;
+  const prom = (await import('prom-client'));
   const registry = new prom.Registry();
   prom.collectDefaultMetrics({ register: registry });
   const requests = new Tally('savedq_requests_total', 'Requests answered, by query (or path) and status.');

@@ -33,7 +33,7 @@ function headOf(get: Record<string, unknown>): object {
 
 function operation(query: SavedQuery, by: 'name' | 'id', grant: Grant): Record<string, unknown> {
   const { fixed } = grant;
-  const sql = query.sandbox === true && grant.sql;
+  const sql = query.sandbox && grant.sql;
   return {
     operationId: `${query.name.replace(/[^A-Za-z0-9]+(.)/g, (_, c: string) => c.toUpperCase())}${by === 'id' ? 'ById' : ''}`,
     tags: ['saved queries'],
@@ -45,7 +45,7 @@ function operation(query: SavedQuery, by: 'name' | 'id', grant: Grant): Record<s
         : 'Not cached.') +
       (sql ? ' Sandboxed: `sql` is your own SELECT over the answer, which it reads as the table `result`.' : ''),
     // The saved query itself, for clients that know savedq (the page): not to be read off the operationId.
-    'x-savedq-query': { name: query.name, id: query.id, sandbox: query.sandbox === true },
+    'x-savedq-query': { name: query.name, id: query.id, sandbox: query.sandbox },
     // An API key or a signed token, in X-API-KEY or as a bearer credential.
     security: [{ apiKey: [] }, { bearer: [] }],
     parameters: [
@@ -108,7 +108,7 @@ function operation(query: SavedQuery, by: 'name' | 'id', grant: Grant): Record<s
 /** POST to a query: the GET's call with its parameters (and SQL) in a JSON body, answered as GET answers it. */
 function postOf(query: SavedQuery, get: Record<string, unknown>, grant: Grant): object {
   const params = query.params.filter((p) => grant.fixed[p.name] === undefined);
-  const sql = query.sandbox === true && grant.sql;
+  const sql = query.sandbox && grant.sql;
   return {
     ...get,
     operationId: `${String(get.operationId)}Post`,

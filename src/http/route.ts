@@ -45,6 +45,7 @@ export interface Route {
   /** Request headers a page on another origin may send besides the credential's, and answer headers it may read. */
   readonly cors?: { readonly allowHeaders: string; readonly exposeHeaders: string };
   /** Sends the answer; a route of the server's own says nothing back (its log word is its label, no cache). */
+  // eslint-disable-next-line @typescript-eslint/no-invalid-void-type -- a route of the server's own returns nothing
   readonly answer: (request: RouteRequest) => Promise<Answered | void>;
   /**
    * Its fast path, when it has one: an answer sent at once from memory, before anything else is

@@ -143,7 +143,7 @@ function edgeEvent(project: SampleProject, atMs: number, incident: boolean): obj
 }
 
 function functionEvent(project: SampleProject, atMs: number, incident: boolean, scheduled = false): object {
-  const functions = Object.entries(project.functions);
+  const functions = Object.entries(project.functions as Record<string, { id: string; ms: number }>);
   // An incident hits the project's first function (errors, and calls that take several times as long);
   // the scheduled runs are the first function's too.
   const [name, { id, ms }] = incident || scheduled ? (functions[0] as (typeof functions)[number]) : pick(functions);

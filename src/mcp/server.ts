@@ -42,6 +42,7 @@ function protocolError(code: number, message: string): Error & { code: number } 
  */
 export function mcpServer(sdk: Sdk, session: McpSession): InstanceType<Sdk['Server']> {
   const { lib } = session;
+  // eslint-disable-next-line @typescript-eslint/no-deprecated -- the low-level Server on purpose (sdk.ts)
   const server = new sdk.Server(
     { name: 'savedq', title: 'savedq: saved queries over log data', version: session.version },
     {
@@ -73,7 +74,7 @@ export function mcpServer(sdk: Sdk, session: McpSession): InstanceType<Sdk['Serv
     try {
       const { [SQL_PARAM]: sql, ...args } = request.params.arguments ?? {};
       if (sql !== undefined && (!tool.sql || typeof sql !== 'string')) throw new InputError(tool.sql ? 'sql takes a text: one SELECT over result.' : `${tool.query.name} takes no sql argument.`);
-      const run = () => lib.run({ nameOrId: tool.query.id, params: [], arguments: args, sql: sql as string | undefined, caller: session.caller, signal: extra.signal });
+      const run = () => lib.run({ nameOrId: tool.query.id, params: [], arguments: args, sql: sql, caller: session.caller, signal: extra.signal });
       const result = await (session.around ? session.around(run) : run());
       const answer = { rows: result.rows, row_count: result.rows.length, ...answerFactsOf(result, lib.clock()) };
       return { structuredContent: answer, content: [{ type: 'text' as const, text: JSON.stringify(answer) }] };

@@ -58,7 +58,7 @@ export function toolsOf(queries: readonly SavedQuery[], caller: Caller | undefin
     const grant = grantOf(caller, query);
     const fixed = grant?.fixed ?? {};
     // A sandboxed query's tool takes SQL of the caller's own, when the caller may send it.
-    const sql = query.sandbox === true && grant?.sql === true;
+    const sql = query.sandbox && grant?.sql === true;
     tools.set(name, { query, fixed, sql, definition: definition(query, name, fixed, sql) });
   }
   return tools;

@@ -114,6 +114,8 @@ function plotWithGaps(points: readonly number[], axis: Axis, labelWidth: number,
   const lines = asciichart
     .plot(filled, { min: axis.low, max: axis.high, height: axis.rows, offset, format: (y: number) => axis.label(y).padStart(labelWidth) })
     .split('\n')
+    // Characters by code point, as asciichart drew them (its box-drawing characters are one each).
+    // eslint-disable-next-line @typescript-eslint/no-misused-spread
     .map((line) => [...line]);
   // Where asciichart puts a value: its row, as it reckons it; its columns start after the label, a space and the axis.
   const ratio = axis.rows / (axis.high - axis.low);

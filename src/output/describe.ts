@@ -37,7 +37,7 @@ export function describeText(q: SavedQuery, options: { readonly color: boolean; 
     '',
     `Max rows: ${q.maxRows}`,
     `Cache: ${q.cacheSeconds > 0 ? `${q.cacheSeconds} s${q.warmSeconds > 0 ? `, warmed when ${q.warmSeconds} s old` : ', not warmed'}` : 'not cached'}`,
-    fit(`Sandbox: ${q.sandbox === true ? 'yes: callers may send their own SELECT over the answer, which it reads as the table result (run --sql, ?sql=)' : 'no: callers send parameters only'}`, 0, 2),
+    fit(`Sandbox: ${q.sandbox ? 'yes: callers may send their own SELECT over the answer, which it reads as the table result (run --sql, ?sql=)' : 'no: callers send parameters only'}`, 0, 2),
     '',
     'SQL:',
     sqlText(q.sql, options.width),

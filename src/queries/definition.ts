@@ -382,7 +382,7 @@ function readParam(pair: Pair<Node, Node | null>, line: number, at: LineOf): Par
 
   return {
     ...shape,
-    other: other as 'reject' | 'default',
+    other: other,
     ...(allowed ? { allowed } : {}),
     ...(defaultValue !== undefined ? { default: defaultValue } : {}),
   };

@@ -35,7 +35,7 @@ export function rowsSchema(query: Pick<SavedQuery, 'fields' | 'maxRows' | 'sandb
     items: {
       type: 'object',
       // A caller's SQL over a sandboxed query's answer chooses its own fields: any, none required.
-      ...(query.fields.length > 0 && query.sandbox !== true ? { required: query.fields.map((f) => f.name) } : {}),
+      ...(query.fields.length > 0 && !query.sandbox ? { required: query.fields.map((f) => f.name) } : {}),
       properties: Object.fromEntries(query.fields.map((f) => [f.name, { ...fieldSchema(f.type), ...(f.description ? { description: f.description } : {}) }])),
     },
   };

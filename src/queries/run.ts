@@ -92,7 +92,7 @@ export async function executeQuery(
 ): Promise<QueryRows> {
   const sandboxed = options.sql !== undefined;
   const settings = sandboxed ? sandboxSettings(query, options.timeoutSeconds, options.sandboxMaxMemoryBytes ?? MAX_MEMORY_BYTES) : querySettings(query, options.timeoutSeconds);
-  const statement = sandboxed ? overAnswer(query, options.sql as string) : query.boundSql;
+  const statement = sandboxed ? overAnswer(query, options.sql) : query.boundSql;
   let rows;
   let statistics: QueryStatistics;
   try {

@@ -27,7 +27,7 @@ export type LineOf = (node: Node | null | undefined) => number;
 export function mapEntries(node: Node | null, line: number, what: string, at: LineOf): [Pair<Node, Node | null>, number][] {
   if (isNull(node)) return [];
   if (!isMap(node)) throw new Problem(line, `${what} must be YAML keys, not ${describeNode(node)}.`);
-  return ((node as YAMLMap<Node, Node | null>).items as Pair<Node, Node | null>[]).map((pair) => [pair, at(pair.key)]);
+  return ((node as YAMLMap<Node, Node | null>).items).map((pair) => [pair, at(pair.key)]);
 }
 
 export function keyName(pair: Pair<Node, Node | null>, line: number, what: string): string {
@@ -55,7 +55,7 @@ export function describeNode(node: Node | null): string {
   if (isMap(node)) return 'keys';
   if (isSeq(node)) return 'a list';
   const value = scalarValue(node);
-  return value === null || value === undefined ? 'nothing' : `${typeof value === 'string' ? 'text' : typeof value === 'bigint' ? 'a number' : `a ${typeof value}`}`;
+  return value === null || value === undefined ? 'nothing' : (typeof value === 'string' ? 'text' : typeof value === 'bigint' ? 'a number' : `a ${typeof value}`);
 }
 
 /** A text setting. */
@@ -131,5 +131,5 @@ export function yamlKeysOf(text: string, what: string, keys: readonly string[]):
   const at: LineOf = (node) => lines.lineAt(node?.range?.[0] ?? 0);
   const root = doc.contents;
   if (!isMap(root)) return { line: root ? at(root) : 1, message: `${what} is YAML keys (${keys.join(', ')}), not ${describeNode(root)}.` };
-  return { root: root as YAMLMap<Node, Node | null>, at };
+  return { root: root, at };
 }

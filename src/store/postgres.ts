@@ -64,11 +64,14 @@ function stored(kind: string, key: string): string {
   return `${kind}:${nodeCrypto().createHash('sha256').update(key).digest('base64url')}`;
 }
 
-/** bigint columns as numbers: epoch milliseconds and counts, well within 2^53. */
+/** bigint (int8, oid 20) columns as numbers: epoch milliseconds and counts, well within 2^53. */
+const INT8 = 20;
 function typesOf(driver: PgDriver): { getTypeParser: typeof pg.types.getTypeParser } {
-  return {
-    getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === 20 ? (value: string) => Number(value) : driver.pg.types.getTypeParser(oid, format))) as typeof pg.types.getTypeParser,
-  };
+  const parse = (oid: number, format?: 'text' | 'binary'): unknown =>
+    // An oid is a number; node-postgres's types name the known ones in an enum.
+    // eslint-disable-next-line @typescript-eslint/no-unsafe-enum-assignment
+    oid === INT8 ? (value: string) => Number(value) : driver.pg.types.getTypeParser(oid, format);
+  return { getTypeParser: parse as typeof pg.types.getTypeParser };
 }
 
 /** The PostgreSQL error codes that mean a table or schema of savedq's is not there yet. */
@@ -148,7 +151,7 @@ export class PostgresStore implements Store {
   }
 
   /** SQL of {name} tables with `?` parameters, on the pool. */
-  async #query<T>(sql: string, params: readonly unknown[] = []): Promise<pg.QueryResult & { rows: T[] }> {
+  async #query<T>(sql: string, params: readonly unknown[] = []): Promise<Omit<pg.QueryResult, 'rows'> & { rows: T[] }> {
     let n = 0;
     const text = withTables(sql, (name) => `${this.#options.schema}.${name}`).replace(/\?/g, () => `$${++n}`);
     try {
@@ -180,7 +183,7 @@ export class PostgresStore implements Store {
       const query = async (sql: string, values?: unknown[]) => {
         // keyv's own CREATE TABLE: the table is savedq's, made with the columns savedq reads.
         if (/^\s*CREATE\b/i.test(sql)) return [];
-        return (await (await this.#connections()).query(sql, values)).rows;
+        return (await (await this.#connections()).query<Record<string, unknown>>(sql, values)).rows;
       };
       const { KeyvPostgres } = await loadPgDriver();
       class SharedPool extends KeyvPostgres {
@@ -325,7 +328,7 @@ export class PostgresStore implements Store {
       const rows = (await this.#query<{ value: string }>("SELECT value FROM {keyv} WHERE key LIKE 'savedq:served:%' AND (expires IS NULL OR expires >= ?)", [Date.now()])).rows;
       const records: ServedRecord[] = [];
       for (const row of rows) {
-        const data = (await keyv.deserializeData(row.value)) as { value?: ServedRecord } | undefined;
+        const data = await keyv.deserializeData<ServedRecord>(row.value);
         if (data?.value !== undefined) records.push(data.value);
       }
       return records;
@@ -360,7 +363,7 @@ export class PostgresStore implements Store {
   }
 
   async #bytes(db: SqlSession): Promise<number> {
-    const [row] = await db.all<{ bytes: number }>("SELECT CAST(coalesce(sum(bytes), 0) AS BIGINT) AS bytes FROM {keyv} WHERE key LIKE 'savedq:result:%' OR key LIKE 'savedq:served:%'");
+    const [row] = await db.all<{ bytes: number | string }>("SELECT CAST(coalesce(sum(bytes), 0) AS BIGINT) AS bytes FROM {keyv} WHERE key LIKE 'savedq:result:%' OR key LIKE 'savedq:served:%'");
     return Number(row?.bytes ?? 0);
   }
 

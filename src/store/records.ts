@@ -99,7 +99,7 @@ export function alertRecords(db: SqlSession): AlertRecords {
     },
 
     async outboxSummary() {
-      const rows = await db.all<{ name: string; waiting: number; last_error: string | null }>(
+      const rows = await db.all<{ name: string; waiting: number | string; last_error: string | null }>(
         'SELECT name, CAST(count(*) AS INTEGER) AS waiting, max(last_error) AS last_error FROM {alert_outbox} WHERE delivered_at IS NULL AND given_up_at IS NULL GROUP BY name',
       );
       return new Map(rows.map((r) => [r.name, { waiting: Number(r.waiting), lastError: r.last_error }]));
@@ -146,7 +146,7 @@ export async function takeFromBucket(db: SqlSession, name: string, used: number,
   // Typed where PostgreSQL cannot tell a parameter's type (a rate of 2.5 is no bigint); SQLite takes the casts as they are.
   const number = 'CAST(? AS DOUBLE PRECISION)';
   const refilled = `b.tokens + (CAST(? AS BIGINT) - b.at) * ${number} / 1000.0`;
-  const [row] = await db.all<{ tokens: number }>(
+  const [row] = await db.all<{ tokens: number | string }>(
     `INSERT INTO {buckets} AS b (name, tokens, at) VALUES (?, ${number}, CAST(? AS BIGINT)) ON CONFLICT (name) DO UPDATE SET tokens = (CASE WHEN ${refilled} < ${number} THEN ${refilled} ELSE ${number} END) - ${number}, at = CAST(? AS BIGINT) RETURNING tokens`,
     [name, burst - used, now, now, perSecond, burst, now, perSecond, burst, used, now],
   );
@@ -163,6 +163,6 @@ export async function beat(db: SqlSession, process: Omit<ProcessRecord, 'seen'>,
 }
 
 export async function processes(db: SqlSession, since: number): Promise<ProcessRecord[]> {
-  const rows = await db.all<{ host: string; pid: number; version: string; role: string; seen: number }>('SELECT host, pid, version, role, seen FROM {processes} WHERE seen >= ? ORDER BY host, pid', [since]);
+  const rows = await db.all<{ host: string; pid: number | string; version: string; role: string; seen: number | string }>('SELECT host, pid, version, role, seen FROM {processes} WHERE seen >= ? ORDER BY host, pid', [since]);
   return rows.map((r) => ({ host: r.host, pid: Number(r.pid), version: r.version, role: r.role, seen: Number(r.seen) }));
 }

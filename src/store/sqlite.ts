@@ -167,7 +167,7 @@ export class SqliteStore implements Store {
       const full = `${NAMESPACE}:served:`;
       for await (const [rawKey, raw] of store.iterator(`${NAMESPACE}:served`)) {
         if (!rawKey.startsWith(full)) continue;
-        const data = (await keyv.deserializeData(raw as string)) as { value?: ServedRecord; expires?: number } | undefined;
+        const data = await keyv.deserializeData<ServedRecord>(raw as string);
         if (data?.value === undefined || (typeof data.expires === 'number' && data.expires < Date.now())) continue;
         found.push(data.value);
       }

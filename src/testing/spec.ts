@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import type { Node, Pair, YAMLMap } from 'yaml';
+import type { Node, Pair } from 'yaml';
 import { errnoText } from '../errno.js';
 import type { DefinitionProblem } from '../queries/definition.js';
 import type { RawParams } from '../queries/params.js';
@@ -319,7 +319,7 @@ function expectedRows(node: Node | null, line: number, what: string, at: LineOf)
   if (!isSeq(node)) throw new Problem(line, `${what} must be a list of rows (an empty one is []), not ${describeNode(node)}.`);
   return (node.items as Node[]).map((item) => {
     if (!isMap(item)) throw new Problem(at(item), `a row of ${what} must be YAML keys, field: value, not ${describeNode(item)}.`);
-    return plain((item as YAMLMap).toJSON()) as ExpectedRow;
+    return plain((item).toJSON()) as ExpectedRow;
   });
 }
 

@@ -68,7 +68,8 @@ export function clientStatements(client: ClickHouseClient, location: string): Pi
       classified(location, async () => {
         const result = await client.query({ query: `${sql}${settingsClause(settings)}`, format: 'JSON', query_params: { ...params }, abort_signal: signal });
         const body = await result.json<WarehouseRow>();
-        const s = body.statistics;
+        // Counts of 64 bits may come as text (output_format_json_quote_64bit_integers).
+        const s = body.statistics as { elapsed?: number | string; rows_read?: number | string; bytes_read?: number | string } | undefined;
         return { rows: body.data, statistics: { elapsed: Number(s?.elapsed ?? 0), rows_read: Number(s?.rows_read ?? 0), bytes_read: Number(s?.bytes_read ?? 0) } };
       }),
     command: (sql, params, settings) =>

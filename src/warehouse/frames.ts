@@ -59,15 +59,15 @@ export function readFrames(socket: Socket, onFrame: (header: unknown, body: Buff
         if (size < PREFIX) return;
         const prefix = take(PREFIX);
         lengths = { header: prefix.readUInt32BE(0), body: prefix.readUInt32BE(4) };
-        if (lengths.header > MAX_HEADER_BYTES) return refuse(`a frame's header of ${lengths.header} bytes, over the ${MAX_HEADER_BYTES}`);
-        if (lengths.body > MAX_BODY_BYTES) return refuse(`a frame's body of ${lengths.body} bytes, over the ${MAX_BODY_BYTES}`);
+        if (lengths.header > MAX_HEADER_BYTES) { refuse(`a frame's header of ${lengths.header} bytes, over the ${MAX_HEADER_BYTES}`); return; }
+        if (lengths.body > MAX_BODY_BYTES) { refuse(`a frame's body of ${lengths.body} bytes, over the ${MAX_BODY_BYTES}`); return; }
       }
       if (size < lengths.header + lengths.body) return;
       let header: unknown;
       try {
         header = JSON.parse(take(lengths.header).toString('utf8')) as unknown;
       } catch {
-        return refuse("a frame's header that is not JSON");
+        refuse("a frame's header that is not JSON"); return;
       }
       // The body is copied out of the socket's buffer: it outlives this chunk (a staged batch does).
       const body = Buffer.from(take(lengths.body));

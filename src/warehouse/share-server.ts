@@ -141,7 +141,7 @@ export async function shareWarehouse(
     };
     readFrames(socket, (header, body) => {
       const checked = checkRequest(header);
-      if (typeof checked === 'string') return refuse(checked, idOf(header));
+      if (typeof checked === 'string') { refuse(checked, idOf(header)); return; }
       const request = checked;
       underway += 1;
       void handle(request, body, gone.signal)

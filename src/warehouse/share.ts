@@ -119,8 +119,14 @@ export async function connectShared(dataDir: string, timeoutSeconds: number): Pr
   const socket = atSocket(dataDir, (at) => connect(at));
   const connected = await new Promise<NodeJS.ErrnoException | undefined>((resolve) => {
     const timer = setTimeout(() => resolve(Object.assign(new Error('it did not take the connection in time'), { code: 'ETIMEDOUT' })), timeoutSeconds * 1000);
-    socket.once('connect', () => (clearTimeout(timer), resolve(undefined)));
-    socket.once('error', (err) => (clearTimeout(timer), resolve(err)));
+    socket.once('connect', () => {
+      clearTimeout(timer);
+      resolve(undefined);
+    });
+    socket.once('error', (err) => {
+      clearTimeout(timer);
+      resolve(err);
+    });
   });
   // Nobody listening: a socket left by a serve that died. The caller opens the engine itself.
   if (connected) {
@@ -155,7 +161,7 @@ export async function connectShared(dataDir: string, timeoutSeconds: number): Pr
       waiting.delete(answer.id);
       clearTimeout(w.timer);
       if (waiting.size === 0) socket.unref();
-      if (answer.error) return w.reject(fromWire(answer.error));
+      if (answer.error) { w.reject(fromWire(answer.error)); return; }
       const json = w.parts.length === 0 ? body : Buffer.concat([...w.parts, body]);
       w.resolve(json.length === 0 ? undefined : (JSON.parse(json.toString('utf8')) as unknown));
     },

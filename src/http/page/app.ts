@@ -367,7 +367,7 @@ function showAnswer(query: Query, rows: Row[]): void {
   for (const numeric of units) {
     const box = el('div', { class: 'chart', role: 'img', 'aria-label': `Chart of ${numeric.join(', ')} by ${time} (UTC), ${isoTime(instants[0])} to ${isoTime(instants.at(-1))}, ${rows.length} points; the table below has the numbers.` });
     chartBox.append(box);
-    const data: uPlot.AlignedData = [instants, ...numeric.map((name) => Array.from(sorted, (r) => (typeof r?.[name] === 'number' ? (r[name] as number) : null)))];
+    const data: uPlot.AlignedData = [instants, ...numeric.map((name) => Array.from(sorted, (r) => (typeof r?.[name] === 'number' ? (r[name]) : null)))];
     const series = numeric.map((name) => ({ label: name, stroke: COLORS[colour++ % COLORS.length] ?? 'black', width: 2, points: { show: byTime.length < 60 } }));
     charts.push(
       new uPlot(
@@ -433,7 +433,7 @@ async function start(): Promise<void> {
   credential.value = sessionStorage.getItem(CREDENTIAL_KEY) ?? '';
   try {
     const response = await fetch('/openapi.json');
-    publicQueries = queriesOf(await response.json());
+    publicQueries = queriesOf((await response.json()) as Parameters<typeof queriesOf>[0]);
     view = await viewOf(credential.value.trim());
     builtFor = signatureOf(view);
   } catch (err) {
