@@ -4,10 +4,10 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, closeSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readAlertFile } from '../src/alerts/spec.js';
-import { SandboxRefusedError } from '../src/errors.js';
-import { plural } from '../src/words.js';
-import { AT, DAY, HOUR, MINUTE, atOffset, binPath, cli, eventually, load, LONG_TEST_MS, runProgram, startCli, startServe, tempDir, testLibrary } from './helpers.js';
+import { readAlertFile } from '../../src/alerts/spec.js';
+import { SandboxRefusedError } from '../../src/errors.js';
+import { plural } from '../../src/words.js';
+import { AT, DAY, HOUR, MINUTE, atOffset, binPath, cli, eventually, load, LONG_TEST_MS, runProgram, startCli, startServe, tempDir, testLibrary } from '../helpers.js';
 
 // docs/alerts.md: alerts, tried as cron and serve run them: the built CLI on a real data directory and
 // cache file, a real webhook receiver on 127.0.0.1, real commands; time moved with --at.

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { binPath, cli, startServe, tempDir } from './helpers.js';
+import { binPath, cli, startServe, tempDir } from '../helpers.js';
 
 // The built CLI, as a user meets it: an empty folder, `savedq new`, an edit, `check`, `run`, `serve`.
 const dir = tempDir();

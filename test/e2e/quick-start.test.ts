@@ -3,9 +3,9 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadingSqlite } from '../src/store/sqlite-module.js';
-import { logTablesEmpty } from '../src/warehouse/schema.js';
-import { cli, inTerminal, NO_CONFIG, startServe, tempDir, testLibrary } from './helpers.js';
+import { loadingSqlite } from '../../src/store/sqlite-module.js';
+import { logTablesEmpty } from '../../src/warehouse/schema.js';
+import { cli, inTerminal, NO_CONFIG, startServe, tempDir, testLibrary } from '../helpers.js';
 
 // What a newcomer meets in the first hour, through the built CLI: the quick start run twice, a load
 // that must reach the cache, and sample data that looks like traffic.
@@ -244,7 +244,7 @@ describe('the sample looks like traffic', () => {
 });
 
 describe('installing', () => {
-  const root = fileURLToPath(new URL('..', import.meta.url));
+  const root = fileURLToPath(new URL('../..', import.meta.url));
   const manifest = (folder: string) => JSON.parse(readFileSync(join(folder, 'package.json'), 'utf8')) as { name: string; scripts?: Record<string, string>; allowScripts?: Record<string, boolean>; scarfSettings?: { enabled?: boolean } };
   /** Every installed package's folder, nested ones and scoped ones too. */
   function packages(modules: string): string[] {

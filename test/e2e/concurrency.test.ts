@@ -3,7 +3,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import sqlite3 from 'sqlite3';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { cli, eventually, startCli, tempDir, libraryOf, LONG_TEST_MS } from './helpers.js';
+import { cli, eventually, startCli, tempDir, libraryOf, LONG_TEST_MS } from '../helpers.js';
 
 const dir = tempDir();
 const env = { SAVEDQ_DATA_DIR: join(dir, 'data'), SAVEDQ_CACHE_FILE: join(dir, 'cache.sqlite'), SAVEDQ_LOCK_WAIT: '120' };
@@ -89,7 +89,7 @@ describe('many processes on one cache file and one data directory', () => {
     const status = join(env.SAVEDQ_DATA_DIR, 'status');
     // chdb itself, not through savedq: only the engine's own status file says it holds the directory.
     const foreign = spawn(process.execPath, ['-e', `const { Session } = require('chdb'); new Session(${JSON.stringify(env.SAVEDQ_DATA_DIR)}); setInterval(() => {}, 1000);`], {
-      cwd: join(import.meta.dirname, '..'),
+      cwd: join(import.meta.dirname, '..', '..'),
       stdio: 'ignore',
     });
     try {

@@ -4,12 +4,12 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { binPath, runProgram, tempDir, LONG_TEST_MS } from './helpers.js';
-import { has } from './system.js';
+import { binPath, runProgram, tempDir, LONG_TEST_MS } from '../helpers.js';
+import { has } from '../system.js';
 
 // The README and docs/ as a newcomer reads them: every link goes somewhere, and the tutorial's
 // commands do what it says, run as written with `savedq` on the PATH.
-const root = fileURLToPath(new URL('..', import.meta.url));
+const root = fileURLToPath(new URL('../..', import.meta.url));
 const pages = ['README.md', ...readdirSync(join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
 
 /** Markdown's lines outside fenced code blocks. */

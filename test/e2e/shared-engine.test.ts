@@ -3,8 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { binPath, cli, engineQueue, eventually, NO_CONFIG, startServe, tempDir, type ServeProcess, LONG_TEST_MS, EVENT_DEADLINE_MS } from './helpers.js';
-import { has } from './system.js';
+import { binPath, cli, engineQueue, eventually, NO_CONFIG, startServe, tempDir, type ServeProcess, LONG_TEST_MS, EVENT_DEADLINE_MS } from '../helpers.js';
+import { has } from '../system.js';
 
 // One engine per data directory: while `savedq serve` runs it owns the embedded engine and every other
 // savedq process sends its statements there. Real processes throughout: serve, a polling client, the CLI.

@@ -4,8 +4,8 @@ import { mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cli, startServe, tempDir, type ServeProcess, LONG_TEST_MS, EVENT_DEADLINE_MS } from './helpers.js';
-import { has } from './system.js';
+import { cli, startServe, tempDir, type ServeProcess, LONG_TEST_MS, EVENT_DEADLINE_MS } from '../helpers.js';
+import { has } from '../system.js';
 
 // serve's page for people, in real headless Chromium (Debian's): the form built from each query's
 // parameters, the answer as a table and a chart, the credential kept out of the address, and nothing
@@ -123,7 +123,7 @@ describe('the page at /', () => {
     expect(html).not.toMatch(/https?:\/\//);
     const script = await (await fetch(`${server.url}/ui/app.js`)).text();
     expect(script).not.toMatch(/https?:\/\/(?!www\.w3\.org\/)/); // uPlot names the SVG namespace, and fetches nothing
-    expect(statSync(new URL('../dist/page/app.js', import.meta.url)).size).toBeLessThan(100_000);
+    expect(statSync(new URL('../../dist/page/app.js', import.meta.url)).size).toBeLessThan(100_000);
 
     const off = await startServe({ ...env, SAVEDQ_DATA_DIR: join(dir, 'no-ui-data'), SAVEDQ_CACHE_FILE: join(dir, 'no-ui.sqlite') }, [], ['--no-ui']);
     try {

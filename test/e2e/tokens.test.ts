@@ -2,10 +2,10 @@ import { createHmac } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { Access, secretKeys } from '../src/access/index.js';
-import { UnauthorizedError } from '../src/errors.js';
-import { keyChecker } from '../src/http/keys.js';
-import { cli, eventually, startServe, tempDir, type ServeProcess } from './helpers.js';
+import { Access, secretKeys } from '../../src/access/index.js';
+import { UnauthorizedError } from '../../src/errors.js';
+import { keyChecker } from '../../src/http/keys.js';
+import { cli, eventually, startServe, tempDir, type ServeProcess } from '../helpers.js';
 
 // Signed tokens on a real serve: minted by `savedq token create`, and by hand with node:crypto, so a
 // mistake in one is not hidden by the other.

@@ -3,8 +3,8 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSyn
 import { join } from 'node:path';
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import { describe, expect, it } from 'vitest';
-import { examplesDir } from '../src/package.js';
-import { cli, tempDir, LONG_TEST_MS } from './helpers.js';
+import { examplesDir } from '../../src/package.js';
+import { cli, tempDir, LONG_TEST_MS } from '../helpers.js';
 
 // `savedq test` through the built CLI, on real fixtures: each test file on a warehouse of its own in an
 // embedded engine on a temporary data directory, never the user's.

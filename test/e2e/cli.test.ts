@@ -1,7 +1,7 @@
 import { chmodSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { cli, eventually, tempDir } from './helpers.js';
+import { cli, eventually, tempDir } from '../helpers.js';
 
 const dir = tempDir();
 const env = { SAVEDQ_DATA_DIR: join(dir, 'data'), SAVEDQ_CACHE_FILE: join(dir, 'cache.sqlite') };

@@ -2,7 +2,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { binPath, cli, eventually, NO_CONFIG, savedqCommandLine, tempDir, EVENT_DEADLINE_MS } from './helpers.js';
+import { binPath, cli, eventually, NO_CONFIG, savedqCommandLine, tempDir, EVENT_DEADLINE_MS } from '../helpers.js';
 
 // savedq in shell pipelines and on paths that are not what they seem: a reader that stops early, a
 // cache file or data directory under /proc, a key file that is a pipe, an interrupt while it waits.

@@ -2,13 +2,13 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadCommand } from '../src/commands/load.js';
-import { resolveColor as useColor, SETTINGS, type Setting } from '../src/config.js';
-import { render } from '../src/output/index.js';
-import { examplesDir } from '../src/package.js';
-import { schemaDdl } from '../src/warehouse/schema.js';
-import { captureIo, cli, endpoints, findEndpoint, inTerminal, NO_CONFIG, tempDir, testLibrary } from './helpers.js';
-import { has } from './system.js';
+import { loadCommand } from '../../src/commands/load.js';
+import { resolveColor as useColor, SETTINGS, type Setting } from '../../src/config.js';
+import { render } from '../../src/output/index.js';
+import { examplesDir } from '../../src/package.js';
+import { schemaDdl } from '../../src/warehouse/schema.js';
+import { captureIo, cli, endpoints, findEndpoint, inTerminal, NO_CONFIG, tempDir, testLibrary } from '../helpers.js';
+import { has } from '../system.js';
 
 const lib = testLibrary();
 const dir = tempDir();
@@ -51,7 +51,7 @@ describe('help that teaches', () => {
   });
 
   it('prints the version and suggests the closest command for a typo', async () => {
-    const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+    const version = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
     expect((await cli(['--version'])).stdout).toBe(`${version}\n`);
     const typo = await cli(['lsit']);
     expect(typo.code).toBe(2);

@@ -2,8 +2,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cli, eventually, startServe, tempDir, type ServeProcess, EVENT_DEADLINE_MS } from './helpers.js';
-import { has } from './system.js';
+import { cli, eventually, startServe, tempDir, type ServeProcess, EVENT_DEADLINE_MS } from '../helpers.js';
+import { has } from '../system.js';
 
 // serve handed to a browser and to operators: CORS for the origins --cors-origin names (and a real page
 // in headless Chromium on another origin), and /metrics after known traffic.

@@ -4,10 +4,10 @@ import type { AddressInfo } from 'node:net';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cli, eventually, LONG_TEST_MS, startServe, tempDir, type ServeProcess } from './helpers.js';
-import { startPostgres, type Postgres } from './postgres.mjs';
-import { startStandin, type Standin } from './standin.js';
-import { has } from './system.js';
+import { cli, eventually, LONG_TEST_MS, startServe, tempDir, type ServeProcess } from '../helpers.js';
+import { startPostgres, type Postgres } from '../postgres.mjs';
+import { startStandin, type Standin } from '../standin.js';
+import { has } from '../system.js';
 
 // The fleet (docs/scaling.md), as a team runs it: one PostgreSQL store (Debian's, started here), one
 // warehouse URL (the ClickHouse stand-in over the embedded engine), several real `savedq serve`

@@ -4,11 +4,11 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { startServer, type RunningServer } from '../src/http/server.js';
-import { keyChecker } from '../src/http/keys.js';
-import { shareWarehouse } from '../src/warehouse/share-server.js';
-import { binPath, cli, endpoints, engineQueue, eventually, findEndpoint, load, NO_CONFIG, startServe, tempDir, logInto, libraryOf } from './helpers.js';
-import { has } from './system.js';
+import { startServer, type RunningServer } from '../../src/http/server.js';
+import { keyChecker } from '../../src/http/keys.js';
+import { shareWarehouse } from '../../src/warehouse/share-server.js';
+import { binPath, cli, endpoints, engineQueue, eventually, findEndpoint, load, NO_CONFIG, startServe, tempDir, logInto, libraryOf } from '../helpers.js';
+import { has } from '../system.js';
 
 const dir = tempDir();
 const dataDir = join(dir, 'data');

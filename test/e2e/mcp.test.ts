@@ -9,8 +9,8 @@ import { ToolListChangedNotificationSchema, type CallToolResult, type Tool } fro
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { examplesDir } from '../src/package.js';
-import { binPath, cli, DAY, eventually, HOUR, MINUTE, NO_CONFIG, startServe, tempDir, type ServeProcess, LONG_TEST_MS } from './helpers.js';
+import { examplesDir } from '../../src/package.js';
+import { binPath, cli, DAY, eventually, HOUR, MINUTE, NO_CONFIG, startServe, tempDir, type ServeProcess, LONG_TEST_MS } from '../helpers.js';
 
 // Saved queries as tools for agents, through the built CLI with the SDK's own client: `savedq mcp` over
 // standard input and output, and serve's /mcp over Streamable HTTP.

@@ -1,11 +1,11 @@
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { keepTickShape } from '../src/http/tick-shape.js';
+import { keepTickShape } from '../../src/http/tick-shape.js';
 
 // serve keeps one of Node's nextTick records so that V8's memory-reducing collections keep the hidden
 // classes every such record is built through (src/http/tick-shape.ts, docs/performance.md).
-const built = fileURLToPath(new URL('../dist/http/tick-shape.js', import.meta.url));
+const built = fileURLToPath(new URL('../../dist/http/tick-shape.js', import.meta.url));
 
 describe('the nextTick record serve keeps', () => {
   it('is one record, kept: a second call gives the same object', async () => {

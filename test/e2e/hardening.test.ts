@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { binPath, cli, engineQueue, eventually, NO_CONFIG, startServe, tempDir } from './helpers.js';
-import { has } from './system.js';
+import { binPath, cli, engineQueue, eventually, NO_CONFIG, startServe, tempDir } from '../helpers.js';
+import { has } from '../system.js';
 
 // What savedq does when its neighbours are careless or hostile: files only its user can read, a socket
 // that trusts no one, terminals and spreadsheets that a log line cannot take over.
