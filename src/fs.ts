@@ -1,5 +1,5 @@
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 
 /**
  * `mkdir -p`: makes a directory and any missing parents. Not Node 20's recursive mkdirSync, which loops
@@ -119,4 +119,23 @@ function notSqlite(file: string): Unsafe {
 export function sqlitePathCheck(file: string): () => Unsafe {
   let checked: { problem: Unsafe } | undefined;
   return () => (checked ??= { problem: notSqlite(file) }).problem;
+}
+
+/**
+ * The files directly in each folder whose name `accepts`, a folder's by name, the folders in their
+ * order (queries folders: alerts, tests). A folder that cannot be read has none here: `check` and
+ * `list` are the ones to report it.
+ */
+export function filesIn(folders: readonly string[], accepts: (name: string) => boolean): { readonly name: string; readonly file: string }[] {
+  const found: { name: string; file: string }[] = [];
+  for (const dir of folders) {
+    let names: string[];
+    try {
+      names = readdirSync(dir).filter(accepts).sort();
+    } catch {
+      continue;
+    }
+    for (const name of names) found.push({ name, file: join(dir, name) });
+  }
+  return found;
 }

@@ -4,3 +4,8 @@
 export function plural(n: number | string, noun: string, count = Number(n)): string {
   return `${n} ${noun}${count === 1 ? '' : 's'}`;
 }
+
+/** `1,204,332 rows`: a large count grouped in thousands, as a person reads it. */
+export function grouped(n: number, noun: string): string {
+  return plural(n.toLocaleString('en-US'), noun, n);
+}

@@ -9,7 +9,7 @@ import { parseIsoTimestamp } from '../src/time.js';
 import { batchMark, fileBatches, lineBatches, surveyLines } from '../src/load/batches.js';
 import { loadEvents } from '../src/load/index.js';
 import { splitLines } from '../src/warehouse/embedded.js';
-import { bytesLiteral } from '../src/warehouse/server.js';
+import { bytesLiteral } from '../src/warehouse/remote.js';
 import { captureIo, tempDir, testLibrary } from './helpers.js';
 
 const lib = testLibrary();

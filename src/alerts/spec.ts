@@ -1,7 +1,8 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import { basename, join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { basename } from 'node:path';
 import type { Node } from 'yaml';
 import { errnoText } from '../errno.js';
+import { filesIn } from '../fs.js';
 import type { DefinitionProblem } from '../queries/definition.js';
 import type { RawParams } from '../queries/params.js';
 import { NAME_PATTERN } from '../queries/types.js';
@@ -65,31 +66,22 @@ function isAlertFileName(name: string): boolean {
 export function readAlertFiles(folders: readonly string[]): ReadAlertFile[] {
   const read: ReadAlertFile[] = [];
   const seen = new Map<string, string>();
-  for (const dir of folders) {
-    let names: string[];
+  for (const { name: fileName, file } of filesIn(folders, isAlertFileName)) {
+    const name = fileName.slice(0, -ALERT_FILE_SUFFIX.length);
+    const first = seen.get(name);
+    if (first !== undefined) {
+      read.push({ problems: [{ file, line: 1, message: `another alert is named ${name} (${first}): each alert needs a name of its own.` }] });
+      continue;
+    }
+    seen.set(name, file);
+    let text: string;
     try {
-      names = readdirSync(dir).filter(isAlertFileName).sort();
-    } catch {
-      continue; // a folder that cannot be read is for `check` and `list` to report
+      text = readFileSync(file, 'utf8');
+    } catch (err) {
+      read.push({ problems: [{ file, line: 0, message: `cannot read the alert file: ${errnoText(err, 'file')}.` }] });
+      continue;
     }
-    for (const fileName of names) {
-      const file = join(dir, fileName);
-      const name = fileName.slice(0, -ALERT_FILE_SUFFIX.length);
-      const first = seen.get(name);
-      if (first !== undefined) {
-        read.push({ problems: [{ file, line: 1, message: `another alert is named ${name} (${first}): each alert needs a name of its own.` }] });
-        continue;
-      }
-      seen.set(name, file);
-      let text: string;
-      try {
-        text = readFileSync(file, 'utf8');
-      } catch (err) {
-        read.push({ problems: [{ file, line: 0, message: `cannot read the alert file: ${errnoText(err, 'file')}.` }] });
-        continue;
-      }
-      read.push(readAlertFile(file, text));
-    }
+    read.push(readAlertFile(file, text));
   }
   return read;
 }

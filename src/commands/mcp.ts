@@ -1,6 +1,6 @@
 import type { Savedq } from '../library.js';
 import { loadSdk } from '../mcp/load.js';
-import { mcpServer } from '../mcp/server.js';
+import { mcpServer } from '../mcp/session.js';
 import { commandLog, type CommonOptions, type Io } from './io.js';
 
 /** Options of `savedq mcp`. */

@@ -87,7 +87,7 @@ export async function newCommand(lib: Savedq, options: NewOptions, io: Io): Prom
   if (!NAME_PATTERN.test(name)) {
     throw new InputError(`invalid name ${JSON.stringify(name)}: lowercase letters, digits, '.', '_' and '-', starting with a letter or digit, at most 64.`);
   }
-  const taken = (await lib.catalog.scan()).queries.find((q) => q.name === name);
+  const taken = (await lib.savedQueries()).queries.find((q) => q.name === name);
   if (taken) throw new InputError(`a saved query named ${name} already exists: ${displayPath(taken.file)}.`);
   const dir = lib.config.newQueriesDir;
   const file = join(dir, `${name}.sql`);

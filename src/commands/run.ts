@@ -1,3 +1,4 @@
+import { grouped } from '../words.js';
 import { ageSeconds, fromCache } from '../calls/answer.js';
 import type { AsOf } from '../time.js';
 import type { CacheMode, RunResult, Savedq } from '../library.js';
@@ -39,7 +40,7 @@ export async function runCommand(lib: Savedq, options: RunOptions, io: Io): Prom
   const watching = io.stderr.isTTY === true && io.stdout.isTTY === true;
   // A cut answer says so where a person reads it: in a terminal always, in a pipe when asked (--stats).
   const cut = result.truncated && (options.stats === true || (watching && !options.quiet));
-  if (cut) io.stderr.write(`showing the first ${plural(result.rows.length, 'row')}: the query has more (max_rows ${result.query.maxRows})\n`);
+  if (cut) io.stderr.write(`showing the first ${grouped(result.rows.length, 'row')}: the query has more (max_rows ${result.query.maxRows})\n`);
   if (options.stats === true) io.stderr.write(`${statsLine(result, lib.clock())}\n`);
   // A table ends with its count: the note does not say it again.
   else statusNote(lib, result, cut || format === 'table', options, io);
@@ -53,13 +54,13 @@ function statusNote(lib: Savedq, result: RunResult, counted: boolean, options: R
   if (result.cache === 'hit') {
     note(io, options, `${result.query.name}: from cache, computed ${ageSeconds(result.computedAt, lib.clock())} s ago`);
   } else if (result.cache === 'miss') {
-    note(io, options, `${result.query.name}: ${counted ? '' : `${plural(result.rows.length, 'row')}, `}kept in the cache for ${result.query.cacheSeconds} s`);
+    note(io, options, `${result.query.name}: ${counted ? '' : `${grouped(result.rows.length, 'row')}, `}kept in the cache for ${result.query.cacheSeconds} s`);
   } else if (result.cache === 'shared') {
     note(io, options, `${result.query.name}: computed by another savedq process for the same call a moment ago, from the cache`);
   } else if (result.cache === 'bypass') {
-    note(io, options, `${result.query.name}: ${counted ? '' : `${plural(result.rows.length, 'row')}, `}straight from the warehouse: the store cannot be reached, so nothing was kept`);
+    note(io, options, `${result.query.name}: ${counted ? '' : `${grouped(result.rows.length, 'row')}, `}straight from the warehouse: the store cannot be reached, so nothing was kept`);
   } else if (!counted) {
-    note(io, options, `${result.query.name}: ${plural(result.rows.length, 'row')}`);
+    note(io, options, `${result.query.name}: ${grouped(result.rows.length, 'row')}`);
   }
 }
 
@@ -68,14 +69,12 @@ export function statsLine(result: RunResult, now: number): string {
   const age = ageSeconds(result.computedAt, now);
   const { elapsed, rows_read, bytes_read } = result.statistics;
   return [
-    `${plural(result.rows.length, 'row')}${result.truncated ? ` (truncated at max_rows ${result.query.maxRows})` : ''}`,
+    `${grouped(result.rows.length, 'row')}${result.truncated ? ` (truncated at max_rows ${result.query.maxRows})` : ''}`,
     fromCache(result) ? `cached ${age} s ago` : result.cache === 'bypass' ? 'computed now, the store not reached (not kept)' : 'computed now',
     `${elapsed.toFixed(3)} s`,
-    `read ${plural(rows_read, 'row')}, ${bytesText(bytes_read)}`,
+    `read ${grouped(rows_read, 'row')}, ${bytesText(bytes_read)}`,
   ].join(' · ');
 }
-
-const plural = (n: number, what: string) => `${n.toLocaleString('en-US')} ${what}${n === 1 ? '' : 's'}`;
 
 /** Bytes as a person reads them: 512 B, 12.3 kB, 61.2 MB, 1.4 GB (powers of 1000, as the engine's own summaries). */
 function bytesText(bytes: number): string {

@@ -5,7 +5,7 @@ import { ForbiddenError, type SandboxRefusedError } from '../errors.js';
 import { nodeCrypto } from '../lazy.js';
 import type { Savedq } from '../library.js';
 import { loadSdk, type Sdk } from '../mcp/load.js';
-import { mcpServer } from '../mcp/server.js';
+import { mcpServer } from '../mcp/session.js';
 import type { Log } from '../report.js';
 import { readBody } from './route.js';
 

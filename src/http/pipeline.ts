@@ -5,7 +5,7 @@ import { nodeCrypto } from '../lazy.js';
 import type { Log } from '../report.js';
 import { errorBody, send, sendError } from './answers.js';
 import type { Metrics } from './metrics.js';
-import { QUERY_PREFIX } from './query-route.js';
+import { QUERY_PREFIX } from './paths.js';
 import { READ_METHODS, credentialOf, foreignSchemeRefusal, type Answered, type RequestContext, type Route } from './route.js';
 import type { ServeRoutes } from './routes.js';
 

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ageSeconds, fromCache } from '../calls/answer.js';
 import { BoundedMap } from '../bounded.js';
+import { QUERY_PREFIX } from './paths.js';
 import type { Access, Caller } from '../access/index.js';
 import { InputError, UnsupportedMediaTypeError } from '../errors.js';
 import { SQL_PARAM } from '../queries/sql.js';
@@ -16,7 +17,6 @@ import { READ_METHODS, readBody, type Answered, type RequestContext, type Route,
 /** X-Cache of each outcome of a cached query: the store not reached is BYPASS (docs/scaling.md). */
 const X_CACHE: Partial<Record<RunResult['cache'], string>> = { hit: 'HIT', shared: 'HIT', miss: 'MISS', off: 'MISS', bypass: 'BYPASS' };
 
-export const QUERY_PREFIX = '/api/endpoints/query/';
 /** Calls kept prepared, by path and query string: for each API key, and for each token (of which there may be thousands). */
 const PREPARED_CALLS = 1_000;
 const PREPARED_CALLS_A_TOKEN = 64;

@@ -1,7 +1,7 @@
 import type { Warehouse } from '../warehouse/index.js';
 import type { TableName } from '../warehouse/schema.js';
 import { batchMark, fileBatches, lineBatches, surveyLines } from './batches.js';
-import { storeBatch } from './store.js';
+import { storeBatch } from './batch.js';
 import { readTableShape } from './tables.js';
 import type { LoadInput, LoadOptions, LoadReport } from './types.js';
 

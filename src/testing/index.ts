@@ -1,7 +1,7 @@
-import { existsSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { InputError, NotFoundError } from '../errors.js';
 import { errnoText } from '../errno.js';
+import { filesIn } from '../fs.js';
 import { brokenText, displayPath, QueryCatalog } from '../queries/catalog.js';
 import type { DefinitionProblem } from '../queries/definition.js';
 import type { SavedQuery } from '../queries/types.js';
@@ -83,7 +83,7 @@ export async function runTests(folders: TestFolders, options: TestOptions): Prom
         if (options.update) rewrites.push(...takeRewrites(test, result));
         options.onCase?.(result, file, query.name);
       };
-      const result = await (await engine).run(test, query, set.catalog, onCase, options.signal);
+      const result = await (await engine).runFile(test, query, set.catalog, onCase, options.signal);
       if (rewrites.length > 0) writeFileSync(file, rewrite(text, rewrites));
       results.push(result);
       options.onFile?.(result);
@@ -116,20 +116,11 @@ function testFiles(sets: readonly TestSet[]): FoundTest[] {
   const found: FoundTest[] = [];
   const seen = new Set<string>();
   for (const set of sets) {
-    for (const dir of set.dirs) {
-      let names: string[];
-      try {
-        names = readdirSync(dir).filter(isTestFileName).sort();
-      } catch {
-        continue; // a folder that cannot be read is for `check` and `list` to report
-      }
-      for (const name of names) {
-        const file = join(dir, name);
-        const real = realPath(file);
-        if (seen.has(real)) continue;
-        seen.add(real);
-        found.push({ file, set });
-      }
+    for (const { file } of filesIn(set.dirs, isTestFileName)) {
+      const real = realPath(file);
+      if (seen.has(real)) continue;
+      seen.add(real);
+      found.push({ file, set });
     }
   }
   return found;

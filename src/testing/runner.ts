@@ -98,7 +98,7 @@ export class TestEngine {
    * unchanged, the same events) share one: the cases only read (a saved query runs read-only), so what
    * one file's cases see is what its own database would hold. `onCase` hears each case as it ends.
    */
-  async run(test: TestFile, query: SavedQuery, catalog: QueryCatalog, onCase: (result: CaseResult) => void, signal?: AbortSignal): Promise<FileResult> {
+  async runFile(test: TestFile, query: SavedQuery, catalog: QueryCatalog, onCase: (result: CaseResult) => void, signal?: AbortSignal): Promise<FileResult> {
     const key = warehouseKey(test);
     let database = this.#databases.get(key);
     if (database === undefined) {

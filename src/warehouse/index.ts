@@ -32,7 +32,7 @@ export async function openWarehouse(options: WarehouseOptions): Promise<Warehous
   const warehouse =
     options.url === undefined
       ? await (await import('./embedded.js')).openEmbedded(options)
-      : await (await import('./server.js')).openServer(options.url, options.timeoutSeconds);
+      : await (await import('./remote.js')).openServer(options.url, options.timeoutSeconds);
   if (options.createTables === false) return warehouse;
   const onceTablesExist = async <T>(op: () => Promise<T>): Promise<T> => {
     try {

@@ -5,6 +5,8 @@ import uPlot from 'uplot';
 import { columnTexts } from '../../output/cells.js';
 import { bucketStep, chartShape, fieldsOfRows } from '../../output/shape.js';
 import type { TableField } from '../../output/types.js';
+import { SQL_PARAM } from '../../queries/sql.js';
+import { QUERY_PREFIX } from '../paths.js';
 
 /** A JSON Schema of a parameter or a field, as /openapi.json gives it. */
 interface Schema {
@@ -45,9 +47,6 @@ interface Query {
 
 type Row = Record<string, unknown>;
 
-const QUERY_PATH = '/api/endpoints/query/';
-/** The name a caller's SQL goes by (queries/sql.ts's SQL_PARAM). */
-const SQL_PARAM = 'sql';
 const CREDENTIAL_KEY = 'savedq.credential';
 const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#17becf'];
 
@@ -102,7 +101,7 @@ function queriesOf(doc: { paths: Record<string, { get?: { 'x-savedq-query'?: { n
     const get = item.get;
     const query = get?.['x-savedq-query'];
     // Each query is at its name and at its id: taken once, at its name.
-    if (!get || !query || path !== `${QUERY_PATH}${query.name}`) continue;
+    if (!get || !query || path !== `${QUERY_PREFIX}${query.name}`) continue;
     const ok = get.responses['200'] as { content?: Record<string, { schema?: { properties?: { result?: { items?: { properties?: Record<string, Schema> } } } } }> } | undefined;
     const properties = ok?.content?.['application/json']?.schema?.properties?.result?.items?.properties ?? {};
     const parameters = get.parameters ?? [];
@@ -247,7 +246,7 @@ const shellQuote = (text: string) => (/^[\w@%+=:,./-]+$/.test(text) ? text : `'$
 /** The call's address on this server. */
 function callUrl(query: Query, given: [string, string][]): string {
   const search = new URLSearchParams(given).toString();
-  return `${QUERY_PATH}${encodeURIComponent(query.name)}${search ? `?${search}` : ''}`;
+  return `${QUERY_PREFIX}${encodeURIComponent(query.name)}${search ? `?${search}` : ''}`;
 }
 
 /** "Copy as curl" and "copy as savedq run", for what the form says now (the credential never in them). */
