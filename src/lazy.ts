@@ -34,3 +34,17 @@ export function lazyRequire<T>(pkg: string, bundle?: string): () => T {
  * which Node before 20.16 lacks.
  */
 export const nodeCrypto = lazyRequire<typeof import('node:crypto')>('node:crypto');
+
+/**
+ * A part of savedq with a bundle of its own (the MCP SDK, node-postgres), loaded on first use: from
+ * that bundle in the CLI (compiled from its code cache), else (tests, the library from source) as
+ * modules by `fromSource`. Kept once loaded.
+ */
+export function bundleApart<T>(bundle: string, fromSource: () => Promise<T>): () => Promise<T> {
+  let loaded: Promise<T> | undefined;
+  return () => {
+    const load = (globalThis as { [BUNDLE_LOADER]?: BundleLoader })[BUNDLE_LOADER];
+    loaded ??= load ? Promise.resolve(load(bundle) as T) : fromSource();
+    return loaded;
+  };
+}

@@ -3,11 +3,12 @@ import Keyv from 'keyv';
 import type pg from 'pg';
 import { InputError, SavedqError } from '../errors.js';
 import { StoreHealth, StoreUnreachable, reasonOf, withDeadline, type Warn } from './health.js';
-import { alertRecords, beat, processes, releaseLease, takeFromBucket, takeLease } from './records.js';
-import { generationOf, generations, NAMESPACE } from './marks.js';
+import { alertRecords } from './records.js';
+import { generations, NAMESPACE } from './marks.js';
 import { loadPgDriver, type PgDriver } from './load-pg.js';
+import { KeptAlike } from './shared.js';
 import { withTables, type SqlSession } from './sql.js';
-import type { AlertRecords, CachedResult, GenerationState, ServedRecord, Store, StoreProbe, StoreSignal } from './types.js';
+import type { AlertRecords, CachedResult, ServedRecord, Store, StoreProbe, StoreSignal } from './types.js';
 
 // PostgreSQL as the store of a team's processes (docs/scaling.md). node-postgres is a bundle of its own
 // (dist/store-pg.cjs, store/load-pg.ts), loaded only when a store URL is given: no other run loads it.
@@ -18,8 +19,6 @@ export const SCHEMA_VERSION = 1;
 const DEADLINE_MS = 1_000;
 /** A store that failed is tried again this long after. */
 const RETRY_MS = 5_000;
-/** How often a long-lived process looks for what others changed, besides what NOTIFY tells it at once. */
-const POLL_MS = 500;
 
 /** Where a PostgreSQL store is, and as whom. */
 export interface PostgresOptions {
@@ -84,7 +83,7 @@ const MISSING = new Set(['42P01', '3F000']);
  * A store that does not answer within a second is down for the process: calls are answered from the
  * warehouse uncached, a warning is said once a minute, and it is tried again every few seconds.
  */
-export class PostgresStore implements Store {
+export class PostgresStore extends KeptAlike implements Store {
   readonly backend = 'postgres' as const;
   readonly #options: PostgresOptions;
   readonly #health: StoreHealth;
@@ -93,6 +92,7 @@ export class PostgresStore implements Store {
   #alerts: AlertRecords | undefined;
 
   constructor(options: PostgresOptions, warn: Warn) {
+    super();
     this.#options = options;
     this.#health = new StoreHealth(warn, {
       failed: (reason) => `the store ${options.shown} cannot be reached (${reason}); answering from the warehouse, uncached, until it can.`,
@@ -253,7 +253,7 @@ export class PostgresStore implements Store {
   }
 
   /** An operation through keyv, guarded: a store that fails answers `fallback`. */
-  #kv<T>(operation: string, fallback: T, op: (keyv: Keyv) => Promise<T>): Promise<T> {
+  protected kv<T>(operation: string, fallback: T, op: (keyv: Keyv) => Promise<T>): Promise<T> {
     return this.#health.run(operation, fallback, async () => {
       const keyv = await this.#open();
       try {
@@ -265,7 +265,7 @@ export class PostgresStore implements Store {
   }
 
   /** An operation of savedq's own SQL, guarded. */
-  #sql<T>(operation: string, fallback: T, op: (db: SqlSession) => Promise<T>): Promise<T> {
+  protected sql<T>(operation: string, fallback: T, op: (db: SqlSession) => Promise<T>): Promise<T> {
     return this.#health.run(operation, fallback, async () => {
       await this.#open();
       return op(this.#session);
@@ -308,23 +308,23 @@ export class PostgresStore implements Store {
   }
 
   getResult(key: string): Promise<CachedResult | undefined> {
-    return this.#kv('get', undefined, (keyv) => keyv.get<CachedResult>(stored('result', key)));
+    return this.kv('get', undefined, (keyv) => keyv.get<CachedResult>(stored('result', key)));
   }
 
   async setResult(key: string, result: CachedResult, ttlMs: number): Promise<void> {
-    await this.#kv('set', undefined, async (keyv) => {
+    await this.kv('set', undefined, async (keyv) => {
       await keyv.set(stored('result', key), result, ttlMs);
     });
   }
 
   async markServed(key: string, record: ServedRecord, ttlMs: number): Promise<void> {
-    await this.#kv('served', undefined, async (keyv) => {
+    await this.kv('served', undefined, async (keyv) => {
       await keyv.set(stored('served', key), record, ttlMs);
     });
   }
 
   served(): Promise<ServedRecord[]> {
-    return this.#kv('list', [] as ServedRecord[], async (keyv) => {
+    return this.kv('list', [] as ServedRecord[], async (keyv) => {
       const rows = (await this.#query<{ value: string }>("SELECT value FROM {keyv} WHERE key LIKE 'savedq:served:%' AND (expires IS NULL OR expires >= ?)", [Date.now()])).rows;
       const records: ServedRecord[] = [];
       for (const row of rows) {
@@ -336,13 +336,13 @@ export class PostgresStore implements Store {
   }
 
   async forget(key: string): Promise<void> {
-    await this.#sql('forget', undefined, async (db) => {
+    await this.sql('forget', undefined, async (db) => {
       await db.run('DELETE FROM {keyv} WHERE key IN (?, ?)', [`${NAMESPACE}:${stored('result', key)}`, `${NAMESPACE}:${stored('served', key)}`]);
     });
   }
 
   prune(maxBytes: number, now: number): Promise<{ expired: number; evicted: number }> {
-    return this.#sql('prune', { expired: 0, evicted: 0 }, async (db) => {
+    return this.sql('prune', { expired: 0, evicted: 0 }, async (db) => {
       const expired = await db.run("DELETE FROM {keyv} WHERE (key LIKE 'savedq:result:%' OR key LIKE 'savedq:served:%') AND expires < ?", [now]);
       const excess = (await this.#bytes(db)) - maxBytes;
       if (excess <= 0) return { expired, evicted: 0 };
@@ -368,56 +368,22 @@ export class PostgresStore implements Store {
   }
 
   bytes(): Promise<number> {
-    return this.#sql('size', 0, (db) => this.#bytes(db));
+    return this.sql('size', 0, (db) => this.#bytes(db));
   }
 
   async clear(): Promise<number> {
-    const n = await this.#sql('clear', 0, async (db) => db.run("DELETE FROM {keyv} WHERE key LIKE 'savedq:served:%' OR key LIKE 'savedq:result:%'"));
+    const n = await this.sql('clear', 0, async (db) => db.run("DELETE FROM {keyv} WHERE key LIKE 'savedq:served:%' OR key LIKE 'savedq:result:%'"));
     await this.signal({ kind: 'cleared' });
     // Results and served records went together: the calls are the records.
     return Math.ceil(n / 2);
   }
 
-  generation(source: string): Promise<GenerationState> {
-    return this.#kv('generation', generationOf(undefined, 0), (keyv) => generations.read(keyv, source));
-  }
-
-  async changing(source: string, owner: string, ms: number): Promise<void> {
-    await this.#kv('generation', undefined, (keyv) => generations.changing(keyv, source, owner, ms));
-  }
-
-  async changed(source: string): Promise<void> {
-    await this.#kv('generation', undefined, (keyv) => generations.changed(keyv, source));
-    await this.signal({ kind: 'generation', source });
-  }
-
-  lease(name: string, owner: string, ms: number): Promise<boolean> {
-    // A store that does not answer leases nothing to anyone: each process computes its own answers.
-    return this.#sql('lease', true, (db) => takeLease(db, name, owner, ms));
-  }
-
-  async release(name: string, owner: string): Promise<void> {
-    await this.#sql('lease', undefined, (db) => releaseLease(db, name, owner));
-  }
-
-  takeFromBucket(bucket: string, used: number, perSecond: number, burst: number) {
-    return this.#sql('bucket', undefined, (db) => takeFromBucket(db, bucket, used, perSecond, burst));
-  }
-
-  async beat(process: Parameters<Store['beat']>[0]): Promise<void> {
-    await this.#sql('beat', undefined, (db) => beat(db, process));
-  }
-
-  processes(since: number) {
-    return this.#sql('processes', [], (db) => processes(db, since));
-  }
-
   /** NOTIFY on savedq's channel (the schema's), and, for `cleared`, a count the others can look at. */
   async signal(what: StoreSignal): Promise<void> {
     if (what.kind === 'cleared') {
-      await this.#kv('signal', undefined, (keyv) => generations.cleared(keyv));
+      await this.kv('signal', undefined, (keyv) => generations.cleared(keyv));
     }
-    await this.#sql('signal', undefined, async (db) => {
+    await this.sql('signal', undefined, async (db) => {
       await db.all('SELECT pg_notify(?, ?)', [this.#channel, JSON.stringify(what)]);
     });
   }
@@ -466,26 +432,12 @@ export class PostgresStore implements Store {
         await c.end().catch(() => undefined);
       }
     };
-    let seen: number | undefined;
-    let looking = false;
-    const look = async () => {
-      if (looking) return;
-      looking = true;
-      try {
-        void connect();
-        const count = await this.#kv('signal', undefined, (keyv) => keyv.get<number>('signal:cleared'));
-        if (seen !== undefined && count !== undefined && count !== seen) onSignal({ kind: 'cleared' });
-        if (count !== undefined) seen = count;
-      } finally {
-        looking = false;
-      }
-    };
-    void look();
-    const timer = setInterval(() => void look(), POLL_MS);
-    timer.unref();
+    // The clears counted, looked at as the SQLite store does; each look also makes the LISTEN connection
+    // again if it was lost (a store back after a fault).
+    const stopWatching = this.watchClears(onSignal, () => void connect());
     return () => {
       stopped = true;
-      clearInterval(timer);
+      stopWatching();
       void client?.end().catch(() => undefined);
       client = undefined;
     };

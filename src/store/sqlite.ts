@@ -3,17 +3,16 @@ import type Keyv from 'keyv';
 import type { Database } from 'sqlite3';
 import { InputError } from '../errors.js';
 import { ownFile, sqlitePathCheck, type Unsafe } from '../fs.js';
-import { generationOf, generations, NAMESPACE } from './marks.js';
+import { generations, NAMESPACE } from './marks.js';
 import { loadingSqlite } from './sqlite-module.js';
 import { reasonOf, StoreHealth, type Warn } from './health.js';
-import { alertRecords, beat, processes, releaseLease, takeFromBucket, takeLease } from './records.js';
+import { alertRecords } from './records.js';
+import { KeptAlike } from './shared.js';
 import { withTables, type SqlSession } from './sql.js';
-import type { AlertRecords, CachedResult, GenerationState, ServedRecord, Store, StoreProbe, StoreSignal } from './types.js';
+import type { AlertRecords, CachedResult, ServedRecord, Store, StoreProbe, StoreSignal } from './types.js';
 
 /** SQLite waits this long for another process's write before giving up. */
 const BUSY_TIMEOUT_MS = 10_000;
-/** How often a long-lived process looks for what others changed (the SQLite file has no notifications). */
-const POLL_MS = 500;
 
 /** The tables of savedq's own in the file, beside keyv's (`keyv`, savedq's keys under `savedq:`). */
 const SCHEMA = `
@@ -64,7 +63,7 @@ CREATE TABLE IF NOT EXISTS savedq_processes (id TEXT PRIMARY KEY, host TEXT NOT 
  * process (it will not become usable while it runs); a damaged database is moved aside and rebuilt,
  * and a path that is not a database's (a folder, a device, a file of other text) is left as it is.
  */
-export class SqliteStore implements Store {
+export class SqliteStore extends KeptAlike implements Store {
   readonly backend = 'sqlite' as const;
   readonly file: string;
   readonly #warn: Warn;
@@ -74,6 +73,7 @@ export class SqliteStore implements Store {
   #sql: Promise<SqliteSession> | undefined;
 
   constructor(file: string, warn: Warn, pathProblem = sqlitePathCheck(file)) {
+    super();
     this.file = file;
     this.#warn = warn;
     this.#pathProblem = pathProblem;
@@ -119,13 +119,13 @@ export class SqliteStore implements Store {
   }
 
   /** Runs an operation on keyv; any failure takes the file out of use and yields `fallback`. */
-  #kv<T>(operation: string, fallback: T, op: (keyv: Keyv) => Promise<T>): Promise<T> {
+  protected kv<T>(operation: string, fallback: T, op: (keyv: Keyv) => Promise<T>): Promise<T> {
     return this.#health.run(operation, fallback, async () => op(await (this.#keyv ??= this.#open())));
   }
 
   /** SQL on keyv's own table (`keyv`): what keyv has no call for (listing, pruning). */
   #table<T>(operation: string, fallback: T[], statement: string, ...params: unknown[]): Promise<T[]> {
-    return this.#kv(operation, fallback, (keyv) => (keyv.store as { query(sql: string, ...params: unknown[]): Promise<T[]> }).query(statement, ...params));
+    return this.kv(operation, fallback, (keyv) => (keyv.store as { query(sql: string, ...params: unknown[]): Promise<T[]> }).query(statement, ...params));
   }
 
   /** The connection of savedq's own tables, made on first use (the file checked as keyv's is). */
@@ -139,29 +139,29 @@ export class SqliteStore implements Store {
   }
 
   /** An operation on savedq's tables, taken as any other: a failure takes the file out of use. */
-  #records<T>(operation: string, fallback: T, op: (db: SqliteSession) => Promise<T>): Promise<T> {
+  protected sql<T>(operation: string, fallback: T, op: (db: SqliteSession) => Promise<T>): Promise<T> {
     return this.#health.run(operation, fallback, async () => op(await this.#session()));
   }
 
   getResult(key: string): Promise<CachedResult | undefined> {
-    return this.#kv('get', undefined, (keyv) => keyv.get<CachedResult>(`result:${key}`));
+    return this.kv('get', undefined, (keyv) => keyv.get<CachedResult>(`result:${key}`));
   }
 
   async setResult(key: string, result: CachedResult, ttlMs: number): Promise<void> {
-    await this.#kv('set', undefined, async (keyv) => {
+    await this.kv('set', undefined, async (keyv) => {
       await keyv.set(`result:${key}`, result, ttlMs);
     });
   }
 
   async markServed(key: string, record: ServedRecord, ttlMs: number): Promise<void> {
-    await this.#kv('served', undefined, async (keyv) => {
+    await this.kv('served', undefined, async (keyv) => {
       await keyv.set(`served:${key}`, record, ttlMs);
     });
   }
 
   /** The live served records, read by the store's iterator narrowed to them, never the results. */
   served(): Promise<ServedRecord[]> {
-    return this.#kv('list', [] as ServedRecord[], async (keyv) => {
+    return this.kv('list', [] as ServedRecord[], async (keyv) => {
       const found: ServedRecord[] = [];
       const store = keyv.store as { iterator(prefix: string): AsyncGenerator<[string, unknown]> };
       const full = `${NAMESPACE}:served:`;
@@ -223,64 +223,14 @@ export class SqliteStore implements Store {
     return counted?.n ?? 0;
   }
 
-  generation(source: string): Promise<GenerationState> {
-    return this.#kv('generation', generationOf(undefined, 0), (keyv) => generations.read(keyv, source));
-  }
-
-  async changing(source: string, owner: string, ms: number): Promise<void> {
-    await this.#kv('generation', undefined, (keyv) => generations.changing(keyv, source, owner, ms));
-  }
-
-  async changed(source: string): Promise<void> {
-    await this.#kv('generation', undefined, (keyv) => generations.changed(keyv, source));
-    await this.signal({ kind: 'generation', source });
-  }
-
-  lease(name: string, owner: string, ms: number): Promise<boolean> {
-    // A file out of use leases nothing to anyone: each process computes its own answers.
-    return this.#records('lease', true, (db) => takeLease(db, name, owner, ms));
-  }
-
-  async release(name: string, owner: string): Promise<void> {
-    await this.#records('lease', undefined, (db) => releaseLease(db, name, owner));
-  }
-
-  takeFromBucket(bucket: string, used: number, perSecond: number, burst: number) {
-    return this.#records('bucket', undefined, (db) => takeFromBucket(db, bucket, used, perSecond, burst));
-  }
-
-  async beat(process: Parameters<Store['beat']>[0]): Promise<void> {
-    await this.#records('beat', undefined, (db) => beat(db, process));
-  }
-
-  processes(since: number) {
-    return this.#records('processes', [], (db) => processes(db, since));
-  }
-
   /** Counted in keyv (`signal:<kind>`): the others see the count change when they next look. */
   async signal(what: StoreSignal): Promise<void> {
     if (what.kind !== 'cleared') return; // a server's generation is looked at by whoever serves it
-    await this.#kv('signal', undefined, (keyv) => generations.cleared(keyv));
+    await this.kv('signal', undefined, (keyv) => generations.cleared(keyv));
   }
 
   listen(onSignal: (what: StoreSignal) => void): () => void {
-    let seen: number | undefined;
-    let looking = false;
-    const look = async () => {
-      if (looking) return;
-      looking = true;
-      try {
-        const count = await this.#kv('signal', undefined, (keyv) => keyv.get<number>('signal:cleared'));
-        if (seen !== undefined && count !== seen) onSignal({ kind: 'cleared' });
-        seen = count;
-      } finally {
-        looking = false;
-      }
-    };
-    void look();
-    const timer = setInterval(() => void look(), POLL_MS);
-    timer.unref();
-    return () => clearInterval(timer);
+    return this.watchClears(onSignal);
   }
 
   /** Alerts keep their state here: a file that cannot be used is refused, naming it (alerts do not run blind). */

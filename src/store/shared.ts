@@ -1,0 +1,83 @@
+import type Keyv from 'keyv';
+import { generationOf, generations } from './marks.js';
+import { beat, processes, releaseLease, takeFromBucket, takeLease } from './records.js';
+import type { SqlSession } from './sql.js';
+import type { GenerationState, Store, StoreSignal } from './types.js';
+
+/** How often a process looks at the count of cache clears (and a PostgreSQL store at its LISTEN connection). */
+const LOOK_EVERY_MS = 500;
+
+/**
+ * What both stores do alike over their own keyv and their own SQL session: the data's generation,
+ * leases, rate buckets and the processes sharing the store. Each store says how an operation reaches
+ * keyv and its tables, guarded (a store out of use answers the operation's fallback), and how it tells
+ * the others (signal).
+ */
+export abstract class KeptAlike {
+  /** An operation through keyv, guarded: a store that fails answers `fallback`. */
+  protected abstract kv<T>(operation: string, fallback: T, op: (keyv: Keyv) => Promise<T>): Promise<T>;
+  /** An operation of savedq's own SQL, guarded the same way. */
+  protected abstract sql<T>(operation: string, fallback: T, op: (db: SqlSession) => Promise<T>): Promise<T>;
+  abstract signal(what: StoreSignal): Promise<void>;
+
+  generation(source: string): Promise<GenerationState> {
+    return this.kv('generation', generationOf(undefined, 0), (keyv) => generations.read(keyv, source));
+  }
+
+  async changing(source: string, owner: string, ms: number): Promise<void> {
+    await this.kv('generation', undefined, (keyv) => generations.changing(keyv, source, owner, ms));
+  }
+
+  async changed(source: string): Promise<void> {
+    await this.kv('generation', undefined, (keyv) => generations.changed(keyv, source));
+    await this.signal({ kind: 'generation', source });
+  }
+
+  lease(name: string, owner: string, ms: number): Promise<boolean> {
+    // A store out of use leases nothing to anyone: each process computes its own answers.
+    return this.sql('lease', true, (db) => takeLease(db, name, owner, ms));
+  }
+
+  async release(name: string, owner: string): Promise<void> {
+    await this.sql('lease', undefined, (db) => releaseLease(db, name, owner));
+  }
+
+  takeFromBucket(bucket: string, used: number, perSecond: number, burst: number): ReturnType<Store['takeFromBucket']> {
+    return this.sql('bucket', undefined, (db) => takeFromBucket(db, bucket, used, perSecond, burst));
+  }
+
+  async beat(process: Parameters<Store['beat']>[0]): Promise<void> {
+    await this.sql('beat', undefined, (db) => beat(db, process));
+  }
+
+  processes(since: number): ReturnType<Store['processes']> {
+    return this.sql('processes', [], (db) => processes(db, since));
+  }
+
+  /**
+   * Looks at the count of cache clears every LOOK_EVERY_MS, and tells `onSignal` when it changed since
+   * the last look: the first clear of a store too (none counted is 0). A look the store did not answer
+   * tells nothing. `eachLook` runs first at every look. Returns how to stop.
+   */
+  protected watchClears(onSignal: (what: StoreSignal) => void, eachLook?: () => void): () => void {
+    let seen: number | undefined;
+    let looking = false;
+    const look = async () => {
+      if (looking) return;
+      looking = true;
+      try {
+        eachLook?.();
+        const count = await this.kv('signal', null, async (keyv) => (await keyv.get<number>('signal:cleared')) ?? 0);
+        if (count === null) return;
+        if (seen !== undefined && count !== seen) onSignal({ kind: 'cleared' });
+        seen = count;
+      } finally {
+        looking = false;
+      }
+    };
+    void look();
+    const timer = setInterval(() => void look(), LOOK_EVERY_MS);
+    timer.unref();
+    return () => clearInterval(timer);
+  }
+}
