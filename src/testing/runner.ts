@@ -5,7 +5,7 @@ import { performance } from 'node:perf_hooks';
 import { CallExecutor } from '../calls/execute.js';
 import { prepareCall } from '../calls/prepare.js';
 import { FairTurns } from '../calls/turns.js';
-import { DefinitionError, InputError, SavedqError } from '../errors.js';
+import { DefinitionError, InputError, QueryTimeoutError, SavedqError } from '../errors.js';
 import { errnoText } from '../errno.js';
 import { loadEvents } from '../load/index.js';
 import type { QueryCatalog } from '../queries/catalog.js';
@@ -183,7 +183,8 @@ export class TestEngine {
     } catch (err) {
       if (!(err instanceof SavedqError)) throw err;
       const kind = err instanceof InputError ? 'input' : err instanceof DefinitionError ? 'definition' : 'failure';
-      outcome = { error: { kind, message: err.message } };
+      // A time limit is said as a caller hears it: the test's warehouse (and its path) is gone by the report.
+      outcome = { error: { kind, message: err instanceof QueryTimeoutError ? err.forCaller : err.message } };
     }
     const ms = performance.now() - started;
     return { name: testCase.name, line: testCase.line, ms, outcome, failures: failures(testCase, outcome), updated: [] };
