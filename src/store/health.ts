@@ -86,11 +86,11 @@ export class StoreHealth {
   }
 
   #down(err: unknown): void {
-    this.#up = false;
-    this.#retryAt = Date.now() + (this.#options.retryMs ?? 0);
     const now = Date.now();
-    const every = this.#options.warnEveryMs ?? Infinity;
-    if (now - this.#warnedAt >= every || this.#warnedAt === -Infinity) {
+    this.#up = false;
+    this.#retryAt = now + (this.#options.retryMs ?? 0);
+    // The first failure is always said (now - -Infinity is Infinity); again only after warnEveryMs.
+    if (now - this.#warnedAt >= (this.#options.warnEveryMs ?? Infinity)) {
       this.#warnedAt = now;
       this.#warn(this.#options.failed(reasonOf(err)));
     }

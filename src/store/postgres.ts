@@ -7,7 +7,7 @@ import { alertRecords } from './records.js';
 import { generations, NAMESPACE } from './marks.js';
 import { loadPgDriver, type PgDriver } from './load-pg.js';
 import { KeptAlike } from './shared.js';
-import { withTables, type SqlSession } from './sql.js';
+import { sessionWhenReady, withTables, type SqlSession } from './sql.js';
 import type { AlertRecords, CachedResult, ServedRecord, Store, StoreProbe, StoreSignal } from './types.js';
 
 // PostgreSQL as the store of a team's processes (docs/scaling.md). node-postgres is a bundle of its own
@@ -103,7 +103,7 @@ export class PostgresStore extends KeptAlike implements Store {
     });
     this.#health.observe((_operation, _seconds, up) => {
       // A pool whose connections hang (a store cut off) is let go: the next try makes a new one.
-      if (!up) this.#reset();
+      if (!up) void this.#reset();
     });
   }
 
@@ -143,19 +143,20 @@ export class PostgresStore extends KeptAlike implements Store {
     return this.#pool;
   }
 
-  #reset(): void {
+  /** Lets go of the pool (and keyv on it): the next operation makes new ones. */
+  #reset(): Promise<void> {
     const pool = this.#pool;
     this.#pool = undefined;
     this.#ready = undefined;
-    void pool?.then((p) => p.end()).catch(() => undefined);
+    return pool?.then((p) => p.end()).catch(() => undefined) ?? Promise.resolve();
   }
 
-  /** SQL of {name} tables with `?` parameters, on the pool. */
-  async #query<T>(sql: string, params: readonly unknown[] = []): Promise<Omit<pg.QueryResult, 'rows'> & { rows: T[] }> {
+  /** SQL of {name} tables with `?` parameters, on the pool (any connection) or on a transaction's connection. */
+  async #query<T>(sql: string, params: readonly unknown[] = [], on?: pg.PoolClient): Promise<Omit<pg.QueryResult, 'rows'> & { rows: T[] }> {
     let n = 0;
     const text = withTables(sql, (name) => `${this.#options.schema}.${name}`).replace(/\?/g, () => `$${++n}`);
     try {
-      return (await (await this.#connections()).query(text, [...params])) as pg.QueryResult & { rows: T[] };
+      return (await (on ?? (await this.#connections())).query(text, [...params])) as pg.QueryResult & { rows: T[] };
     } catch (err) {
       throw this.#failure(err);
     }
@@ -279,8 +280,8 @@ export class PostgresStore extends KeptAlike implements Store {
     transaction: async <T>(work: (tx: SqlSession) => Promise<T>): Promise<T> => {
       const client = await this.#client();
       const tx: SqlSession = {
-        all: async <R>(sql: string, params: readonly unknown[] = []) => (await this.#onClient<R>(client, sql, params)).rows,
-        run: async (sql: string, params: readonly unknown[] = []) => (await this.#onClient(client, sql, params)).rowCount ?? 0,
+        all: async <R>(sql: string, params: readonly unknown[] = []) => (await this.#query<R>(sql, params, client)).rows,
+        run: async (sql: string, params: readonly unknown[] = []) => (await this.#query(sql, params, client)).rowCount ?? 0,
         transaction: (inner) => inner(tx),
       };
       try {
@@ -296,16 +297,6 @@ export class PostgresStore extends KeptAlike implements Store {
       }
     },
   };
-
-  async #onClient<T>(client: pg.PoolClient, sql: string, params: readonly unknown[]): Promise<pg.QueryResult & { rows: T[] }> {
-    let n = 0;
-    const text = withTables(sql, (name) => `${this.#options.schema}.${name}`).replace(/\?/g, () => `$${++n}`);
-    try {
-      return (await client.query(text, [...params])) as pg.QueryResult & { rows: T[] };
-    } catch (err) {
-      throw this.#failure(err);
-    }
-  }
 
   getResult(key: string): Promise<CachedResult | undefined> {
     return this.kv('get', undefined, (keyv) => keyv.get<CachedResult>(stored('result', key)));
@@ -445,30 +436,18 @@ export class PostgresStore extends KeptAlike implements Store {
 
   get alerts(): AlertRecords {
     // Alerts do not run blind: a store that fails them says so (they wait until it answers).
-    this.#alerts ??= alertRecords({
-      all: async (sql, params) => {
-        await this.#openForAlerts();
-        return this.#session.all(sql, params);
-      },
-      run: async (sql, params) => {
-        await this.#openForAlerts();
-        return this.#session.run(sql, params);
-      },
-      transaction: async (work) => {
-        await this.#openForAlerts();
-        return this.#session.transaction(work);
-      },
-    });
+    this.#alerts ??= alertRecords(
+      sessionWhenReady(async () => {
+        try {
+          await this.#open();
+        } catch (err) {
+          if (err instanceof StoreUnreachable) throw new StoreUnreachable(`the store ${this.#options.shown} cannot be reached (${err.message}); alerts wait until it can`);
+          throw err;
+        }
+        return this.#session;
+      }),
+    );
     return this.#alerts;
-  }
-
-  async #openForAlerts(): Promise<void> {
-    try {
-      await this.#open();
-    } catch (err) {
-      if (err instanceof StoreUnreachable) throw new StoreUnreachable(`the store ${this.#options.shown} cannot be reached (${err.message}); alerts wait until it can`);
-      throw err;
-    }
   }
 
   async probe(): Promise<StoreProbe> {
@@ -495,17 +474,14 @@ export class PostgresStore extends KeptAlike implements Store {
       const failure = this.#failure(err);
       // A refusal names what to fix (credentials, a database that is not there): said as an error.
       if (!(failure instanceof StoreUnreachable)) throw failure;
-      this.#reset();
+      void this.#reset();
       return { up: false, seconds: (performance.now() - started) / 1000, reason: reasonOf(failure) };
     }
   }
 
   async close(): Promise<void> {
     await this.#health.settled();
-    const pool = this.#pool;
-    this.#pool = undefined;
-    this.#ready = undefined;
-    await pool?.then((p) => p.end()).catch(() => undefined);
+    await this.#reset();
   }
 }
 

@@ -15,3 +15,12 @@ export interface SqlSession {
 export function withTables(sql: string, table: (name: string) => string): string {
   return sql.replace(/\{([a-z_]+)\}/g, (_, name: string) => table(name));
 }
+
+/** A session whose every statement first awaits `session()` (a store opened, or refused by name, on first use). */
+export function sessionWhenReady(session: () => Promise<SqlSession>): SqlSession {
+  return {
+    all: async (sql, params) => (await session()).all(sql, params),
+    run: async (sql, params) => (await session()).run(sql, params),
+    transaction: async (work) => (await session()).transaction(work),
+  };
+}

@@ -8,7 +8,7 @@ import { loadingSqlite } from './sqlite-module.js';
 import { reasonOf, StoreHealth, type Warn } from './health.js';
 import { alertRecords } from './records.js';
 import { KeptAlike } from './shared.js';
-import { withTables, type SqlSession } from './sql.js';
+import { sessionWhenReady, withTables, type SqlSession } from './sql.js';
 import type { AlertRecords, CachedResult, ServedRecord, Store, StoreProbe, StoreSignal } from './types.js';
 
 /** SQLite waits this long for another process's write before giving up. */
@@ -205,15 +205,13 @@ export class SqliteStore extends KeptAlike implements Store {
   }
 
   /**
-   * Bytes of the file in use (its pages less the free ones), at the cost of three pragmas. The file's
+   * Bytes of the file in use (its pages less the free ones), in one statement. The file's
    * own size never shrinks (SQLite reuses freed pages), so a bound checked against it would prune on
    * every miss once the file had reached it.
    */
   async bytes(): Promise<number> {
-    const [pages] = await this.#table<{ page_count: number }>('size', [], 'PRAGMA page_count');
-    const [free] = await this.#table<{ freelist_count: number }>('size', [], 'PRAGMA freelist_count');
-    const [size] = await this.#table<{ page_size: number }>('size', [], 'PRAGMA page_size');
-    return ((pages?.page_count ?? 0) - (free?.freelist_count ?? 0)) * (size?.page_size ?? 0);
+    const [size] = await this.#table<{ bytes: number }>('size', [], 'SELECT (p.page_count - f.freelist_count) * s.page_size AS bytes FROM pragma_page_count() p, pragma_freelist_count() f, pragma_page_size() s');
+    return size?.bytes ?? 0;
   }
 
   async clear(): Promise<number> {
@@ -242,28 +240,16 @@ export class SqliteStore extends KeptAlike implements Store {
   #alerts: AlertRecords | undefined;
 
   #alertRecords(): AlertRecords {
-    const records = async () => {
-      try {
-        return alertRecords(await this.#session());
-      } catch (err) {
-        if (err instanceof UnusableFile) throw new InputError(`alerts keep their state in the cache file, and ${err.message}.`);
-        throw err;
-      }
-    };
-    return {
-      states: async () => (await records()).states(),
-      lease: async (...args) => (await records()).lease(...args),
-      release: async (...args) => (await records()).release(...args),
-      decide: async (...args) => (await records()).decide(...args),
-      waiting: async (...args) => (await records()).waiting(...args),
-      owing: async () => (await records()).owing(),
-      delivered: async (...args) => (await records()).delivered(...args),
-      failed: async (...args) => (await records()).failed(...args),
-      outboxSummary: async () => (await records()).outboxSummary(),
-      history: async (...args) => (await records()).history(...args),
-      forget: async (...args) => (await records()).forget(...args),
-      prune: async (...args) => (await records()).prune(...args),
-    };
+    return alertRecords(
+      sessionWhenReady(async () => {
+        try {
+          return await this.#session();
+        } catch (err) {
+          if (err instanceof UnusableFile) throw new InputError(`alerts keep their state in the cache file, and ${err.message}.`);
+          throw err;
+        }
+      }),
+    );
   }
 
   async probe(): Promise<StoreProbe> {
@@ -290,7 +276,6 @@ export class SqliteStore extends KeptAlike implements Store {
 
 /** The file is not one savedq may use (what fs.ts says of it): said once, never tried again. */
 class UnusableFile extends Error {}
-
 
 /** savedq's own tables of the file, on a sqlite3 connection of their own: statements one at a time, a transaction never interleaved. */
 class SqliteSession implements SqlSession {
