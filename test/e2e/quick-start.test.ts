@@ -197,8 +197,10 @@ describe('the sample looks like traffic', () => {
     const newest = await rows('logs.all', '-p', 'project=acme-shop');
     expect(newest).toHaveLength(100);
     const times = newest.map((r) => Date.parse(String(r.timestamp)));
+    // Minutes, whatever the hour: a project is busiest at its own hour of the day (at acme-shop's, the
+    // newest 100 span about a quarter of an hour; 13.4 minutes in one CI run), and a burst is seconds.
     const span = (times[0] as number) - (times[99] as number);
-    expect(span).toBeGreaterThan(15 * 60_000);
+    expect(span).toBeGreaterThan(5 * 60_000);
     expect(Date.now() - (times[0] as number)).toBeLessThan(15 * 60_000);
   });
 
