@@ -91,6 +91,28 @@ describe('the cache records', () => {
   });
 });
 
+describe('a cache hit in a process of its own (a run of the CLI)', () => {
+  it('writes no served record when the one kept is under 30 s old, whichever process wrote it; one when it is older', async () => {
+    await lib.run({ nameOrId: 'cached', params: [['p', 'each-run']] }); // a miss: computed, recorded as served
+    /** A run of the CLI: a library of its own on the same files, with nothing served in its memory. */
+    const aRun = async (at: number) => {
+      const other = libraryOf(lib.config, { clock: () => at });
+      const markServed = vi.spyOn(other.cache, 'markServed');
+      const answer = await other.run({ nameOrId: 'cached', params: [['p', 'each-run']] });
+      await other.close();
+      return { cache: answer.cache, wrote: markServed.mock.calls.map(([, record]) => record.servedAt) };
+    };
+    const servedAt = async () => (await lib.cache.entries()).find((e) => e.call.params.p === 'each-run')?.servedAt;
+    const first = await servedAt();
+    expect(first).toBe(now);
+    expect(await aRun(now + 29_000)).toEqual({ cache: 'hit', wrote: [] });
+    expect(await servedAt()).toBe(first);
+    expect(await aRun(now + 30_000)).toEqual({ cache: 'hit', wrote: [now + 30_000] });
+    expect(await servedAt()).toBe(now + 30_000);
+    expect(await aRun(now + 31_000)).toEqual({ cache: 'hit', wrote: [] });
+  });
+});
+
 describe('the one way in', () => {
   it('a library on another catalog and config is a value, not a module constant', async () => {
     const other = libraryOf({ ...lib.config, queryFolders: [] });

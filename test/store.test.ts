@@ -48,13 +48,17 @@ describe.each(backends)('the store, as the %s', (backend, place) => {
   const runs = backend === 'SQLite file' || has.postgres;
   const make = () => place()();
 
-  it.runIf(runs)('keeps a result and a served record by their key, forgets them together, and lists only the served records', async () => {
+  it.runIf(runs)('keeps a result and a served record by their key, reads both at once, forgets them together, and lists only the served records', async () => {
     const store = make();
     const key = `q:${'x'.repeat(5000)}:${JSON.stringify({ sql: 'SELECT 1' })}`; // longer than any index takes
     expect(await store.getResult(key)).toBeUndefined();
     await store.setResult(key, result(1), 60_000);
+    expect(await store.lookup(key)).toEqual({ result: result(1), servedAt: undefined });
     await store.markServed(key, served(key, 5_000), 60_000);
     expect(await store.getResult(key)).toEqual(result(1));
+    // A cache hit's one read: the result and when the call was last recorded as served.
+    expect(await store.lookup(key)).toEqual({ result: result(1), servedAt: 5_000 });
+    expect(await store.lookup('another')).toEqual({ result: undefined, servedAt: undefined });
     expect(await store.served()).toEqual([served(key, 5_000)]);
     await store.forget(key);
     expect(await store.getResult(key)).toBeUndefined();

@@ -1,5 +1,5 @@
 import { statSync } from 'node:fs';
-import type { CachedCall, CachedResult, ServedRecord, Store } from '../store/types.js';
+import type { CachedCall, CachedResult, Lookup, ServedRecord, Store } from '../store/types.js';
 
 export type { CachedCall, CachedResult, ServedRecord } from '../store/types.js';
 
@@ -38,6 +38,11 @@ export class ResultsCache {
   /** The stored result of a call, if any (fresh or not: the caller judges its age). */
   get(key: string): Promise<CachedResult | undefined> {
     return this.#store.getResult(key);
+  }
+
+  /** The stored result of a call and when any process last recorded it as served: a cache hit's one read. */
+  lookup(key: string): Promise<Lookup> {
+    return this.#store.lookup(key);
   }
 
   /** Stores a result. */

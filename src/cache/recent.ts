@@ -53,6 +53,14 @@ export class RecentResults {
   }
 
   /**
+   * Remembers a result just read from the cache file, whose served record the file says was written at
+   * `markedAt` (by this process or another): a run of the CLI a second then writes nothing.
+   */
+  read(key: string, result: CachedResult, now: number, markedAt: number | undefined): void {
+    this.#recent.set(key, { result, seenAt: now, markedAt: markedAt ?? Number.NEGATIVE_INFINITY, rereading: false });
+  }
+
+  /**
    * Remembers a result just read from the cache file or computed; whether the served record is due to
    * be written (always when `force`: the caller that computed the result records it).
    */

@@ -199,8 +199,13 @@ export class CallRunner {
   }
 
   async #lookup(call: PreparedCall, gone: AbortSignal, caller: string): Promise<RunResult> {
-    const hit = await this.#cache.get(call.key);
-    if (hit && fresh(call, hit, this.#clock())) return result(call, hit, 'hit');
+    const { result: hit, servedAt } = await this.#cache.lookup(call.key);
+    const now = this.#clock();
+    if (hit && fresh(call, hit, now)) {
+      // The served record is written again only when the one kept is SERVED_EVERY_MS old (recent.ts).
+      this.#recent.read(call.key, hit, now, servedAt);
+      return result(call, hit, 'hit');
+    }
     // Any answer stored since this lookup (none, or the stale one it found) is another process's.
     return this.#refresh(call, caller, gone, false, (stored) => stored.computedAt !== hit?.computedAt).work;
   }

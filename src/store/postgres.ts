@@ -6,9 +6,9 @@ import { StoreHealth, StoreUnreachable, reasonOf, withDeadline, type Warn } from
 import { alertRecords } from './records.js';
 import { generations, NAMESPACE } from './marks.js';
 import { loadPgDriver, type PgDriver } from './load-pg.js';
-import { KeptAlike } from './shared.js';
+import { KeptAlike, type EntryKind } from './shared.js';
 import { sessionWhenReady, withTables, type SqlSession } from './sql.js';
-import type { AlertRecords, CachedResult, ServedRecord, Store, StoreProbe, StoreSignal } from './types.js';
+import type { AlertRecords, ServedRecord, Store, StoreProbe, StoreSignal } from './types.js';
 
 // PostgreSQL as the store of a team's processes (docs/scaling.md). node-postgres is a bundle of its own
 // (dist/store-pg.cjs, store/load-pg.ts), loaded only when a store URL is given: no other run loads it.
@@ -298,20 +298,8 @@ export class PostgresStore extends KeptAlike implements Store {
     },
   };
 
-  getResult(key: string): Promise<CachedResult | undefined> {
-    return this.kv('get', undefined, (keyv) => keyv.get<CachedResult>(stored('result', key)));
-  }
-
-  async setResult(key: string, result: CachedResult, ttlMs: number): Promise<void> {
-    await this.kv('set', undefined, async (keyv) => {
-      await keyv.set(stored('result', key), result, ttlMs);
-    });
-  }
-
-  async markServed(key: string, record: ServedRecord, ttlMs: number): Promise<void> {
-    await this.kv('served', undefined, async (keyv) => {
-      await keyv.set(stored('served', key), record, ttlMs);
-    });
+  protected entryKey(kind: EntryKind, key: string): string {
+    return stored(kind, key);
   }
 
   served(): Promise<ServedRecord[]> {

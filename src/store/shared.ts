@@ -2,7 +2,10 @@ import type Keyv from 'keyv';
 import { generationOf, generations } from './marks.js';
 import { beat, processes, releaseLease, takeFromBucket, takeLease } from './records.js';
 import type { SqlSession } from './sql.js';
-import type { GenerationState, Store, StoreSignal } from './types.js';
+import type { CachedResult, GenerationState, Lookup, ServedRecord, Store, StoreSignal } from './types.js';
+
+/** What keyv keeps of a call: its result, and its served record. */
+export type EntryKind = 'result' | 'served';
 
 /** How often a process looks at the count of cache clears (and a PostgreSQL store at its LISTEN connection). */
 const LOOK_EVERY_MS = 500;
@@ -19,6 +22,32 @@ export abstract class KeptAlike {
   /** An operation of savedq's own SQL, guarded the same way. */
   protected abstract sql<T>(operation: string, fallback: T, op: (db: SqlSession) => Promise<T>): Promise<T>;
   abstract signal(what: StoreSignal): Promise<void>;
+  /** Where keyv keeps a call's result or served record (below the namespace). */
+  protected abstract entryKey(kind: EntryKind, key: string): string;
+
+  getResult(key: string): Promise<CachedResult | undefined> {
+    return this.kv('get', undefined, (keyv) => keyv.get<CachedResult>(this.entryKey('result', key)));
+  }
+
+  /** A call's result and when its served record was written, in one read. */
+  lookup(key: string): Promise<Lookup> {
+    return this.kv('get', { result: undefined, servedAt: undefined }, async (keyv) => {
+      const [result, served] = await keyv.getMany<CachedResult | ServedRecord>([this.entryKey('result', key), this.entryKey('served', key)]);
+      return { result: result as CachedResult | undefined, servedAt: (served as ServedRecord | undefined)?.servedAt };
+    });
+  }
+
+  async setResult(key: string, result: CachedResult, ttlMs: number): Promise<void> {
+    await this.kv('set', undefined, async (keyv) => {
+      await keyv.set(this.entryKey('result', key), result, ttlMs);
+    });
+  }
+
+  async markServed(key: string, record: ServedRecord, ttlMs: number): Promise<void> {
+    await this.kv('served', undefined, async (keyv) => {
+      await keyv.set(this.entryKey('served', key), record, ttlMs);
+    });
+  }
 
   generation(source: string): Promise<GenerationState> {
     return this.kv('generation', generationOf(undefined, 0), (keyv) => generations.read(keyv, source));

@@ -7,9 +7,9 @@ import { generations, NAMESPACE } from './marks.js';
 import { loadingSqlite } from './sqlite-module.js';
 import { reasonOf, StoreHealth, type Warn } from './health.js';
 import { alertRecords } from './records.js';
-import { KeptAlike } from './shared.js';
+import { KeptAlike, type EntryKind } from './shared.js';
 import { sessionWhenReady, withTables, type SqlSession } from './sql.js';
-import type { AlertRecords, CachedResult, ServedRecord, Store, StoreProbe, StoreSignal } from './types.js';
+import type { AlertRecords, ServedRecord, Store, StoreProbe, StoreSignal } from './types.js';
 
 /** SQLite waits this long for another process's write before giving up. */
 const BUSY_TIMEOUT_MS = 10_000;
@@ -143,20 +143,8 @@ export class SqliteStore extends KeptAlike implements Store {
     return this.#health.run(operation, fallback, async () => op(await this.#session()));
   }
 
-  getResult(key: string): Promise<CachedResult | undefined> {
-    return this.kv('get', undefined, (keyv) => keyv.get<CachedResult>(`result:${key}`));
-  }
-
-  async setResult(key: string, result: CachedResult, ttlMs: number): Promise<void> {
-    await this.kv('set', undefined, async (keyv) => {
-      await keyv.set(`result:${key}`, result, ttlMs);
-    });
-  }
-
-  async markServed(key: string, record: ServedRecord, ttlMs: number): Promise<void> {
-    await this.kv('served', undefined, async (keyv) => {
-      await keyv.set(`served:${key}`, record, ttlMs);
-    });
+  protected entryKey(kind: EntryKind, key: string): string {
+    return `${kind}:${key}`;
   }
 
   /** The live served records, read by the store's iterator narrowed to them, never the results. */

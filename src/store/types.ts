@@ -14,6 +14,12 @@ export interface CachedResult {
   readonly statistics?: QueryStatistics;
 }
 
+/** What the store holds of a call: its result, and when its served record was last written (epoch ms). */
+export interface Lookup {
+  readonly result: CachedResult | undefined;
+  readonly servedAt: number | undefined;
+}
+
 /** The call behind a cache entry, enough to run it again. */
 export interface CachedCall {
   /** The data source the result was read from (Config.source): one store may serve several. */
@@ -171,6 +177,8 @@ export interface Store {
   readonly up: boolean;
 
   getResult(key: string): Promise<CachedResult | undefined>;
+  /** A call's result and when it was last recorded as served, in one read (a cache hit's). */
+  lookup(key: string): Promise<Lookup>;
   setResult(key: string, result: CachedResult, ttlMs: number): Promise<void>;
   markServed(key: string, record: ServedRecord, ttlMs: number): Promise<void>;
   /** Every served record still kept (never a result's rows). */
