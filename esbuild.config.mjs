@@ -80,6 +80,31 @@ module.exports = {
     }));
   },
 };
+/**
+ * sqlite3 (the results cache's driver) in the CLI bundle, its native module required by its path: its
+ * own loader, the `bindings` package, finds the module by reading a stack trace for the caller's file
+ * and trying a dozen paths, with two packages of its own to load (about 2 ms of every cache hit). The
+ * build sqlite3 makes is build/Release/node_sqlite3.node; when that is not there or does not load,
+ * sqlite3's own loader runs as before, from node_modules, and says what it tried.
+ */
+const sqliteNativeByPath = {
+  name: 'sqlite-native-by-path',
+  setup(b) {
+    b.onResolve({ filter: /^\.\/sqlite3-binding\.js$/ }, (args) => (args.importer.includes(join('node_modules', 'sqlite3', 'lib')) ? { path: 'sqlite3-binding', namespace: 'sqlite-native' } : undefined));
+    b.onResolve({ filter: /^sqlite3\/lib\/sqlite3-binding\.js$/ }, (args) => (args.namespace === 'sqlite-native' ? { path: args.path, external: true } : undefined));
+    b.onLoad({ filter: /.*/, namespace: 'sqlite-native' }, () => ({
+      contents: `const { dirname, join } = require('node:path');
+let native;
+try {
+  native = require(join(dirname(require.resolve('sqlite3/package.json')), 'build', 'Release', 'node_sqlite3.node'));
+} catch {
+  native = require('sqlite3/lib/sqlite3-binding.js');
+}
+module.exports = native;`,
+      loader: 'js',
+    }));
+  },
+};
 /** Every bundle: one CommonJS file of dist/ for Node. */
 const cjsBundle = {
   outdir: 'dist',
@@ -100,11 +125,12 @@ await build({ ...cjsBundle, entryPoints: apart, external: ['pg-native'], plugins
 await build({
   ...cjsBundle,
   entryPoints: { savedq: 'dist/cli.js', launch: 'dist/launch.js' },
-  // Left in node_modules, loaded when first needed: packages with a native addon, which find their
-  // binaries relative to their own files, and the warehouse client, which a cache hit never loads.
-  // prom-client: serve's metrics only, never a run's; junit-report-builder: `test -f junit` only.
-  external: ['sqlite3', 'chdb', 'chdb/*', '@clickhouse/client', 'prom-client', 'junit-report-builder', ...Object.values(apart)],
-  plugins: [sdkApart, commanderSpawnsLater],
+  // Left in node_modules, loaded when first needed: the engine's package, which finds its native library
+  // relative to its own files, and the warehouse client, which a cache hit never loads (sqlite3 is
+  // bundled, its native module required by path: sqliteNativeByPath). prom-client: serve's metrics
+  // only, never a run's; junit-report-builder: `test -f junit` only.
+  external: ['chdb', 'chdb/*', '@clickhouse/client', 'prom-client', 'junit-report-builder', ...Object.values(apart)],
+  plugins: [sdkApart, commanderSpawnsLater, sqliteNativeByPath],
   // import() of those becomes require(): they are CommonJS, and the bundle runs as a plain script.
   supported: { 'dynamic-import': false },
   // src/package.ts, the one reader of import.meta.url, is one level under the package root, as is

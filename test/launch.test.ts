@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { copyFileSync, cpSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,8 +16,8 @@ function cacheRejected(packageDir: string, bundle = 'savedq.cjs'): string {
   return execFileSync(process.execPath, ['-e', script], { cwd: packageDir, encoding: 'utf8' });
 }
 
-/** A copy of the built package, sharing node_modules, whose code cache a test may spoil. */
-function packageCopy(): string {
+/** A copy of the built package, sharing node_modules (or with an empty one), whose code cache a test may spoil. */
+function packageCopy(sharingModules = true): string {
   const dir = join(tempDir(), 'savedq');
   mkdirSync(join(dir, 'dist'), { recursive: true });
   // Every bundle (the CLI loads some on first use) and the CLI's code cache.
@@ -25,7 +25,8 @@ function packageCopy(): string {
   for (const f of [...files, codeCacheFile('savedq.cjs')]) copyFileSync(join(root, 'dist', f), join(dir, 'dist', f));
   for (const d of ['bin', 'sql']) cpSync(join(root, d), join(dir, d), { recursive: true });
   copyFileSync(join(root, 'package.json'), join(dir, 'package.json'));
-  symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'));
+  if (sharingModules) symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'));
+  else mkdirSync(join(dir, 'node_modules'));
   return dir;
 }
 
@@ -57,26 +58,50 @@ describe('start-up from the code cache', () => {
 });
 
 describe('what a run loads', () => {
-  /** The modules of Node's own a CLI run loaded, as it exits (`process.moduleLoadList`). */
-  function nodeModulesOf(args: readonly string[], env: Record<string, string>): string[] {
+  /** The modules of Node's own a CLI run loaded (`process.moduleLoadList`), and the files it required, as it exits. */
+  function loadedBy(args: readonly string[], env: Record<string, string>): { node: string[]; files: string[] } {
     const dir = tempDir();
     const preload = join(dir, 'modules.cjs');
-    writeFileSync(preload, "process.on('exit', () => require('node:fs').writeFileSync(process.env.MODULES_FILE, process.moduleLoadList.join('\\n')));\n");
-    const file = join(dir, 'modules.txt');
+    writeFileSync(preload, "process.on('exit', () => require('node:fs').writeFileSync(process.env.MODULES_FILE, JSON.stringify({ node: process.moduleLoadList, files: Object.keys(require.cache) })));\n");
+    const file = join(dir, 'modules.json');
     execFileSync(process.execPath, ['-r', preload, join(root, 'bin/savedq.js'), ...args], { env: { PATH: process.env.PATH ?? '', ...env, MODULES_FILE: file }, stdio: 'ignore' });
-    return readFileSync(file, 'utf8').split('\n').filter((m) => m.startsWith('NativeModule ')).map((m) => m.slice('NativeModule '.length));
+    const loaded = JSON.parse(readFileSync(file, 'utf8')) as { node: string[]; files: string[] };
+    return { node: loaded.node.filter((m) => m.startsWith('NativeModule ')).map((m) => m.slice('NativeModule '.length)), files: loaded.files };
   }
 
+  const dir = tempDir();
+  const env = { SAVEDQ_DATA_DIR: join(dir, 'data'), SAVEDQ_CACHE_FILE: join(dir, 'cache.sqlite'), XDG_CONFIG_HOME: join(dir, 'config') };
+  const call = ['run', 'usage.api-counts', '-p', 'project=acme', '-p', 'interval=daily', '-f', 'json'];
+  /** The call, cached (once). */
+  let cached = false;
+  const hit = () => {
+    if (!cached) execFileSync(process.execPath, [join(root, 'bin/savedq.js'), ...call], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: 'ignore' });
+    cached = true;
+    return call;
+  };
+
   it("loads neither child_process (commander's, for subcommands savedq has none of) nor fs/promises on --version or a cache hit", () => {
-    const dir = tempDir();
-    const env = { SAVEDQ_DATA_DIR: join(dir, 'data'), SAVEDQ_CACHE_FILE: join(dir, 'cache.sqlite'), XDG_CONFIG_HOME: join(dir, 'config') };
-    const call = ['run', 'usage.api-counts', '-p', 'project=acme', '-p', 'interval=daily', '-f', 'json'];
-    execFileSync(process.execPath, [join(root, 'bin/savedq.js'), ...call], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: 'ignore' }); // cached now
-    for (const args of [['--version'], call]) {
-      const loaded = nodeModulesOf(args, env);
-      expect(loaded, args.join(' ')).toContain('fs'); // the list is read
-      expect(loaded.filter((m) => /child_process|fs\/promises/.test(m)), args.join(' ')).toEqual([]);
+    for (const args of [['--version'], hit()]) {
+      const { node } = loadedBy(args, env);
+      expect(node, args.join(' ')).toContain('fs'); // the list is read
+      expect(node.filter((m) => /child_process|fs\/promises/.test(m)), args.join(' ')).toEqual([]);
     }
   });
-});
 
+  it("a cache hit takes SQLite's native module by its path, without the search of the bindings package, and times nothing (perf_hooks)", () => {
+    const { node, files } = loadedBy(hit(), env);
+    expect(files.filter((f) => f.endsWith('.node')).map((f) => f.split(/[\\/]/).slice(-4).join('/'))).toEqual(['sqlite3/build/Release/node_sqlite3.node']);
+    expect(files.filter((f) => /[\\/](bindings|file-uri-to-path)[\\/]/.test(f))).toEqual([]);
+    expect(node).not.toContain('perf_hooks');
+  });
+
+  it("without a build of SQLite's native module, a run says in one line what to do", () => {
+    // A package whose sqlite3 has no build (npm ran no install script): every other package as installed.
+    const copy = packageCopy(false);
+    const modules = join(copy, 'node_modules');
+    for (const name of readdirSync(join(root, 'node_modules'))) if (name !== 'sqlite3') symlinkSync(join(root, 'node_modules', name), join(modules, name));
+    cpSync(join(root, 'node_modules', 'sqlite3'), join(modules, 'sqlite3'), { recursive: true, filter: (f) => !f.includes(join('sqlite3', 'build')) });
+    const ran = spawnSync(process.execPath, [join(copy, 'bin/savedq.js'), ...call], { env: { PATH: process.env.PATH ?? '', ...env }, encoding: 'utf8' });
+    expect([ran.status, ran.stderr]).toEqual([1, `savedq: SQLite's native module, sqlite3, has no build for Node ${process.version} here: run npm rebuild sqlite3 where savedq is installed.\n`]);
+  });
+});
