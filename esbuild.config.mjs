@@ -163,8 +163,9 @@ for (const name of ['savedq', 'launch', ...Object.keys(apart)]) {
 
 // The code caches: one run of the CLI that builds its commands, reads the built-in definitions and
 // prints (`list`, which needs no data), writing the caches of the CLI and of the YAML parser as it
-// exits; and one that checks a pattern (refused before anything runs), for RE2's. Neither reads a
-// user's queries nor touches a data directory or a cache file.
+// exits; a call run twice (a miss, then a hit), which adds to the CLI's what a hit compiles; and one
+// that checks a pattern (refused before anything runs), for RE2's. None reads a user's queries or
+// touches a user's data directory or cache file (the build's own are made and removed).
 // And one MCP session over standard input (initialize, tools/list, standard input ends), for the SDK's;
 // and one status of a store URL, for node-postgres's.
 const mcpSession = [
@@ -172,8 +173,14 @@ const mcpSession = [
   { jsonrpc: '2.0', method: 'notifications/initialized' },
   { jsonrpc: '2.0', id: 2, method: 'tools/list' },
 ].map((m) => `${JSON.stringify(m)}\n`).join('');
+// The CLI's cache holds what `list` compiled and then what a cache hit of `run` did (a run starts from
+// the cache the run before it wrote, and writes it again with what it compiled itself): the first run
+// of the call is a miss, computed by the embedded engine on a data directory of the build's own.
+const hit = ['run', 'usage.api-counts', '-p', 'project=build', '-p', 'interval=daily', '-f', 'json'];
 const training = [
   [['list', '-f', 'json'], ['savedq.cjs', 'yaml.cjs'], 0],
+  [hit, [], 0],
+  [hit, ['savedq.cjs'], 0],
   [['run', 'usage.api-counts', '-p', 'project=^https://(acme|initech)[0-9]*\\.example/[a-z]+(', '-p', 'interval=daily', '--no-cache'], ['re2.cjs'], 2],
   [['mcp'], ['mcp.cjs'], 0, mcpSession],
   // node-postgres's: a status of a store that is not there (port 1 refuses at once): loaded, connecting.
@@ -186,7 +193,7 @@ for (const [, caches] of training) for (const c of caches) rmSync(codeCacheFile(
 const scratch = mkdtempSync(join(tmpdir(), 'savedq-build-'));
 try {
   for (const [args, caches, expected, input, without = {}] of training) {
-    const env = { ...process.env, [WRITE_CODE_CACHE_ENV]: caches.join(','), XDG_CONFIG_HOME: '/nonexistent/savedq-build', SAVEDQ_QUERIES: '', SAVEDQ_CACHE_FILE: join(scratch, 'cache.sqlite') };
+    const env = { ...process.env, [WRITE_CODE_CACHE_ENV]: caches.join(','), XDG_CONFIG_HOME: '/nonexistent/savedq-build', SAVEDQ_QUERIES: '', SAVEDQ_DATA_DIR: join(scratch, 'data'), SAVEDQ_CACHE_FILE: join(scratch, 'cache.sqlite') };
     for (const name of Object.keys(without)) delete env[name];
     const trained = spawnSync(process.execPath, ['bin/savedq.js', ...args], {
       env,

@@ -12,20 +12,20 @@ import { wrapped } from './output/wrap.js';
 import { sayErrors } from './cli/guess.js';
 import { collect, examples, formatOption, withSettings } from './cli/help.js';
 import { main } from './cli/main.js';
-import { afterOutput, watchOutput } from './cli/output.js';
+import { afterOutput, standardOutput, streamsFromNowOn } from './cli/output.js';
 import { interrupt, interruptible, servingNow } from './cli/signals.js';
 
 // The command line: each command registered with its options, help and action, which loads the
 // command's module when it runs. What commander cannot say is apart (cli/): the help's examples, the
 // guesses after an error, the top-level error handler, signals, and a reader of the output going away.
 
-// Standard input is opened only by the commands that read it: a cache hit, which reads none, is mostly start-up.
+// Standard input is opened only by the commands that read it: a cache hit, which reads none, is mostly
+// start-up. Standard output and error become Node's streams only when needed (cli/output.ts).
 const io: Io = {
   get stdin() {
     return process.stdin;
   },
-  stdout: process.stdout,
-  stderr: process.stderr,
+  ...standardOutput,
   env: process.env,
 };
 const version = packageVersion();
@@ -276,6 +276,7 @@ withSettings(
   )
   .action(action(async (flags, opts: { host: string; port: string; apiKeyFile?: string; maxConnections?: string; headerTimeout?: string; maxQueue?: string; tokenSecretFile?: string; rateLimit?: string; corsOrigin?: string[]; ui: boolean; mcp: boolean; alerts: boolean; allowedHost?: string[] }) => {
     const { serveCommand } = await import('./commands/serve.js');
+    streamsFromNowOn();
     const log = serverLog(io.stderr, flags.quiet === true);
     // The server owns the engine while it runs, and shares it with every other savedq process.
     const reporter: Reporter = { warn: (message) => log.warn(`warning: ${message}`), note: (message) => log.info(message) };
@@ -295,6 +296,7 @@ program
   )
   .action(action(async (flags) => {
     const { mcpCommand } = await import('./commands/mcp.js');
+    streamsFromNowOn();
     await mcpCommand(lib(flags), { ...flags, version, signal: interrupt.signal }, io);
   }));
 
@@ -435,7 +437,6 @@ function cliShape(): CliShape {
   return { commands: program.commands.map(commandShape), globalOptions: program.options.map(optionShape) };
 }
 
-watchOutput();
 sayErrors(program);
 interruptible(io.stderr);
 void main(program, process.argv, io, (command) => lib(command.optsWithGlobals<GlobalFlags>()).catalog, async () => library?.close()).then((code) => {

@@ -59,7 +59,8 @@ function logWriter(stderr: NodeJS.WritableStream): (line: string) => void {
     pending = [];
     return text;
   };
-  if (stderr !== process.stderr || !isFile(2)) {
+  // The process's own standard error (Node's stream of it, or the CLI's view of it) carries its descriptor.
+  if ((stderr as { fd?: unknown }).fd !== 2 || !isFile(2)) {
     return (line) => {
       if (pending.length === 0) setImmediate(() => stderr.write(take()));
       pending.push(line);

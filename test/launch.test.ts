@@ -64,7 +64,8 @@ describe('what a run loads', () => {
     const preload = join(dir, 'modules.cjs');
     writeFileSync(preload, "process.on('exit', () => require('node:fs').writeFileSync(process.env.MODULES_FILE, JSON.stringify({ node: process.moduleLoadList, files: Object.keys(require.cache) })));\n");
     const file = join(dir, 'modules.json');
-    execFileSync(process.execPath, ['-r', preload, join(root, 'bin/savedq.js'), ...args], { env: { PATH: process.env.PATH ?? '', ...env, MODULES_FILE: file }, stdio: 'ignore' });
+    // Standard output and error are pipes, as in a shell pipeline or a program's call.
+    execFileSync(process.execPath, ['-r', preload, join(root, 'bin/savedq.js'), ...args], { env: { PATH: process.env.PATH ?? '', ...env, MODULES_FILE: file }, stdio: ['ignore', 'pipe', 'pipe'] });
     const loaded = JSON.parse(readFileSync(file, 'utf8')) as { node: string[]; files: string[] };
     return { node: loaded.node.filter((m) => m.startsWith('NativeModule ')).map((m) => m.slice('NativeModule '.length)), files: loaded.files };
   }
@@ -93,6 +94,11 @@ describe('what a run loads', () => {
     expect(files.filter((f) => f.endsWith('.node')).map((f) => f.split(/[\\/]/).slice(-4).join('/'))).toEqual(['sqlite3/build/Release/node_sqlite3.node']);
     expect(files.filter((f) => /[\\/](bindings|file-uri-to-path)[\\/]/.test(f))).toEqual([]);
     expect(node).not.toContain('perf_hooks');
+  });
+
+  it('a cache hit into pipes makes no stream of standard output or error (for a pipe, a net.Socket: the stream and net modules)', () => {
+    const { node } = loadedBy(hit(), env);
+    expect(node.filter((m) => m === 'net' || m === 'stream' || m === 'tty')).toEqual([]);
   });
 
   it("without a build of SQLite's native module, a run says in one line what to do", () => {

@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { binPath, cli, eventually, NO_CONFIG, savedqCommandLine, tempDir, EVENT_DEADLINE_MS } from '../helpers.js';
@@ -58,6 +58,54 @@ describe('a reader that closes the pipe early', () => {
       expect([0, 141], args.join(' ')).toContain(r.code);
       expect(r.stderr, args.join(' ')).toBe('');
     }
+  });
+});
+
+describe('an answer written to the descriptor (cli/output.ts)', () => {
+  const many = ['run', 'many', '-f', 'ndjson', '--no-cache'];
+  const run = (stdout: number | 'pipe') => spawnSync(process.execPath, [binPath, ...many], { env: { PATH: process.env.PATH ?? '', XDG_CONFIG_HOME: NO_CONFIG, ...env }, stdio: ['ignore', stdout, 'pipe'], maxBuffer: 1 << 26, encoding: 'utf8', timeout: EVENT_DEADLINE_MS });
+
+  it('is the same whole text in a pipe and in a file', () => {
+    const piped = run('pipe');
+    const file = join(dir, 'answer.ndjson');
+    const fd = openSync(file, 'w');
+    const filed = run(fd);
+    closeSync(fd);
+    expect([piped.status, filed.status, piped.stderr, filed.stderr]).toEqual([0, 0, '', '']);
+    expect(piped.stdout.split('\n')).toHaveLength(20_001);
+    expect(readFileSync(file, 'utf8')).toBe(piped.stdout);
+  });
+
+  it('reaches a reader whole through a pipe another process made non-blocking, once savedq has waited on it', () => {
+    // The answer (2 MB) is more than the pipe holds, and it is not read until savedq, past its first bytes,
+    // waits in its event loop (its main thread in epoll): a write to the pipe found it would block
+    // (EAGAIN), and Node's stream, which took the rest, waits for it to drain. Python makes the pipe
+    // (Node has no call that sets O_NONBLOCK).
+    const reader = `
+import array, fcntl, os, subprocess, sys, termios, time
+r, w = os.pipe()
+fcntl.fcntl(w, fcntl.F_SETFL, fcntl.fcntl(w, fcntl.F_GETFL) | os.O_NONBLOCK)
+child = subprocess.Popen(sys.argv[1:], stdout=w, stderr=subprocess.PIPE)
+os.close(w)
+deadline = time.monotonic() + 60
+def waiting_on_pipe():
+  held = array.array('i', [0])
+  fcntl.ioctl(r, termios.FIONREAD, held)
+  with open('/proc/%d/wchan' % child.pid) as f:
+    return held[0] > 0 and 'epoll' in f.read()
+while child.poll() is None and time.monotonic() < deadline and not waiting_on_pipe():
+  time.sleep(0.01)
+waited = child.poll() is None and waiting_on_pipe()
+data = b''
+while True:
+  chunk = os.read(r, 1 << 16)
+  if not chunk: break
+  data += chunk
+child.wait()
+print(waited, child.returncode, data.count(b'\\n'), repr(child.stderr.read().decode()))
+`;
+    const r = spawnSync('python3', ['-c', reader, process.execPath, binPath, ...many], { env: { PATH: process.env.PATH ?? '', XDG_CONFIG_HOME: NO_CONFIG, ...env }, encoding: 'utf8', timeout: EVENT_DEADLINE_MS });
+    expect(r.stdout.trim()).toBe("True 0 20000 ''");
   });
 });
 
