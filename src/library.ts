@@ -137,6 +137,8 @@ export class Savedq {
       sharing: this.store,
       owner: this.#owner,
       waitMs: config.queryTimeoutSeconds * 1000,
+      // A result stored brings the cache back within --cache-max-mb when it is past it, whoever asked.
+      stored: () => this.#keepCacheBounded(),
     });
   }
 
@@ -220,7 +222,7 @@ export class Savedq {
   /**
    * Runs a call already prepared: what `run` does after `prepare` (a server keeps the calls it
    * prepared). `caller` names who asks (serve: an API key), for turns at the engine fair across callers.
-   * A result stored brings the cache back within --cache-max-mb when it is past it, whoever asked.
+   * What follows the answer (storing it, recording it as served) is done after it (`settled`).
    */
   async runPrepared(call: PreparedCall, mode: CacheMode = 'use', signal?: AbortSignal, caller = ''): Promise<RunResult> {
     // A store that cannot be reached: the answer straight from the warehouse, said so (BYPASS).
@@ -229,7 +231,6 @@ export class Savedq {
       return { ...answered, cache: 'bypass' };
     }
     const result = await this.#runner.run(call, mode, signal, caller);
-    if (result.cache === 'miss') await this.#keepCacheBounded();
     // It failed on the way: the answer came from the warehouse, and nothing of it was kept.
     if (!this.store.up && result.cache !== 'hit' && call.query.cacheSeconds > 0) return { ...result, cache: 'bypass' };
     return result;
@@ -238,7 +239,8 @@ export class Savedq {
   /** The cache's bound checked (three pragmas), and kept by pruning when past it: once at a time. */
   #keepCacheBounded(): Promise<void> {
     this.#bounding ??= (async () => {
-      if ((await this.cache.liveBytes()) > this.config.cacheMaxBytes) await this.pruneCache();
+      // After an answer is stored, among what follows answers: so not pruneCache, which waits for that.
+      if ((await this.cache.liveBytes()) > this.config.cacheMaxBytes) await this.#prune();
     })().finally(() => (this.#bounding = undefined));
     return this.#bounding;
   }
@@ -279,8 +281,17 @@ export class Savedq {
     return this.executor.refusals(queries);
   }
 
-  /** What warming works with, the generation of the data read now. */
+  /**
+   * Waits for what followed the answers given so far: their results stored and their calls recorded as
+   * served (which the answers did not wait for).
+   */
+  settled(): Promise<void> {
+    return this.#runner.settled();
+  }
+
+  /** What warming works with (what was served so far recorded), the generation of the data read now. */
   async #warming(): Promise<WarmingParts> {
+    await this.settled();
     await this.#freshGeneration();
     return { catalog: this.#catalog, source: this.config.source, generation: () => this.generation(), loading: () => this.#generationState().loading, cache: this.cache, runner: this.#runner, clock: this.clock };
   }
@@ -364,6 +375,11 @@ export class Savedq {
    * that finds the pages in use over it).
    */
   async pruneCache(): Promise<{ expired: number; evicted: number }> {
+    await this.settled();
+    return this.#prune();
+  }
+
+  #prune(): Promise<{ expired: number; evicted: number }> {
     pruneMemo(this.config.cacheFile, MEMO_RETENTION_MS, MEMO_FILES_KEPT);
     return this.cache.prune(this.config.cacheMaxBytes);
   }
@@ -391,6 +407,7 @@ export class Savedq {
    * last minute. What only the store knows is left out when it does not answer. Opens no warehouse.
    */
   async status(): Promise<StatusReport> {
+    await this.settled();
     const probe = await this.store.probe();
     const store = { backend: this.store.backend, location: this.store.location, probe };
     const warehouse = this.config.url === undefined ? this.config.dataDir : redactUrl(this.config.url);
@@ -410,6 +427,7 @@ export class Savedq {
 
   /** Forgets every cached result; returns how many calls were forgotten. */
   async clearCache(): Promise<number> {
+    await this.settled(); // an answer stored after the clear would outlive it
     const cleared = await this.cache.clear();
     this.#storeAnswered('nothing was cleared');
     return cleared;
@@ -580,6 +598,7 @@ export class Savedq {
   /** Closes the alerts' store, the cache and the warehouse; closing again waits for the first close. */
   close(): Promise<void> {
     this.#closed ??= (async () => {
+      await this.settled();
       this.#generationWatch?.close();
       await this.store.close();
       await this.#warehouse.close();

@@ -313,6 +313,7 @@ describe('what a process served a moment ago', () => {
     now += SECOND;
     const other = libraryOf(lib.config, { clock: () => now });
     const stored = await other.run({ nameOrId: 'usage.api-counts', params, cache: 'refresh' });
+    await other.settled(); // stored in the file (after its answer)
     expect(stored.computedAt).toBeGreaterThan(first.computedAt);
     // Within its moment of trust, this process answers what it has.
     expect(lib.answerRecent(call)?.computedAt).toBe(first.computedAt);

@@ -97,6 +97,13 @@ export class CallRunner {
   readonly #owner: string;
   /** The longest a process waits for another's answer before computing it itself (the query's time limit). */
   readonly #waitMs: number;
+  /** Told once an answer computed here is stored (the library keeps the cache within its bound). */
+  readonly #stored: () => Promise<void>;
+  /**
+   * What follows an answer and the answer does not wait for: storing it, then letting go of its key's
+   * lease (a process waiting on the lease then reads it), and recording it as served. `settled` waits for it.
+   */
+  readonly #afterwards = new Set<Promise<void>>();
 
   /**
    * @param keeps whether a call's answer, computed now, may be kept (not while a load changes its data).
@@ -106,7 +113,7 @@ export class CallRunner {
     cache: ResultsCache,
     executor: Executor,
     clock: Clock,
-    options: { keeps?: (call: PreparedCall) => Promise<boolean>; sharing?: Sharing; owner?: string; waitMs?: number } = {},
+    options: { keeps?: (call: PreparedCall) => Promise<boolean>; sharing?: Sharing; owner?: string; waitMs?: number; stored?: () => Promise<void> } = {},
   ) {
     this.#cache = cache;
     this.#executor = executor;
@@ -115,6 +122,24 @@ export class CallRunner {
     this.#sharing = options.sharing;
     this.#owner = options.owner ?? `${process.pid}`;
     this.#waitMs = options.waitMs ?? 30_000;
+    this.#stored = options.stored ?? (async () => undefined);
+  }
+
+  /**
+   * Waits for what followed the answers given so far (their storing, their served records): before a
+   * process ends, or reads the store whole. Not for what follows answers given meanwhile, which a busy
+   * server never stops giving.
+   */
+  async settled(): Promise<void> {
+    await Promise.all([...this.#afterwards]);
+  }
+
+  /** Work that follows an answer, kept until it ends; its failure is the store's to say (store/health.ts), not the answer's. */
+  #after(work: () => Promise<unknown>): void {
+    const tracked: Promise<void> = work()
+      .then(() => undefined, () => undefined)
+      .finally(() => this.#afterwards.delete(tracked));
+    this.#afterwards.add(tracked);
   }
 
   /** Forgets what was served lately (the saved queries changed). */
@@ -142,7 +167,7 @@ export class CallRunner {
     const answer = await joined.work;
     // The caller that ran the query records it as served; those that joined it go by the throttle. An
     // answer not kept (computed while a load ran) is not remembered either.
-    if (answer.cache !== 'off') await this.#served(call, answer, this.#clock(), answer.cache !== 'hit' && joined.leader);
+    if (answer.cache !== 'off') this.#served(call, answer, this.#clock(), answer.cache !== 'hit' && joined.leader);
     return answer;
   }
 
@@ -160,7 +185,7 @@ export class CallRunner {
     // file is read again while it is still answered, so a result another process (a cron warm) stored
     // is taken a moment later.
     if (this.#recent.reread(recent, now)) void this.#reread(call, recent);
-    if (this.#recent.due(recent, now)) void this.#cache.markServed(call.key, { call: call.cached, servedAt: now, computedAt: recent.result.computedAt });
+    if (this.#recent.due(recent, now)) this.#after(() => this.#cache.markServed(call.key, { call: call.cached, servedAt: now, computedAt: recent.result.computedAt }));
     return result(call, recent.result, 'hit');
   }
 
@@ -179,7 +204,7 @@ export class CallRunner {
       this.#recent.forget(call.key);
       return;
     }
-    await this.#served(call, stored.computedAt === recent.result.computedAt ? recent.result : stored, now);
+    this.#served(call, stored.computedAt === recent.result.computedAt ? recent.result : stored, now);
   }
 
   /**
@@ -227,15 +252,28 @@ export class CallRunner {
         }
         const renew = this.#sharing ? setInterval(() => void this.#sharing?.lease(lease, this.#owner, COMPUTE_LEASE_MS), RENEW_EVERY_MS) : undefined;
         renew?.unref();
+        let keep: RunResult | undefined;
         try {
           const computed = await this.#executor.inTurn(call, gone, caller);
           // Asked once the answer is in: a load that began meanwhile may have changed what it read.
           if (!(await this.#keeps(call))) return { ...computed, cache: 'off' as const };
-          await this.#cache.set(call.key, { rows: computed.rows, truncated: computed.truncated, computedAt: computed.computedAt, statistics: computed.statistics });
+          keep = computed;
           return { ...computed, cache: 'miss' as const };
         } finally {
-          clearInterval(renew);
-          await this.#sharing?.release(lease, this.#owner);
+          // The answer goes back now. It is stored after, and then the lease let go of (renewed till
+          // then): a process waiting on the lease finds the answer once the lease is free.
+          const stored = keep;
+          this.#after(async () => {
+            try {
+              if (stored) {
+                await this.#cache.set(call.key, { rows: stored.rows, truncated: stored.truncated, computedAt: stored.computedAt, statistics: stored.statistics });
+                await this.#stored();
+              }
+            } finally {
+              clearInterval(renew);
+              await this.#sharing?.release(lease, this.#owner);
+            }
+          });
         }
       },
       signal,
@@ -265,10 +303,10 @@ export class CallRunner {
     }
   }
 
-  /** Remembers an answer just served, and records it as served when that is due (synchronous when it is not). */
-  #served(call: PreparedCall, answer: CachedResult, now: number, force = false): Promise<void> | undefined {
+  /** Remembers an answer just served, and records it as served when that is due (after the answer). */
+  #served(call: PreparedCall, answer: CachedResult, now: number, force = false): void {
     const due = this.#recent.served(call.key, { rows: answer.rows, truncated: answer.truncated, computedAt: answer.computedAt, statistics: answer.statistics }, now, force);
-    return due ? this.#cache.markServed(call.key, { call: call.cached, servedAt: now, computedAt: answer.computedAt }) : undefined;
+    if (due) this.#after(() => this.#cache.markServed(call.key, { call: call.cached, servedAt: now, computedAt: answer.computedAt }));
   }
 }
 
