@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { InputError, NotFoundError } from '../src/errors.js';
 import { normaliseParams, parsePairs } from '../src/queries/params.js';
 import { toClickHouseParams } from '../src/queries/sql.js';
+import { isLiteral, patternError } from '../src/queries/param-types.js';
 import { isoAt, parseIsoTimestamp, toClickHouseDateTime, toIsoMicros } from '../src/time.js';
 import { asOfMicros } from '../src/calls/prepare.js';
 import { QueryCatalog } from '../src/queries/catalog.js';
@@ -98,6 +99,22 @@ describe('parameters', () => {
     expect(parsePairs(['a=b=c', 'x='])).toEqual([['a', 'b=c'], ['x', '']]);
     expect(() => parsePairs(['novalue'])).toThrow(/expected name=value/);
     expect(() => parsePairs(['=v'])).toThrow(InputError);
+  });
+});
+
+describe('patterns', () => {
+  it('takes a literal as it is, its punctuation escaped or not, and asks RE2 of anything else', async () => {
+    const { RE2JS } = await import('re2js');
+    for (const literal of ['acme-shop', 'project-7\\.', 'api\\.example\\.com\\/v1', '\\(x\\)\\[\\]\\{\\}\\\\']) {
+      expect(isLiteral(literal), literal).toBe(true);
+      // What RE2 itself makes of it: the very text, matched literally.
+      const text = literal.replace(/\\(.)/g, '$1');
+      expect(RE2JS.compile(literal).matcher(`<${text}>`).find(), literal).toBe(true);
+    }
+    // An escaped letter or digit is a class, an anchor or an error; a bare special character is RE2's.
+    for (const pattern of ['a\\d', 'x\\z', 'a.b', '(a', 'a\\', '\\ ']) expect(isLiteral(pattern), pattern).toBe(false);
+    expect(patternError('x\\q')).toMatch(/invalid escape sequence/);
+    expect(patternError('project-7\\.')).toBeUndefined();
   });
 });
 

@@ -33,10 +33,13 @@ const NUMBER_PATTERN = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
 
 /** RE2, the engine's own regular expressions: loaded only when a pattern has to be checked. */
 const re2 = lazyRequire<typeof import('re2js')>('re2js', 're2.cjs');
-/** A pattern without any of RE2's special characters is a literal, and always compiles. */
-const LITERAL = /^[^\\^$.|?*+()[\]{}]*$/;
+/** No special character of RE2's, or one escaped: a backslash before ASCII punctuation is always that character. */
+const LITERAL = /^(?:[^\\^$.|?*+()[\]{}]|\\[!-/:-@[-`{-~])*$/;
 
-/** Whether a pattern has none of RE2's special characters: a literal, which always compiles. */
+/**
+ * Whether a pattern is a literal, which always compiles: none of RE2's special characters but escaped
+ * ones (`project-7\.`, a host name's dots escaped), which RE2 is not asked to compile.
+ */
 export function isLiteral(pattern: string): boolean {
   return LITERAL.test(pattern);
 }
