@@ -14,7 +14,9 @@
 //                                sandbox (a caller's SQL over an answer, against the same call without),
 //                                alerts (alerts check of 200 alerts on cached queries, against warm of the same),
 //                                store (the PostgreSQL store against the SQLite file: a cache hit, serve's
-//                                cached throughput; three replicas' uncached calls, counted at the warehouse)
+//                                cached throughput; three replicas' uncached calls, counted at the warehouse),
+//                                peer (one uncached request against @hypequery/serve, a dev dependency,
+//                                on the same ClickHouse URL)
 //
 // The HTTP figures need a load generator that is not the bottleneck: wrk when it is on the PATH
 // (`apt-get install wrk`), else autocannon (a dev dependency).
@@ -41,7 +43,7 @@ const REPS = Number(process.env.BENCH_REPS ?? 7);
 const LOAD_ROWS = Number(process.env.BENCH_LOAD_ROWS ?? 1_000_000);
 const HTTP_SECONDS = Number(process.env.BENCH_HTTP_SECONDS ?? 2);
 const HTTP_ROUNDS = Number(process.env.BENCH_HTTP_ROUNDS ?? 21);
-const ONLY = (process.env.BENCH_ONLY ?? 'scale,queries,load,tests,mcp,sandbox,alerts,store').split(',');
+const ONLY = (process.env.BENCH_ONLY ?? 'scale,queries,load,tests,mcp,sandbox,alerts,store,peer').split(',');
 // The instant the data ends at and CLI runs are made as of: this run's start, so that what serve answers
 // as of the real now (HTTP has no as-of) covers the data too. A fixed date left the HTTP figures
 // measuring empty answers once a week had passed.
@@ -270,6 +272,21 @@ async function startProcess(args, env) {
     await new Promise((r) => setTimeout(r, 20));
   }
   throw new Error(`${args.join(' ')} did not start: ${readFileSync(log, 'utf8')}`);
+}
+
+/** A script that prints `listening <port>` once it listens on 127.0.0.1 (the ClickHouse stand-in, the peer): its process and URL. */
+async function listening(script, args) {
+  const child = spawn('node', [script, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (d) => {
+      out += d;
+      const m = /listening (\d+)/.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    child.once('exit', () => reject(new Error(`${script} exited`)));
+  });
+  return { child, url: `http://127.0.0.1:${port}` };
 }
 
 /** The body of a call's answer, which the figures measuring it must see rows in (not an empty answer's cost). */
@@ -791,17 +808,8 @@ async function storeFigures() {
     // Three replicas, one warehouse URL, one store: 50 calls, each sent to the three at once.
     const warehouseDir = join(work, 'store-warehouse');
     await generate(warehouseDir, rows);
-    standin = spawn('node', [here('../test/clickhouse-standin.mjs'), warehouseDir], { stdio: ['ignore', 'pipe', 'inherit'] });
-    const port = await new Promise((resolve, reject) => {
-      let out = '';
-      standin.stdout.setEncoding('utf8').on('data', (d) => {
-        out += d;
-        const m = /listening (\d+)/.exec(out);
-        if (m) resolve(Number(m[1]));
-      });
-      standin.once('exit', () => reject(new Error('the ClickHouse stand-in exited')));
-    });
-    const warehouse = `http://127.0.0.1:${port}`;
+    standin = await listening(here('../test/clickhouse-standin.mjs'), [warehouseDir]);
+    const warehouse = standin.url;
     const fleetEnv = { SAVEDQ_CLICKHOUSE_URL: warehouse, SAVEDQ_STORE_URL: `${pg.url}?options=${encodeURIComponent('-c search_path=bench_fleet')}`, SAVEDQ_API_KEYS: 'bench-key' };
     const replicas = await Promise.all([1, 2, 3].map(() => startProcess([BIN, 'serve', '--port', '0', '--no-alerts'], { ...fleetEnv, HOME: mkdtempSync(join(work, 'home-')) })));
     servers.push(...replicas);
@@ -823,8 +831,49 @@ async function storeFigures() {
     figures.push({ name: `warehouse queries for ${CALLS_AT_ONCE} uncached calls sent to three replicas at once, per call`, ratio: asked / CALLS_AT_ONCE, goal: `<= 1 (${CALLS_AT_ONCE})` });
   } finally {
     for (const server of servers) server.child.kill('SIGTERM');
-    standin?.kill('SIGTERM');
+    standin?.child.kill('SIGTERM');
     pg.remove();
+  }
+}
+
+/**
+ * One uncached request, savedq's serve against the closest peer, @hypequery/serve (bench/peer-server.mjs),
+ * both on the same ClickHouse URL (the stand-in over the engine, test/clickhouse-standin.mjs): the same
+ * query, each round a project neither side has been asked for (so savedq computes and stores it), each
+ * request on a fresh connection, the sides next to each other in every round.
+ */
+async function peerFigure() {
+  const rows = 60_000;
+  const name = 'usage.api-counts';
+  console.log(`\npeer: one uncached request, savedq serve against @hypequery/serve, ${rows.toLocaleString('en-US')} rows a table`);
+  const warehouseDir = join(work, 'peer-warehouse');
+  await generate(warehouseDir, rows);
+  const processes = [];
+  try {
+    const standin = await listening(here('../test/clickhouse-standin.mjs'), [warehouseDir]);
+    processes.push(standin);
+    const peer = await listening(here('peer-server.mjs'), [standin.url, name]);
+    processes.push(peer);
+    const savedq = await startProcess([BIN, 'serve', '--port', '0', '--no-alerts'], { SAVEDQ_CLICKHOUSE_URL: standin.url, SAVEDQ_CACHE_FILE: join(work, 'peer-cache.sqlite'), SAVEDQ_API_KEYS: 'bench-key', HOME: mkdtempSync(join(work, 'home-')) });
+    processes.push(savedq);
+    const headers = { 'X-API-KEY': 'bench-key' };
+    const query = (project) => `project=${encodeURIComponent(project)}&interval=daily`;
+    const ours = (project) => `${savedq.url}/api/endpoints/query/${name}?${query(project)}`;
+    const theirs = (project) => `${peer.url}/api/${name}?${query(project)}`;
+    // The same rows from both (savedq's in its envelope), and neither side's first request counted.
+    const counts = (rows) => rows.map((r) => Number(r.total_rest_requests));
+    const [a, b] = [await (await fetch(ours('project-1\\.'), { headers })).json(), await (await fetch(theirs('project-1\\.'))).json()];
+    if (counts(a.result).length === 0 || JSON.stringify(counts(a.result)) !== JSON.stringify(counts(b))) throw new Error(`savedq and the peer disagree: ${JSON.stringify(a).slice(0, 200)} | ${JSON.stringify(b).slice(0, 200)}`);
+    const [savedqMs, peerMs] = [[], []];
+    for (let round = 0; round < HTTP_ROUNDS; round++) {
+      const project = `project-${round + 2}\\.`;
+      const sides = [async () => savedqMs.push(await timedGet(ours(project), headers)), async () => peerMs.push(await timedGet(theirs(project), {}))];
+      if (round % 2 === 1) sides.reverse();
+      for (const side of sides) await side();
+    }
+    pairedFigure('one uncached request (a fresh connection, a new project each round), against @hypequery/serve 0.17.1 on the same ClickHouse URL', savedqMs, peerMs, 'ms', '<= 1.0');
+  } finally {
+    for (const p of processes) p.child.kill('SIGTERM');
   }
 }
 
@@ -855,5 +904,6 @@ if (ONLY.includes('mcp')) await mcpFigures();
 if (ONLY.includes('sandbox')) await sandboxFigures();
 if (ONLY.includes('alerts')) await alertsFigure();
 if (ONLY.includes('store')) await storeFigures();
+if (ONLY.includes('peer')) await peerFigure();
 console.log('\nsummary (ratio, goal):');
 for (const f of figures) console.log(`  ${f.ratio.toFixed(2).padStart(6)}  ${f.goal.padEnd(8)} ${f.name}${f.within ? ` (median within ${fmt(f.within[0], 2)}–${fmt(f.within[1], 2)})` : ''}`);
