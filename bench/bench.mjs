@@ -201,7 +201,7 @@ async function scale(rows) {
     const args = ['run', 'usage.api-counts', '-p', 'project=project-7\\.', '-p', 'interval=daily', '--at', AT, '-f', 'json'];
     timed('node', [BIN, ...args], env);
     const [hit, floor] = sideBySide(() => timed('node', [BIN, ...args], env).ms, () => timed('node', ['-e', '']).ms, REPS * 2);
-    figure('cache hit (whole process)', hit, floor, 'ms', '<= 1.5');
+    figure('cache hit (whole process)', hit, floor, 'ms', '<= 1.25');
     await httpFigure(env);
     const runRss = timed('node', [BIN, 'run', 'logs.all', '-p', 'project=project-7', '-p', 'project_tier=PAYG', '--at', AT], env).rssMb;
     console.log(`  memory: peak RSS of run ${fmt(runRss)} MB`);
@@ -521,9 +521,9 @@ async function queriesFigure() {
   const [hit200, hit0] = sideBySide(() => timed('node', [BIN, ...builtin], withFolder).ms, () => timed('node', [BIN, ...builtin], none).ms, REPS * 2);
   figure(`cache hit of a built-in, ${COUNT} queries in the folder vs none`, hit200, hit0, 'ms', '~ 1');
   const [own200, floor] = sideBySide(() => timed('node', [BIN, ...own], withFolder).ms, () => timed('node', ['-e', '']).ms, REPS * 2);
-  figure(`cache hit of a user query among ${COUNT}, whole process`, own200, floor, 'ms', '<= 1.5');
+  figure(`cache hit of a user query among ${COUNT}, whole process`, own200, floor, 'ms', '<= 1.25');
   const [builtin200, floor2] = sideBySide(() => timed('node', [BIN, ...builtin], withFolder).ms, () => timed('node', ['-e', '']).ms, REPS * 2);
-  figure(`cache hit of a built-in with ${COUNT} in the folder, whole process`, builtin200, floor2, 'ms', '<= 1.5');
+  figure(`cache hit of a built-in with ${COUNT} in the folder, whole process`, builtin200, floor2, 'ms', '<= 1.25');
   const list = median(Array.from({ length: REPS }, () => timed('node', [BIN, 'list', '-f', 'json'], withFolder).ms));
   const list0 = median(Array.from({ length: REPS }, () => timed('node', [BIN, 'list', '-f', 'json'], none).ms));
   console.log(`  list of ${COUNT + 4} queries: ${fmt(list)} ms (of the 3 built-ins alone: ${fmt(list0)} ms)`);

@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join, relative, isAbsolute } from 'node:path';
+import { join, relative, isAbsolute, sep } from 'node:path';
 import { DefinitionError, NotFoundError } from '../errors.js';
 import { errnoText } from '../errno.js';
 import { closest } from '../suggest.js';
@@ -100,8 +100,12 @@ interface ReadFile {
   readonly declared?: { readonly name: string | undefined; readonly id: string | undefined } | undefined;
 }
 
-/** Which file defines each usable name and id, for a set of folders whose files have not changed. */
+/**
+ * Which file defines each usable name and id in a set of folders, and what identified the folders'
+ * files when it was made (#identity): it holds while they still are so.
+ */
 interface FolderIndex {
+  readonly identity: string;
   readonly names: Readonly<Record<string, string>>;
   readonly ids: Readonly<Record<string, string>>;
 }
@@ -210,12 +214,16 @@ export class QueryCatalog {
    */
   async #findByIndex(key: string): Promise<SavedQuery | undefined> {
     const identity = this.#memo ? this.#identity() : undefined;
-    const indexKey = identity === undefined ? undefined : `index:${READER_VERSION}:${identity}`;
-    const index = indexKey === undefined ? undefined : ((await this.#memo?.get(indexKey)) as FolderIndex | undefined);
+    // Kept by the folders (a short key), the identity inside: 200 files' identities hashed into a memo
+    // file's name on every run took longer than reading them.
+    const indexKey = identity === undefined ? undefined : `index:${READER_VERSION}:${this.#dirs().map(([dir]) => dir).join('\n')}`;
+    const kept = indexKey === undefined ? undefined : ((await this.#memo?.get(indexKey)) as Partial<FolderIndex> | undefined);
+    const index = kept?.identity === identity ? (kept as FolderIndex) : undefined;
     if (!index) {
       const all = await this.#readAll();
-      if (indexKey !== undefined) {
+      if (indexKey !== undefined && identity !== undefined) {
         const made: FolderIndex = {
+          identity,
           names: Object.fromEntries(all.queries.map((q) => [q.name, q.file])),
           ids: Object.fromEntries(all.queries.map((q) => [q.id, q.file])),
         };
@@ -237,7 +245,9 @@ export class QueryCatalog {
    */
   #identity(): string | undefined {
     const parts: string[] = [];
-    const settled = BigInt(Date.now() - SETTLED_MS) * 1_000_000n;
+    // In milliseconds (with their fraction), not nanoseconds as BigInts: a change after the index was
+    // made is seconds after anything it trusted (SETTLED_MS), and 200 BigInt stats cost a run 1.5 ms.
+    const settled = Date.now() - SETTLED_MS;
     for (const [dir] of this.#dirs()) {
       let names: string[];
       try {
@@ -246,11 +256,12 @@ export class QueryCatalog {
         return undefined;
       }
       parts.push(dir);
+      const prefix = join(dir, '.') + sep; // joined once, not for each file
       for (const name of names) {
-        const stat = statSync(join(dir, name), { bigint: true, throwIfNoEntry: false });
+        const stat = statSync(prefix + name, { throwIfNoEntry: false });
         if (!stat?.isFile()) continue;
-        if (stat.mtimeNs > settled || stat.ctimeNs > settled) return undefined;
-        parts.push(`${name}/${stat.size}/${stat.ino}/${stat.mtimeNs}/${stat.ctimeNs}`);
+        if (stat.mtimeMs > settled || stat.ctimeMs > settled) return undefined;
+        parts.push(`${name}/${stat.size}/${stat.ino}/${stat.mtimeMs}/${stat.ctimeMs}`);
       }
     }
     return parts.join('\n');
