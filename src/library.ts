@@ -236,7 +236,7 @@ export class Savedq {
     return result;
   }
 
-  /** The cache's bound checked (three pragmas), and kept by pruning when past it: once at a time. */
+  /** The cache's bound checked (the pages in use, one statement), and kept by pruning when past it: once at a time, after an answer is stored. */
   #keepCacheBounded(): Promise<void> {
     this.#bounding ??= (async () => {
       // After an answer is stored, among what follows answers: so not pruneCache, which waits for that.
