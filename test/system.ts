@@ -26,6 +26,7 @@ export const NEEDS = {
     install: 'apt-get install jq openssl',
     present: () => onPath('jq') && onPath('openssl'),
   },
+  python3: { what: "Python 3, whose csv module reads savedq's CSV as a reader savedq did not write", install: 'apt-get install python3', present: () => onPath('python3') },
   ss: { what: 'ss, to see a client’s connections', install: 'apt-get install iproute2', present: () => onPath('ss') },
   prlimit: { what: 'prlimit, for an open-file limit', install: 'apt-get install util-linux', present: () => onPath('prlimit') },
   script: { what: 'script, for a real pseudo-terminal', install: 'apt-get install bsdutils', present: () => onPath('script') },

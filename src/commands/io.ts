@@ -99,7 +99,7 @@ export async function writeRows(
   const color = colorOf(io, options);
   const columns = fields.length > 0 ? fields : fieldsOfRows(rows);
   const width = resolveTableWidth(io.stdout.columns, io.env);
-  for (const piece of await render(format, rows, { fields: columns, color, width, expanded: options.expanded, csvRaw: options.csvRaw })) {
+  for (const piece of await render(format, rows, { fields: columns, color, width, expanded: options.expanded, csvRaw: options.csvRaw, terminal: io.stdout.isTTY === true })) {
     if (!(await writeOut(io.stdout, piece))) return;
   }
 }

@@ -1,25 +1,30 @@
 import { InputError } from '../errors.js';
 import type { Row } from '../queries/types.js';
-import { FORMATS, inBatches, type Format, type RenderOptions, type Renderer } from './types.js';
+import { FORMATS, inBatches, terminalJson, type Format, type RenderOptions, type Renderer } from './types.js';
 
 export { fieldsOfRows } from './shape.js';
 export { FORMATS, RUN_FORMATS, type Format, type RenderOptions, type TableField } from './types.js';
 
-function* json(rows: readonly Row[]): Generator<string> {
+/** A row's JSON text: on a terminal with DEL and C1 escaped too (JSON.stringify escapes C0). */
+const rowJson = (options: RenderOptions) => (options.terminal === true ? (r: Row) => terminalJson(JSON.stringify(r)) : (r: Row) => JSON.stringify(r));
+
+function* json(rows: readonly Row[], options: RenderOptions): Generator<string> {
   if (rows.length === 0) {
     yield '[]\n';
     return;
   }
+  const text = rowJson(options);
   let first = true;
   for (const batch of inBatches(rows)) {
-    yield `${first ? '[\n' : ',\n'}${batch.map((r) => JSON.stringify(r)).join(',\n')}`;
+    yield `${first ? '[\n' : ',\n'}${batch.map(text).join(',\n')}`;
     first = false;
   }
   yield '\n]\n';
 }
 
-function* ndjson(rows: readonly Row[]): Generator<string> {
-  for (const batch of inBatches(rows)) yield batch.map((r) => `${JSON.stringify(r)}\n`).join('');
+function* ndjson(rows: readonly Row[], options: RenderOptions): Generator<string> {
+  const text = rowJson(options);
+  for (const batch of inBatches(rows)) yield batch.map((r) => `${text(r)}\n`).join('');
 }
 
 /**

@@ -23,6 +23,11 @@ export interface RenderOptions {
   readonly expanded?: boolean | undefined;
   /** CSV: text as it is, formulas included (default: a cell that a spreadsheet would run starts with '). */
   readonly csvRaw?: boolean | undefined;
+  /**
+   * The text goes to a terminal: CSV, JSON and NDJSON show a control character of a value as a visible
+   * escape, as tables do (a pipe or a file gets the values' own characters).
+   */
+  readonly terminal?: boolean | undefined;
 }
 
 /** A renderer gives its text in pieces, so a large output is written as it is made, not held whole. */
@@ -48,4 +53,12 @@ const NAMED: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
  */
 export function visible(text: string): string {
   return text.replace(CONTROL, (c) => NAMED[c] ?? `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
+
+/** DEL and C1, which JSON.stringify leaves as they are (it escapes C0 itself). */
+const RAW_IN_JSON = /[\u007f-\u009f]/g;
+
+/** JSON text for a terminal: DEL and the C1 controls (CSI among them) escaped as `\u009b`, still the same JSON value. */
+export function terminalJson(json: string): string {
+  return json.replace(RAW_IN_JSON, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
