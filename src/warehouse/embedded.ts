@@ -6,14 +6,14 @@ import { errnoText } from '../errno.js';
 import { InputError, WarehouseError } from '../errors.js';
 import { inDirectory, makeDirectory, ownDirectory } from '../fs.js';
 import { nodeCrypto } from '../lazy.js';
-import { BASE_SETTINGS, clientStatements } from './client.js';
+import { BASE_SETTINGS, clientRun } from './client.js';
 import { toWarehouseError } from './errors.js';
 import { inLane } from './lane.js';
 import { GENERATION_FILE } from './generation.js';
 import { connectShared, SOCKET, socketPath } from './share.js';
 import { stagedSource } from './staging.js';
 import { LOCK_FILE, lockDataDir, OWNER_FILE, StopWaiting } from './lock.js';
-import type { StagedLines, Warehouse } from './types.js';
+import type { StagedLines, Statements } from './types.js';
 
 /** What the embedded engine needs: its data directory, and how long to wait for another process to let go of it. */
 export interface EmbeddedOptions {
@@ -120,7 +120,7 @@ function startedInside<T>(dir: string, start: () => T): T {
  * engine itself, once this process holds the directory. While it waits for the directory, a serve that
  * begins to share the engine is taken instead.
  */
-export async function openEmbedded(options: EmbeddedOptions): Promise<Warehouse> {
+export async function openEmbedded(options: EmbeddedOptions): Promise<Statements> {
   const { dataDir } = options;
   prepareDataDir(dataDir);
   const useShared = options.useShared !== false;
@@ -144,7 +144,7 @@ export async function openEmbedded(options: EmbeddedOptions): Promise<Warehouse>
 }
 
 /** The engine itself, once this process holds the directory: its statements one at a time, queries first. */
-async function openEngine(options: EmbeddedOptions, stopIf: (() => boolean) | undefined): Promise<Warehouse> {
+async function openEngine(options: EmbeddedOptions, stopIf: (() => boolean) | undefined): Promise<Statements> {
   const { dataDir } = options;
   // The lock is taken while the client and the engine load, rather than one after the other.
   const [loaded, locked] = await Promise.allSettled([
@@ -179,12 +179,12 @@ async function openEngine(options: EmbeddedOptions, stopIf: (() => boolean) | un
       clickhouse_settings: BASE_SETTINGS,
       log: { level: ClickHouseLogLevel.OFF },
     });
-    const statements = clientStatements(client, location);
+    const run = clientRun(client, location);
     return inLane({
       location,
       embedded: true,
-      ...statements,
-      stage: (lines) => stageFiles(join(dataDir, STAGING_DIR), lines, statements, location),
+      run,
+      stage: (lines) => stageFiles(join(dataDir, STAGING_DIR), lines, run, location),
       async close() {
         await client.close().finally(release);
       },
@@ -200,7 +200,7 @@ async function openEngine(options: EmbeddedOptions, stopIf: (() => boolean) | un
  * line ends, one per core, which an insert reads with a glob, a stream a part; and, only if a query
  * asks, whole, so that it reads the lines in order.
  */
-async function stageFiles(dir: string, lines: Buffer, statements: Pick<Warehouse, 'query' | 'command'>, location: string): Promise<StagedLines> {
+async function stageFiles(dir: string, lines: Buffer, run: Statements['run'], location: string): Promise<StagedLines> {
   const name = join(dir, `${process.pid}-${nodeCrypto().randomUUID()}`);
   const parts = globSafe(name) ? splitLines(lines, INSERT_STREAMS) : [lines];
   const partFiles = parts.map((_, i) => `${name}.${i}.ndjson`);
@@ -219,14 +219,14 @@ async function stageFiles(dir: string, lines: Buffer, statements: Pick<Warehouse
   }
   return {
     source: stagedSource,
-    insert: (statement, _format, params, settings) => statements.command(statement, { ...params, staged_parts: partsGlob }, settings),
+    insert: (sql, _format, params, settings) => run('command', { sql, params: { ...params, staged_parts: partsGlob }, settings }),
     async query(statement, params, settings) {
       try {
         await (whole ??= fsPromises.writeFile(wholeFile, lines));
       } catch (err) {
         throw toWarehouseError(err, location);
       }
-      return statements.query(statement, { ...params, staged_file: wholeFile }, settings);
+      return run('query', { sql: statement, params: { ...params, staged_file: wholeFile }, settings });
     },
     release,
   };

@@ -1,6 +1,6 @@
 import { isUnknownTable } from './errors.js';
 import { makeTables } from './schema.js';
-import type { Warehouse } from './types.js';
+import { warehouseOf, type Statements, type Warehouse } from './types.js';
 
 export type { LinesFormat, StagedLines, StatementParams, Warehouse, WarehouseRow } from './types.js';
 
@@ -24,28 +24,30 @@ export interface WarehouseOptions {
 }
 
 /**
- * Opens the warehouse. The log tables are made on first use: when a query or a command finds a table
+ * Opens the warehouse. The log tables are made on first use: when a statement of any kind finds a table
  * missing, the schema is applied (idempotently) and the statement tried once more, so the common case
  * costs no extra statement.
  */
 export async function openWarehouse(options: WarehouseOptions): Promise<Warehouse> {
-  const warehouse =
+  const statements =
     options.url === undefined
       ? await (await import('./embedded.js')).openEmbedded(options)
       : await (await import('./remote.js')).openServer(options.url, options.timeoutSeconds);
-  if (options.createTables === false) return warehouse;
-  const onceTablesExist = async <T>(op: () => Promise<T>): Promise<T> => {
-    try {
-      return await op();
-    } catch (err) {
-      if (!isUnknownTable(err)) throw err;
-      await makeTables(warehouse);
-      return op();
-    }
-  };
+  return warehouseOf(options.createTables === false ? statements : tablesOnFirstUse(statements));
+}
+
+/** Statements that make the log tables when one finds a table missing, then run once more. */
+function tablesOnFirstUse(statements: Statements): Statements {
   return {
-    ...warehouse,
-    query: (...args) => onceTablesExist(() => warehouse.query(...args)),
-    command: (...args) => onceTablesExist(() => warehouse.command(...args)),
+    ...statements,
+    run: async (kind, statement) => {
+      try {
+        return await statements.run(kind, statement);
+      } catch (err) {
+        if (!isUnknownTable(err)) throw err;
+        await makeTables(warehouseOf(statements));
+        return statements.run(kind, statement);
+      }
+    },
   };
 }

@@ -2,8 +2,8 @@ import { Readable } from 'node:stream';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { redactUrl } from '../config.js';
 import { WarehouseError } from '../errors.js';
-import { BASE_SETTINGS, classified, clientStatements, quoteText, settingsClause } from './client.js';
-import type { Warehouse, WarehouseRow } from './types.js';
+import { BASE_SETTINGS, classified, clientRun, quoteText, settingsClause } from './client.js';
+import type { Statements, WarehouseRow } from './types.js';
 
 /** Bytes as a ClickHouse string literal in plain ASCII: exact whatever the bytes, valid UTF-8 or not. */
 export function bytesLiteral(bytes: Buffer): string {
@@ -15,7 +15,7 @@ export function bytesLiteral(bytes: Buffer): string {
 }
 
 /** A ClickHouse server (or cluster) by URL, which may carry user, password and database. */
-export async function openServer(url: string, timeoutSeconds: number): Promise<Warehouse> {
+export async function openServer(url: string, timeoutSeconds: number): Promise<Statements> {
   const { createClient, ClickHouseLogLevel } = await import('@clickhouse/client');
   const location = `ClickHouse at ${redactUrl(url)}`;
   let client: ClickHouseClient;
@@ -34,7 +34,7 @@ export async function openServer(url: string, timeoutSeconds: number): Promise<W
   return {
     location,
     embedded: false,
-    ...clientStatements(client, location),
+    run: clientRun(client, location),
     // A batch travels as the insert's body; a query of it (rare: naming refused lines) carries it as a literal.
     async stage(lines) {
       return {

@@ -3,21 +3,21 @@ import { createServer, type Socket } from 'node:net';
 import { InterruptedError, WarehouseError } from '../errors.js';
 import { nodeCrypto } from '../lazy.js';
 import { readFrames, writeFrame } from './frames.js';
-import { atSocket, socketPath, toWire, type Answer, type Request } from './share.js';
-import type { StagedLines, Warehouse } from './types.js';
+import { atSocket, OPERATIONS, socketPath, toWire, type Answer, type Operation, type Request } from './share.js';
+import type { StagedLines, StatementKind, Statements } from './types.js';
 import type { Log } from '../report.js';
 
 /** What each operation needs besides its id: a statement, a staged batch, or both. */
-const OPERATIONS: Record<string, { statement: boolean; staged: boolean }> = {
-  query: { statement: true, staged: false },
-  measure: { statement: true, staged: false },
-  command: { statement: true, staged: false },
-  explain: { statement: true, staged: false },
+const NEEDS: { readonly [O in Operation]: { statement: boolean; staged: boolean } } = {
+  run: { statement: true, staged: false },
   stage: { statement: false, staged: false },
   insert: { statement: true, staged: true },
   'query-staged': { statement: true, staged: true },
   release: { statement: false, staged: true },
 };
+
+/** The kinds of statement a `run` may be. */
+const KINDS: { readonly [K in StatementKind]: true } = { query: true, measure: true, explain: true, command: true };
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
@@ -30,8 +30,10 @@ function idOf(header: unknown): number | undefined {
 function checkRequest(header: unknown): Request | string {
   if (!isObject(header)) return 'a frame whose header is not an object';
   if (idOf(header) === undefined) return 'a request without a whole-number id';
-  const needs = typeof header.op === 'string' ? OPERATIONS[header.op] : undefined;
-  if (!needs) return `an unknown operation ${JSON.stringify(String(header.op)).slice(0, 40)}`;
+  const op = (OPERATIONS as readonly unknown[]).includes(header.op) ? (header.op as Operation) : undefined;
+  if (!op) return `an unknown operation ${JSON.stringify(String(header.op)).slice(0, 40)}`;
+  const needs = NEEDS[op];
+  if (op === 'run' && !(typeof header.kind === 'string' && Object.hasOwn(KINDS, header.kind))) return `a run of an unknown kind ${JSON.stringify(String(header.kind)).slice(0, 40)}`;
   if (needs.staged && typeof header.staged !== 'string') return `a ${String(header.op)} request without its staged batch`;
   if (needs.statement) {
     const s = header.statement;
@@ -71,7 +73,7 @@ export interface EngineShare {
  * there by a serve that died is stale and goes first.
  */
 export async function shareWarehouse(
-  warehouse: Warehouse,
+  warehouse: Statements,
   dataDir: string,
   log: Log,
 ): Promise<EngineShare> {
@@ -92,15 +94,8 @@ export async function shareWarehouse(
   async function handle(r: Request, body: Buffer, gone: AbortSignal): Promise<unknown> {
     const s = r.statement;
     switch (r.op) {
-      case 'query':
-        return warehouse.query(s?.sql ?? '', s?.params ?? {}, s?.settings, gone);
-      case 'measure':
-        return warehouse.measure(s?.sql ?? '', s?.params ?? {}, s?.settings, gone);
-      case 'explain':
-        return warehouse.explainAst(s?.sql ?? '', s?.params ?? {});
-      case 'command':
-        await warehouse.command(s?.sql ?? '', s?.params ?? {}, s?.settings);
-        return null;
+      case 'run':
+        return warehouse.run(r.kind as StatementKind, { sql: s?.sql ?? '', params: s?.params ?? {}, settings: s?.settings, signal: gone });
       case 'stage': {
         const id = nodeCrypto().randomUUID();
         staged.set(id, { lines: await warehouse.stage(body), usedAt: Date.now() });
@@ -117,8 +112,6 @@ export async function shareWarehouse(
         await entry?.lines.release();
         return null;
       }
-      default:
-        throw new WarehouseError(`unknown request ${JSON.stringify(r.op)} (a savedq of another version?).`);
     }
   }
 

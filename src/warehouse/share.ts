@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { BusyError, InputError, InterruptedError, QueryTimeoutError, SavedqError, WarehouseError, type EngineFailure } from '../errors.js';
 import { inDirectory } from '../fs.js';
 import { stagedSource } from './staging.js';
-import type { LinesFormat, MeasuredRows, StatementParams, Warehouse, WarehouseRow } from './types.js';
+import type { Answers, LinesFormat, StatementKind, StatementParams, Statements, WarehouseRow } from './types.js';
 
 // A `savedq serve` owns the embedded engine of its data directory for as long as it runs, and shares it
 // with every other savedq process: they send their statements here instead of waiting for the
@@ -85,11 +85,19 @@ function hasSocket(dataDir: string): boolean {
   return true;
 }
 
+/**
+ * What a process asks of the engine's owner: `run` a statement of a kind; `stage` a batch of lines (the
+ * frame's body); `insert` or `query-staged` a staged batch; `release` it.
+ */
+export const OPERATIONS = ['run', 'stage', 'insert', 'query-staged', 'release'] as const;
+export type Operation = (typeof OPERATIONS)[number];
+
 /** A request to the engine's owner: what to do, with a statement or a payload. */
 export interface Request {
   readonly id: number;
-  /** `query`, `command`, `stage`, `insert` or `query-staged` (of a staged batch), or `release`. */
-  readonly op: string;
+  readonly op: Operation;
+  /** The kind of statement a `run` is. */
+  readonly kind?: StatementKind;
   readonly statement?: StatementRequest;
   /** The staged batch an `insert`, `query-staged` or `release` is about. */
   readonly staged?: string;
@@ -111,7 +119,7 @@ export interface Answer {
  * socket, or one a serve that died left behind). Statements then run in the serve process, in its
  * turn with its own requests; a serve that stops or dies under a statement is a clear WarehouseError.
  */
-export async function connectShared(dataDir: string, timeoutSeconds: number): Promise<Warehouse | undefined> {
+export async function connectShared(dataDir: string, timeoutSeconds: number): Promise<Statements | undefined> {
   if (!hasSocket(dataDir)) return undefined;
   const [{ connect }, { readFrames, writeFrame }] = await Promise.all([import('node:net'), import('./frames.js')]);
   // Only a savedq serve makes this socket (and removes it when it stops): a connection is its answer.
@@ -200,12 +208,9 @@ export async function connectShared(dataDir: string, timeoutSeconds: number): Pr
   return {
     location,
     embedded: true,
-    query: (sql, params, settings) => call<WarehouseRow[]>({ op: 'query', statement: statement(sql, params, settings) }, queryWaitMs),
-    measure: (sql, params, settings) => call<MeasuredRows>({ op: 'measure', statement: statement(sql, params, settings) }, queryWaitMs),
-    explainAst: (sql, params) => call<string[]>({ op: 'explain', statement: statement(sql, params, {}) }, queryWaitMs),
-    command: async (sql, params, settings) => {
-      await call({ op: 'command', statement: statement(sql, params, settings) }, queryWaitMs);
-    },
+    // The signal stays here: serve runs the statement for whoever still waits, and drops it unrun when this process goes.
+    run: <K extends StatementKind>(kind: K, { sql, params, settings }: { sql: string; params?: StatementParams | undefined; settings?: ClickHouseSettings | undefined }) =>
+      call<Answers[K]>({ op: 'run', kind, statement: statement(sql, params, settings) }, queryWaitMs),
     async stage(lines) {
       const staged = await call<string>({ op: 'stage' }, loadWaitMs, lines);
       return {

@@ -51,30 +51,78 @@ export interface EngineQueue {
   readonly dropped: number;
 }
 
-/**
- * The ClickHouse behind savedq: the embedded engine on a data directory, or a server by URL. Every
- * failure is a savedq error (classified in warehouse/errors.ts).
- */
-export interface Warehouse {
-  /** Where the data is, for messages; never contains a password. */
-  readonly location: string;
-  /** Whether this is the embedded engine (which savedq owns whole: its tables, its disk). */
-  readonly embedded: boolean;
-  query(sql: string, params: StatementParams, settings?: ClickHouseSettings, signal?: AbortSignal): Promise<WarehouseRow[]>;
+/** What a statement of each kind answers: rows, rows with what they cost, the engine's parse, nothing. */
+export interface Answers {
+  /** Rows as JSONEachRow gives them. */
+  readonly query: WarehouseRow[];
   /** A query's rows and what it cost, as the engine counts it (every saved query's run). */
-  measure(sql: string, params: StatementParams, settings?: ClickHouseSettings, signal?: AbortSignal): Promise<MeasuredRows>;
+  readonly measure: MeasuredRows;
   /**
    * The engine's own parse of one statement, as `EXPLAIN AST` prints it (a line a node, indented by
    * depth), sent as written: no FORMAT or SETTINGS is added to the text, which would bind to the
    * statement explained. The statement must be one the engine formatted (sandbox/check.ts), or a saved
-   * query's own, with its parameters bound (`params`).
+   * query's own, with its parameters bound.
    */
-  explainAst(statement: string, params?: StatementParams): Promise<string[]>;
-  /** Runs a statement that returns no rows. */
-  command(sql: string, params?: StatementParams, settings?: ClickHouseSettings): Promise<void>;
+  readonly explain: string[];
+  /** A statement that returns no rows. */
+  readonly command: undefined;
+}
+
+/** The kinds of statement a warehouse runs. */
+export type StatementKind = keyof Answers;
+
+/** One statement: its text, the values of its `{name:Type}` parameters, settings of its own. */
+export interface Statement {
+  readonly sql: string;
+  readonly params?: StatementParams | undefined;
+  /** Settings for this statement alone (a SETTINGS clause: never a session's). */
+  readonly settings?: ClickHouseSettings | undefined;
+  /** Aborted when nobody waits for the answer any more: a statement not yet begun is not begun. */
+  readonly signal?: AbortSignal | undefined;
+}
+
+/**
+ * The one primitive of a warehouse: a statement of a kind, run. Every warehouse (the embedded engine,
+ * a server, serve's socket) implements it, and every wrapper (the engine's lane, the tables made on
+ * first use) wraps `run` and `stage` alone, so that none can miss a kind of statement: the methods of
+ * a Warehouse are made from `run` once (warehouseOf).
+ */
+export interface Statements {
+  /** Where the data is, for messages; never contains a password. */
+  readonly location: string;
+  /** Whether this is the embedded engine (which savedq owns whole: its tables, its disk). */
+  readonly embedded: boolean;
+  run<K extends StatementKind>(kind: K, statement: Statement): Promise<Answers[K]>;
   /** Puts a batch of lines where the engine can read them. */
   stage(lines: Buffer): Promise<StagedLines>;
   /** The engine's queue, where this process runs the embedded engine itself. */
   queue?(): EngineQueue;
   close(): Promise<void>;
+}
+
+/**
+ * The ClickHouse behind savedq: the embedded engine on a data directory, or a server by URL. Every
+ * failure is a savedq error (classified in warehouse/errors.ts). Its methods are `run` of each kind.
+ */
+export interface Warehouse extends Statements {
+  query(sql: string, params: StatementParams, settings?: ClickHouseSettings, signal?: AbortSignal): Promise<WarehouseRow[]>;
+  measure(sql: string, params: StatementParams, settings?: ClickHouseSettings, signal?: AbortSignal): Promise<MeasuredRows>;
+  explainAst(statement: string, params?: StatementParams): Promise<string[]>;
+  command(sql: string, params?: StatementParams, settings?: ClickHouseSettings): Promise<void>;
+}
+
+/** A warehouse of its statements: each method a kind of `run`. */
+export function warehouseOf(statements: Statements): Warehouse {
+  return {
+    location: statements.location,
+    embedded: statements.embedded,
+    run: (kind, statement) => statements.run(kind, statement),
+    stage: (lines) => statements.stage(lines),
+    ...(statements.queue ? { queue: () => statements.queue?.() ?? { running: 0, waiting: 0, dropped: 0 } } : {}),
+    close: () => statements.close(),
+    query: (sql, params, settings, signal) => statements.run('query', { sql, params, settings, signal }),
+    measure: (sql, params, settings, signal) => statements.run('measure', { sql, params, settings, signal }),
+    explainAst: (sql, params) => statements.run('explain', { sql, params }),
+    command: (sql, params, settings) => statements.run('command', { sql, params, settings }),
+  };
 }

@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { cli, eventually, tempDir } from '../helpers.js';
@@ -230,6 +230,20 @@ describe('savedq (the built CLI)', () => {
     expect(other.code, other.stderr).toBe(0);
     expect(JSON.parse(other.stdout)).toEqual([]);
     expect(other.stderr).toMatch(/usage\.api-counts: 0 rows, kept in the cache/);
+  });
+
+  it('a data directory removed under a cache file that ran its queries before is made anew, its tables with it, by every query', async () => {
+    const place = { ...env, SAVEDQ_DATA_DIR: join(dir, 'emptied'), SAVEDQ_CACHE_FILE: join(dir, 'emptied.sqlite') };
+    for (const query of [['logs.all', '-p', 'project=p'], ['usage.api-counts', '-p', 'project=p', '-p', 'interval=daily'], ['functions.invocation-stats', '-p', 'project=p']]) {
+      expect((await cli(['run', ...query, '--no-cache'], { env: place })).code).toBe(0);
+    }
+    rmSync(place.SAVEDQ_DATA_DIR, { recursive: true });
+    // The cache file remembers that the engine took each query: no check runs first to make the tables.
+    for (const query of [['logs.all', '-p', 'project=p'], ['usage.api-counts', '-p', 'project=p', '-p', 'interval=daily'], ['functions.invocation-stats', '-p', 'project=p']]) {
+      const r = await cli(['run', ...query, '--no-cache'], { env: place });
+      expect(r, query[0]).toMatchObject({ code: 0, stdout: '[]\n' });
+      rmSync(place.SAVEDQ_DATA_DIR, { recursive: true });
+    }
   });
 
   it('names a data directory that cannot be used', async () => {
