@@ -64,6 +64,20 @@ const MEMO_FILES_KEPT = 5_000;
 /** Patterns a server remembers as compiling. */
 const PATTERNS_KEPT = 10_000;
 
+/** How the sample is loaded (Savedq.loadSample). */
+export interface SampleOptions extends Pick<LoadOptions, 'batchBytes' | 'signal'> {
+  /** Load it anew, as of now, where it is already. */
+  readonly replace?: boolean;
+  /** Told after each batch of a table is stored. */
+  readonly onProgress?: (table: TableName, report: LoadReport) => void;
+}
+
+/** What a sample load did to a table: `present` counts the sample's rows already there, when nothing was loaded. */
+export interface SampleReport extends LoadReport {
+  readonly table: TableName;
+  readonly present: number;
+}
+
 /** What `savedq status` reports (Savedq.status). */
 export interface StatusReport {
   readonly store: { readonly backend: Store['backend']; readonly location: string; readonly probe: StoreProbe };
@@ -459,18 +473,32 @@ export class Savedq {
   }
 
   /**
-   * Loads sample events for a few projects over the 90 days before now into a table, unless the table
-   * holds the sample already (then nothing: `loaded` is 0 and `present` counts the sample's rows there);
-   * `replace` deletes the sample's rows first and loads it anew, as of now.
+   * Loads sample events for a few projects over the 90 days before now (one instant for every table)
+   * into the log tables, unless each holds the sample already (then nothing: each report's `loaded` is
+   * 0 and `present` counts the sample's rows there); `replace` loads it anew. On the embedded engine the
+   * sample is loaded beside the tables and swapped in with them when every table's is whole, so an
+   * interrupted or failed load leaves every table as it was (load/sample.ts).
    */
-  async loadSample(table: TableName, options: LoadOptions & { replace?: boolean } = {}): Promise<LoadReport & { present: number }> {
+  async loadSample(tables: readonly TableName[], options: SampleOptions = {}): Promise<SampleReport[]> {
     const [{ loadEvents }, sample] = await Promise.all([import('./load/index.js'), import('./load/sample.js')]);
-    const present = await sample.sampleRowsIn(await this.warehouse(), table);
-    if (present > 0 && !options.replace) return { loaded: 0, already: 0, rejected: 0, lines: 0, rechecked: 0, present };
-    return this.#changingData(async (opening) => {
-      const warehouse = await opening;
-      if (present > 0) await sample.deleteSample(warehouse, table);
-      return { ...(await loadEvents(warehouse, table, sample.sampleChunks(table, this.clock()), options)), present: 0 };
+    const warehouse = await this.warehouse();
+    const present = await Promise.all(tables.map((table) => sample.sampleRowsIn(warehouse, table)));
+    if (!options.replace && present.every((n) => n > 0)) {
+      return tables.map((table, i) => ({ table, loaded: 0, already: 0, rejected: 0, lines: 0, rechecked: 0, present: present[i] ?? 0 }));
+    }
+    const now = this.clock();
+    const load = (table: TableName, into?: string) =>
+      loadEvents(warehouse, table, sample.sampleChunks(table, now), { ...options, into, onProgress: (report) => options.onProgress?.(table, report) });
+    return this.#changingData(async () => {
+      const reports = warehouse.embedded
+        ? await sample.loadBeside(warehouse, tables, load, options.signal)
+        : // A server's tables may be a cluster's (Distributed over each node's): the sample is deleted and loaded in place, a table at a time.
+          await tables.reduce<Promise<LoadReport[]>>(async (done, table, i) => {
+            const reports = await done;
+            if ((present[i] ?? 0) > 0) await sample.deleteSample(warehouse, table);
+            return [...reports, await load(table)];
+          }, Promise.resolve([]));
+      return reports.map((report, i) => ({ ...report, table: tables[i] as TableName, present: 0 }));
     });
   }
 

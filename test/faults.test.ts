@@ -125,6 +125,46 @@ describe('interrupted work loses nothing and duplicates nothing', () => {
   }, LONG_TEST_MS);
 });
 
+describe('an interrupted load of the sample', () => {
+  /** Each log table's rows, and a digest of their ids that tells one load of the sample from another. */
+  async function tables(dataDir: string): Promise<{ edge: number; fn: number; edgeIds: string; fnIds: string }> {
+    const lib = libraryOf({ dataDir, cacheFile: join(dir, 'sample-count.sqlite') });
+    const [row] = await (await lib.warehouse()).query(
+      'SELECT (SELECT count() FROM edge_logs) AS edge, (SELECT count() FROM function_edge_logs) AS fn, (SELECT toString(groupBitXor(cityHash64(id))) FROM edge_logs) AS edgeIds, (SELECT toString(groupBitXor(cityHash64(id))) FROM function_edge_logs) AS fnIds',
+      {},
+    );
+    await lib.close();
+    return row as { edge: number; fn: number; edgeIds: string; fnIds: string };
+  }
+
+  it('Ctrl-C or SIGTERM at any moment of load --sample --replace exits 130 (never a crash) and leaves both tables old or both new', async () => {
+    const dataDir = join(dir, 'data-sample');
+    const first = await cli(['load', '--sample'], { env: { ...env, SAVEDQ_DATA_DIR: dataDir } });
+    expect(first.code, first.stderr).toBe(0);
+    let before = await tables(dataDir);
+    expect([before.edge, before.fn]).toEqual([60_000, 24_000]);
+    // Moments along the load, told by the parts the engine has written for it: its first, and two later.
+    for (const [signal, parts] of [['SIGINT', 1], ['SIGTERM', 12], ['SIGINT', 30], ['SIGTERM', 60]] as const) {
+      const baseline = committedParts(dataDir);
+      const child = spawn(process.execPath, [binPath, 'load', '--sample', '--replace'], { env: { ...env, SAVEDQ_DATA_DIR: dataDir }, stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+      const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, killedBy) => resolve({ code, signal: killedBy })));
+      await eventually(`${parts} parts of the new sample written, or the load done`, () => committedParts(dataDir) >= baseline + parts || child.exitCode !== null);
+      child.kill(signal);
+      const end = await exited;
+      expect(end.signal, stderr).toBeNull();
+      expect([0, 130], stderr).toContain(end.code);
+      const after = await tables(dataDir);
+      expect([after.edge, after.fn], `${signal} after ${parts} parts`).toEqual([60_000, 24_000]);
+      // Both as they were, or both the new sample.
+      const same = [after.edgeIds === before.edgeIds, after.fnIds === before.fnIds];
+      expect(same, `${signal} after ${parts} parts, exit ${end.code}: ${stderr}`).toEqual(end.code === 0 ? [false, false] : [same[0], same[0]]);
+      before = after;
+    }
+  }, LONG_TEST_MS);
+});
+
 describe('a full disk', () => {
   const mountPoint = join(dir, 'small-disk');
   mkdirSync(mountPoint, { recursive: true });

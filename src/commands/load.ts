@@ -80,23 +80,29 @@ export async function loadCommand(lib: Savedq, options: LoadOptions, io: Io): Pr
   if (options.sample) {
     if (options.file !== undefined) throw new InputError('--sample takes no file.');
     const tables = options.table === undefined ? TABLES : [checkTable(options.table)];
-    const reports: LoadReport[] = [];
-    for (const table of tables) {
-      const shown = progress(io, options);
-      const started = Date.now();
-      const r = await lib.loadSample(table, {
+    let shown: ReturnType<typeof progress> | undefined;
+    let loading: { table: TableName; started: number } | undefined;
+    const reports = await lib
+      .loadSample(tables, {
         batchBytes: bytesPerBatch,
         signal: options.signal,
         replace: options.replace === true,
-        onProgress: (p) => shown.update(loadProgressText(table, p.loaded, undefined, started, p.loaded / sampleSize(table))),
-      });
-      shown.done();
+        onProgress: (table, p) => {
+          if (loading?.table !== table) {
+            shown?.done();
+            shown = progress(io, options);
+            loading = { table, started: Date.now() };
+          }
+          shown?.update(loadProgressText(table, p.loaded, undefined, loading.started, p.loaded / sampleSize(table)));
+        },
+      })
+      .finally(() => shown?.done());
+    for (const r of reports) {
       if (r.present > 0) {
-        report(io, options, `${table} holds the sample already (${r.present} rows): nothing loaded; --replace loads it anew, as of now`);
+        report(io, options, `${r.table} holds the sample already (${r.present} rows): nothing loaded; --replace loads it anew, as of now`);
       } else {
-        report(io, options, `${options.replace ? 'replaced the sample: ' : ''}loaded ${r.loaded} sample rows into ${table}`);
+        report(io, options, `${options.replace ? 'replaced the sample: ' : ''}loaded ${r.loaded} sample rows into ${r.table}`);
       }
-      reports.push(r);
     }
     await lib.announce('load');
     return reports;

@@ -5,24 +5,30 @@ import { IN_ORDER, insertInto, insertSettings, MARK_COLUMN, rules } from './stat
 import type { TableShape } from './tables.js';
 import type { Batch, BatchOutcome } from './types.js';
 
+/** Which log table's rules a batch is read by, and the table its rows go into (the same, but for the sample's). */
+export interface LoadTarget {
+  readonly table: TableName;
+  readonly into: string;
+}
+
 /**
  * Stores one batch: usually one fast insert, which refuses the whole batch if any line is bad; then the
  * strict path names the refused lines, in order, and stores the good ones. Either way only the
  * partitions that hold none of the batch's rows yet are written (see insertInto), so storing a batch
  * again, whole or half stored, stores each of its rows once.
  */
-export async function storeBatch(table: TableName, batch: Batch, staged: StagedLines, shape: TableShape): Promise<BatchOutcome> {
+export async function storeBatch(target: LoadTarget, batch: Batch, staged: StagedLines, shape: TableShape): Promise<BatchOutcome> {
   // What an earlier load of these lines stored (found by the mark's bloom filter): the same file loaded
   // again stores nothing, and says so.
-  const storedBefore = Number((await staged.query(`SELECT count() AS n FROM ${table} WHERE ${MARK_COLUMN} = {load_batch:UInt64}`, { load_batch: batch.mark }, {}))[0]?.n ?? 0);
-  const outcome = await storeLines(table, batch, staged, shape);
+  const storedBefore = Number((await staged.query(`SELECT count() AS n FROM ${target.into} WHERE ${MARK_COLUMN} = {load_batch:UInt64}`, { load_batch: batch.mark }, {}))[0]?.n ?? 0);
+  const outcome = await storeLines(target, batch, staged, shape);
   return { ...outcome, already: Math.min(storedBefore, batch.events - outcome.rejected.length) };
 }
 
-async function storeLines(table: TableName, batch: Batch, staged: StagedLines, shape: TableShape): Promise<Omit<BatchOutcome, 'already'>> {
-  const params = { project_from_metadata: table === 'function_edge_logs', events: batch.events, load_batch: batch.mark };
+async function storeLines(target: LoadTarget, batch: Batch, staged: StagedLines, shape: TableShape): Promise<Omit<BatchOutcome, 'already'>> {
+  const params = { project_from_metadata: target.table === 'function_edge_logs', events: batch.events, load_batch: batch.mark };
   const settings = insertSettings(shape.computed);
-  const insert = (rows: string, where: string) => insertInto(table, rows, where, shape.computed, shape.partitionKey);
+  const insert = (rows: string, where: string) => insertInto(target.into, rows, where, shape.computed, shape.partitionKey);
   const read = (use: 'insert' | 'query') => staged.source.bind(staged, use);
   if (batch.shaped) {
     try {

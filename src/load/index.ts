@@ -34,7 +34,8 @@ export async function loadEvents(
   const opened = Promise.resolve(warehouse);
   opened.catch(() => undefined);
   // The table is asked about (and made, if missing) once, before the first batch goes in.
-  const shape = opened.then((w) => readTableShape(w, table));
+  const into = options.into ?? table;
+  const shape = opened.then((w) => readTableShape(w, table, into));
   shape.catch(() => undefined);
   const batchBytes = options.batchBytes ?? DEFAULT_BATCH_BYTES;
   let bytes = 0;
@@ -58,7 +59,7 @@ export async function loadEvents(
     const outcome = Promise.all([opened, shape]).then(async ([w, s]) => {
       const staged = await w.stage(lines);
       try {
-        return await storeBatch(table, batch, staged, s);
+        return await storeBatch({ table, into }, batch, staged, s);
       } finally {
         await staged.release();
       }

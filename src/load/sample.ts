@@ -1,6 +1,8 @@
 import { nodeCrypto } from '../lazy.js';
 import type { Warehouse } from '../warehouse/index.js';
-import type { TableName } from '../warehouse/schema.js';
+import { counted } from '../warehouse/lane.js';
+import { makeTables, type TableName } from '../warehouse/schema.js';
+import type { LoadReport } from './types.js';
 
 /**
  * The sample projects: their serverless functions (fixed ids, so examples in the README work) with a
@@ -240,6 +242,57 @@ const sampleParams = () => ({ projects: SAMPLE_PROJECTS.map((p) => p.ref) });
 export async function sampleRowsIn(warehouse: Warehouse, table: TableName): Promise<number> {
   const [row] = await warehouse.query(`SELECT count() AS n FROM ${table} WHERE ${SAMPLE_ROWS}`, sampleParams());
   return Number(row?.n ?? 0);
+}
+
+/** The table a log table's sample is loaded into, beside it, before the two are swapped. */
+const besideOf = (table: TableName) => `savedq_sample_${table}`;
+
+/**
+ * Loads the sample into tables beside the log tables (each made AS its log table, holding its rows
+ * other than the sample's: events of the user's own), then swaps each with its log table, one after the
+ * other with nothing between (EXCHANGE TABLES, a change of the engine's metadata: a millisecond), and
+ * drops what was swapped out. Until the swap nothing a query reads has changed: an interrupted load
+ * (`signal`), or a failed one, leaves every log table as it was; the interrupt waits for the statement
+ * under way (cli/signals.ts), and the swap is never cut by one.
+ */
+export async function loadBeside(
+  warehouse: Warehouse,
+  tables: readonly TableName[],
+  load: (table: TableName, into: string) => Promise<LoadReport>,
+  signal: AbortSignal | undefined,
+): Promise<LoadReport[]> {
+  const drop = () => Promise.all(tables.map((table) => warehouse.command(`DROP TABLE IF EXISTS ${besideOf(table)} SYNC`).catch(() => undefined)));
+  try {
+    await makeTables(warehouse);
+    for (const table of tables) {
+      // Left by a load killed before: its sample was never swapped in.
+      await warehouse.command(`DROP TABLE IF EXISTS ${besideOf(table)} SYNC`);
+      await warehouse.command(`CREATE TABLE ${besideOf(table)} AS ${table}`);
+      await warehouse.command(`INSERT INTO ${besideOf(table)} SELECT * FROM ${table} WHERE NOT (${SAMPLE_ROWS})`, sampleParams());
+    }
+    const reports: LoadReport[] = [];
+    for (const table of tables) {
+      signal?.throwIfAborted();
+      reports.push(await load(table, besideOf(table)));
+    }
+    signal?.throwIfAborted();
+    await counted(async () => {
+      const swapped: TableName[] = [];
+      try {
+        for (const table of tables) {
+          await warehouse.command(`EXCHANGE TABLES ${table} AND ${besideOf(table)}`);
+          swapped.push(table);
+        }
+      } catch (err) {
+        // All or none: the ones swapped go back.
+        for (const table of swapped) await warehouse.command(`EXCHANGE TABLES ${table} AND ${besideOf(table)}`).catch(() => undefined);
+        throw err;
+      }
+    });
+    return reports;
+  } finally {
+    await drop();
+  }
 }
 
 /** Deletes the sample's rows of a table (`load --sample --replace`), the user's own rows left as they are. */

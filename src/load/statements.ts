@@ -1,7 +1,6 @@
 import type { ClickHouseSettings } from '@clickhouse/client';
 import { readSqlFile } from '../package.js';
 import type { LinesFormat } from '../warehouse/index.js';
-import type { TableName } from '../warehouse/schema.js';
 
 /** A batch's lines read in a format with a structure, as the table function a statement reads. */
 export type LinesSource = (format: LinesFormat, structure: string) => string;
@@ -106,7 +105,7 @@ export const MARK_COLUMN = 'load_batch';
  * columns the insert computes them itself, in the parallel part of the statement; otherwise the table
  * does, in its single-threaded write of the batch.
  */
-export function insertInto(table: TableName, rows: string, where: string, computed: readonly ComputedColumn[], partitionKey: string): string {
+export function insertInto(table: string, rows: string, where: string, computed: readonly ComputedColumn[], partitionKey: string): string {
   const names = ['id', 'timestamp', 'project', 'event_message', 'metadata', ...computed.map((c) => c.name), MARK_COLUMN];
   const values = ['id', 'timestamp', 'project', 'event_message', 'metadata', ...computed.map((c) => c.expression), '{load_batch:UInt64}'];
   const stored = `SELECT DISTINCT ${partitionKey} FROM ${table} WHERE ${MARK_COLUMN} = {load_batch:UInt64}`;

@@ -17,7 +17,7 @@ export interface TableShape {
  * column of sql/schema.sql (a change of metadata only); a Distributed one cannot be changed through
  * itself, so the user is told what to run.
  */
-export async function readTableShape(warehouse: Pick<Warehouse, 'query' | 'command' | 'embedded'>, table: TableName): Promise<TableShape> {
+export async function readTableShape(warehouse: Pick<Warehouse, 'query' | 'command' | 'embedded'>, logTable: TableName, table: string = logTable): Promise<TableShape> {
   const ask = () =>
     Promise.all([
       warehouse.query(

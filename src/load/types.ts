@@ -36,6 +36,11 @@ export interface LoadOptions {
   readonly onProgress?: (report: LoadReport, bytes: number) => void;
   /** When aborted, the load stops before its next batch and throws the abort reason. */
   readonly signal?: AbortSignal | undefined;
+  /**
+   * The table the rows go into, when not the log table itself: one made `AS` it (the sample, loaded
+   * beside the log tables and swapped in whole: library.ts).
+   */
+  readonly into?: string | undefined;
 }
 
 /** An open regular file to load: read straight into reused buffers rather than through a stream. */
