@@ -576,7 +576,8 @@ export class Savedq {
     if (cluster !== undefined && this.config.url === undefined) throw new InputError('--cluster needs a ClickHouse server: give --url or SAVEDQ_CLICKHOUSE_URL.');
     if (store !== undefined) {
       const made = await store.create();
-      onApplied?.(made === 'made' ? `store ${store.location}: made savedq's tables (schema ${store.schema})` : `store ${store.location}: savedq's tables are there already (schema ${store.schema})`);
+      const done = { made: "made savedq's tables", upgraded: "brought savedq's tables up to this version", there: "savedq's tables are there already" }[made];
+      onApplied?.(`store ${store.location}: ${done} (schema ${store.schema})`);
     }
     if (this.config.url === undefined) return;
     const [{ openWarehouse }, statements] = await Promise.all([import('./warehouse/index.js'), this.schema(cluster)]);
@@ -608,7 +609,7 @@ export class Savedq {
       ({ Alerts }) =>
         new Alerts({
           folders: this.config.queryFolders,
-          records: this.store.alerts,
+          records: this.store.alerts(this.config.source),
           clock: () => this.clock(),
           prepare: (request) => this.prepare(request),
           withCondition: (call, condition) => this.withCondition(call, condition),

@@ -165,7 +165,7 @@ describe.each(backends)('the store, as the %s', (backend, place) => {
 
   it.runIf(runs)('keeps alerts: a lease an alert, a decision at once with its history and notifications, delivered in order', async () => {
     const store = make();
-    const alerts = store.alerts;
+    const alerts = store.alerts('embedded:/data-a');
     const state = await alerts.lease('a', 'one', 10_000, 1_000, () => false);
     expect(state).toMatchObject({ name: 'a', state: null });
     expect(await alerts.lease('a', 'two', 10_000, 1_000, () => false)).toBeUndefined();
@@ -188,6 +188,77 @@ describe.each(backends)('the store, as the %s', (backend, place) => {
     expect(await alerts.owing()).toEqual([]);
     await store.close();
   });
+
+  it.runIf(runs)("keeps each source's alerts apart: the same alert of another data directory has a state, history and outbox of its own", async () => {
+    const store = make();
+    const [a, b] = [store.alerts('embedded:/data-a'), store.alerts('embedded:/data-b')];
+    await a.lease('fn-errors', 'one', 10_000, 1_000, () => false);
+    await a.decide({ name: 'fn-errors', state: 'firing', since: 1_000, holdingSince: 1_000, evaluatedAt: 1_000, notifiedAt: 1_000, detail: '3 rows' }, { alert: 'fn-errors', at: 1_000, oldState: null, newState: 'firing', detail: '3 rows' }, [{ target: '{"command":["true"]}', payload: '{}' }], 1_000);
+    // The other source's is new: its lease is free, its state never evaluated, nothing owed, no history.
+    expect(await b.lease('fn-errors', 'two', 10_000, 1_000, () => false)).toMatchObject({ name: 'fn-errors', state: null });
+    expect([await b.owing(), await b.history('fn-errors', 10)]).toEqual([[], []]);
+    await b.decide({ name: 'fn-errors', state: 'ok', since: 2_000, holdingSince: null, evaluatedAt: 2_000, notifiedAt: null, detail: '0 rows' }, { alert: 'fn-errors', at: 2_000, oldState: null, newState: 'ok', detail: '0 rows' }, [], 2_000);
+    expect((await a.states()).get('fn-errors')).toMatchObject({ state: 'firing' });
+    expect((await b.states()).get('fn-errors')).toMatchObject({ state: 'ok' });
+    expect(await a.owing()).toEqual(['fn-errors']);
+    await b.forget('fn-errors');
+    expect((await a.states()).get('fn-errors')).toMatchObject({ state: 'firing' });
+    await store.close();
+  });
+});
+
+describe('alert records kept by a savedq from before alerts had a source', () => {
+  it("are taken over by the first source to evaluate the alert, its state, history and outbox whole, in the SQLite file", async () => {
+    const file = join(tempDir(), 'before.sqlite');
+    // The file as a savedq from before made it: an alert's state by its name alone.
+    const sqlite3 = (await import('sqlite3')).default;
+    const db = new sqlite3.Database(file);
+    const exec = (sql: string) => new Promise<void>((resolve, reject) => db.exec(sql, (err) => (err ? reject(err) : resolve())));
+    await exec(`
+      CREATE TABLE savedq_alert_state (name TEXT PRIMARY KEY, state TEXT, since INTEGER, holding_since INTEGER, evaluated_at INTEGER, notified_at INTEGER, detail TEXT, lease_owner TEXT, lease_until INTEGER);
+      CREATE TABLE savedq_alert_history (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, at INTEGER NOT NULL, old_state TEXT, new_state TEXT NOT NULL, detail TEXT NOT NULL);
+      CREATE INDEX savedq_alert_history_name ON savedq_alert_history (name, id);
+      CREATE TABLE savedq_alert_outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, target TEXT NOT NULL, payload TEXT NOT NULL, created_at INTEGER NOT NULL, next_at INTEGER NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT, delivered_at INTEGER, given_up_at INTEGER);
+      INSERT INTO savedq_alert_state (name, state, since, evaluated_at, detail) VALUES ('fn-errors', 'firing', 1000, 1000, '3 rows');
+      INSERT INTO savedq_alert_history (name, at, old_state, new_state, detail) VALUES ('fn-errors', 1000, NULL, 'firing', '3 rows');
+      INSERT INTO savedq_alert_outbox (name, target, payload, created_at, next_at) VALUES ('fn-errors', '{"command":["true"]}', '{}', 1000, 1000);
+    `);
+    await new Promise<void>((resolve) => db.close(() => resolve()));
+    const store = openStore({ cacheFile: file, store: { kind: 'sqlite' } }, warn, () => undefined);
+    const [a, b] = [store.alerts('embedded:/data-a'), store.alerts('embedded:/data-b')];
+    // Listed for any source until one evaluates it; then that source's alone.
+    expect((await b.states()).get('fn-errors')).toMatchObject({ state: 'firing' });
+    expect(await a.lease('fn-errors', 'one', 10_000, 2_000, () => false)).toMatchObject({ state: 'firing', detail: '3 rows' });
+    expect([await a.owing(), (await a.history('fn-errors', 10)).map((c) => c.newState)]).toEqual([['fn-errors'], ['firing']]);
+    expect([(await b.states()).has('fn-errors'), await b.owing()]).toEqual([false, []]);
+    await store.close();
+  });
+
+  it.runIf(has.postgres)('are brought to version 2 in a PostgreSQL store, and taken over the same way', async () => {
+    const pg = postgres as Postgres;
+    const schema = 'from_version_1';
+    pg.psql(`CREATE SCHEMA ${schema};
+      CREATE TABLE ${schema}.meta (key text PRIMARY KEY, value text NOT NULL);
+      INSERT INTO ${schema}.meta VALUES ('version', '1');
+      CREATE TABLE ${schema}.keyv (key text PRIMARY KEY, value text NOT NULL, expires bigint GENERATED ALWAYS AS (CAST(substring(right(value, 40) FROM '"expires":([0-9]+)}$') AS bigint)) STORED, served_at bigint GENERATED ALWAYS AS (CASE WHEN key LIKE 'savedq:served:%' THEN CAST(CAST(value AS jsonb) #>> '{value,servedAt}' AS bigint) END) STORED, bytes integer GENERATED ALWAYS AS (octet_length(key) + octet_length(value)) STORED);
+      CREATE TABLE ${schema}.leases (name text PRIMARY KEY, owner text NOT NULL, until bigint NOT NULL);
+      CREATE TABLE ${schema}.buckets (name text PRIMARY KEY, tokens double precision NOT NULL, at bigint NOT NULL);
+      CREATE TABLE ${schema}.processes (id text PRIMARY KEY, host text NOT NULL, pid integer NOT NULL, version text NOT NULL, role text NOT NULL, seen bigint NOT NULL);
+      CREATE TABLE ${schema}.alert_state (name text PRIMARY KEY, state text, since bigint, holding_since bigint, evaluated_at bigint, notified_at bigint, detail text, lease_owner text, lease_until bigint);
+      CREATE TABLE ${schema}.alert_history (id bigserial PRIMARY KEY, name text NOT NULL, at bigint NOT NULL, old_state text, new_state text NOT NULL, detail text NOT NULL);
+      CREATE INDEX alert_history_name ON ${schema}.alert_history (name, id);
+      CREATE TABLE ${schema}.alert_outbox (id bigserial PRIMARY KEY, name text NOT NULL, target text NOT NULL, payload text NOT NULL, created_at bigint NOT NULL, next_at bigint NOT NULL, attempts integer NOT NULL DEFAULT 0, last_error text, delivered_at bigint, given_up_at bigint);
+      CREATE INDEX alert_outbox_waiting ON ${schema}.alert_outbox (name, id) WHERE delivered_at IS NULL AND given_up_at IS NULL;
+      INSERT INTO ${schema}.alert_state (name, state, since, evaluated_at, detail) VALUES ('fn-errors', 'firing', 1000, 1000, '3 rows');
+      INSERT INTO ${schema}.alert_outbox (name, target, payload, created_at, next_at) VALUES ('fn-errors', '{"command":["true"]}', '{}', 1000, 1000);`);
+    const store = openStore({ cacheFile: '/nonexistent', store: { kind: 'postgres', url: pg.url, shown: pg.shown, schema } }, warn, () => undefined);
+    const a = store.alerts('embedded:/data-a');
+    expect(await a.lease('fn-errors', 'one', 10_000, 2_000, () => false)).toMatchObject({ state: 'firing', detail: '3 rows' });
+    expect(pg.psql(`SELECT value FROM ${schema}.meta WHERE key = 'version'`).trim()).toBe('2');
+    expect(await a.owing()).toEqual(['fn-errors']);
+    expect((await store.alerts('embedded:/data-b').states()).has('fn-errors')).toBe(false);
+    await store.close();
+  });
 });
 
 describe.runIf(has.postgres)('a PostgreSQL store', () => {
@@ -196,11 +267,11 @@ describe.runIf(has.postgres)('a PostgreSQL store', () => {
     const schema = 'versioned';
     const store = openStore({ cacheFile: '/nonexistent', store: { kind: 'postgres', url: pg.url, shown: pg.shown, schema } }, warn, () => undefined);
     await store.setResult('k', result(1), 60_000);
-    expect(pg.psql(`SELECT value FROM ${schema}.meta WHERE key = 'version'`).trim()).toBe('1');
+    expect(pg.psql(`SELECT value FROM ${schema}.meta WHERE key = 'version'`).trim()).toBe('2');
     await store.close();
     pg.psql(`UPDATE ${schema}.meta SET value = '99' WHERE key = 'version'`);
     const newer = openStore({ cacheFile: '/nonexistent', store: { kind: 'postgres', url: pg.url, shown: pg.shown, schema } }, warn, () => undefined);
-    await expect(newer.getResult('k')).rejects.toThrow(`the store ${pg.shown} holds savedq's tables of a newer savedq (version 99; this one knows 1): upgrade savedq.`);
+    await expect(newer.getResult('k')).rejects.toThrow(`the store ${pg.shown} holds savedq's tables of a newer savedq (version 99; this one knows 2): upgrade savedq.`);
     await newer.close();
   });
 

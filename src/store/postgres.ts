@@ -14,7 +14,7 @@ import type { AlertRecords, ServedRecord, Store, StoreProbe, StoreSignal } from 
 // (dist/store-pg.cjs, store/load-pg.ts), loaded only when a store URL is given: no other run loads it.
 
 /** The version of the tables this savedq makes and reads; a store of a higher one is a newer savedq's. */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 /** An operation that takes longer has failed: the store is as good as unreachable. */
 const DEADLINE_MS = 1_000;
 /** A store that failed is tried again this long after. */
@@ -32,7 +32,11 @@ export interface PostgresOptions {
   readonly connections: number;
 }
 
-/** The tables of a store, version 1. `keyv` is keyv's (key, value), with what savedq reads of a value kept as columns of their own. */
+/**
+ * The tables of a store, version 2. `keyv` is keyv's (key, value), with what savedq reads of a value
+ * kept as columns of their own. An alert's state, history and outbox are those of a source's data
+ * (version 1 kept them by the alert's name alone: MIGRATIONS).
+ */
 function schemaDdl(s: string): string[] {
   return [
     `CREATE SCHEMA IF NOT EXISTS ${s}`,
@@ -49,14 +53,29 @@ function schemaDdl(s: string): string[] {
     `CREATE TABLE ${s}.leases (name text PRIMARY KEY, owner text NOT NULL, until bigint NOT NULL)`,
     `CREATE TABLE ${s}.buckets (name text PRIMARY KEY, tokens double precision NOT NULL, at bigint NOT NULL)`,
     `CREATE TABLE ${s}.processes (id text PRIMARY KEY, host text NOT NULL, pid integer NOT NULL, version text NOT NULL, role text NOT NULL, seen bigint NOT NULL)`,
-    `CREATE TABLE ${s}.alert_state (name text PRIMARY KEY, state text, since bigint, holding_since bigint, evaluated_at bigint, notified_at bigint, detail text, lease_owner text, lease_until bigint)`,
-    `CREATE TABLE ${s}.alert_history (id bigserial PRIMARY KEY, name text NOT NULL, at bigint NOT NULL, old_state text, new_state text NOT NULL, detail text NOT NULL)`,
-    `CREATE INDEX alert_history_name ON ${s}.alert_history (name, id)`,
-    `CREATE TABLE ${s}.alert_outbox (id bigserial PRIMARY KEY, name text NOT NULL, target text NOT NULL, payload text NOT NULL, created_at bigint NOT NULL, next_at bigint NOT NULL, attempts integer NOT NULL DEFAULT 0, last_error text, delivered_at bigint, given_up_at bigint)`,
-    `CREATE INDEX alert_outbox_waiting ON ${s}.alert_outbox (name, id) WHERE delivered_at IS NULL AND given_up_at IS NULL`,
+    `CREATE TABLE ${s}.alert_state (source text NOT NULL DEFAULT '', name text NOT NULL, state text, since bigint, holding_since bigint, evaluated_at bigint, notified_at bigint, detail text, lease_owner text, lease_until bigint, PRIMARY KEY (source, name))`,
+    `CREATE TABLE ${s}.alert_history (id bigserial PRIMARY KEY, source text NOT NULL DEFAULT '', name text NOT NULL, at bigint NOT NULL, old_state text, new_state text NOT NULL, detail text NOT NULL)`,
+    `CREATE INDEX alert_history_of ON ${s}.alert_history (source, name, id)`,
+    `CREATE TABLE ${s}.alert_outbox (id bigserial PRIMARY KEY, source text NOT NULL DEFAULT '', name text NOT NULL, target text NOT NULL, payload text NOT NULL, created_at bigint NOT NULL, next_at bigint NOT NULL, attempts integer NOT NULL DEFAULT 0, last_error text, delivered_at bigint, given_up_at bigint)`,
+    `CREATE INDEX alert_outbox_of ON ${s}.alert_outbox (source, name, id) WHERE delivered_at IS NULL AND given_up_at IS NULL`,
     `INSERT INTO ${s}.meta (key, value) VALUES ('version', '${SCHEMA_VERSION}')`,
   ];
 }
+
+/** What brings a store's tables from each version to the next: from 1, the source of each alert's rows (`''` for those kept before). */
+const MIGRATIONS: Readonly<Record<number, (s: string) => string[]>> = {
+  1: (s) => [
+    `ALTER TABLE ${s}.alert_state ADD COLUMN source text NOT NULL DEFAULT ''`,
+    `ALTER TABLE ${s}.alert_state DROP CONSTRAINT alert_state_pkey`,
+    `ALTER TABLE ${s}.alert_state ADD PRIMARY KEY (source, name)`,
+    `ALTER TABLE ${s}.alert_history ADD COLUMN source text NOT NULL DEFAULT ''`,
+    `ALTER TABLE ${s}.alert_outbox ADD COLUMN source text NOT NULL DEFAULT ''`,
+    `DROP INDEX ${s}.alert_history_name`,
+    `DROP INDEX ${s}.alert_outbox_waiting`,
+    `CREATE INDEX alert_history_of ON ${s}.alert_history (source, name, id)`,
+    `CREATE INDEX alert_outbox_of ON ${s}.alert_outbox (source, name, id) WHERE delivered_at IS NULL AND given_up_at IS NULL`,
+  ],
+};
 
 /** A key as the store keeps it: keys hold parameters and callers' SQL, longer than an index takes, so a digest of them. */
 function stored(kind: string, key: string): string {
@@ -89,7 +108,6 @@ export class PostgresStore extends KeptAlike implements Store {
   readonly #health: StoreHealth;
   #pool: Promise<pg.Pool> | undefined;
   #ready: Promise<Keyv> | undefined;
-  #alerts: AlertRecords | undefined;
 
   constructor(options: PostgresOptions, warn: Warn) {
     super();
@@ -213,6 +231,7 @@ export class PostgresStore extends KeptAlike implements Store {
       return;
     }
     this.#checkVersion(version);
+    if (version < SCHEMA_VERSION) await this.create();
   }
 
   #checkVersion(version: number): void {
@@ -221,18 +240,25 @@ export class PostgresStore extends KeptAlike implements Store {
     }
   }
 
-  /** Makes savedq's schema and tables when they are not there (`savedq init --store`); one process at a time does. */
-  async create(): Promise<'made' | 'there'> {
+  /**
+   * Makes savedq's schema and tables when they are not there, or brings an older savedq's up to this
+   * one's version (`savedq init --store`, or the first process to need them); one process at a time does.
+   */
+  async create(): Promise<'made' | 'there' | 'upgraded'> {
     const client = await this.#client();
+    const schema = this.#options.schema;
     try {
       await client.query('BEGIN');
       await client.query("SELECT pg_advisory_xact_lock(hashtext('savedq schema'))");
-      const there = await client.query<{ n: number }>('SELECT CAST(count(*) AS INTEGER) AS n FROM information_schema.tables WHERE table_schema = $1 AND table_name = $2', [this.#options.schema, 'meta']);
+      const there = await client.query<{ n: number }>('SELECT CAST(count(*) AS INTEGER) AS n FROM information_schema.tables WHERE table_schema = $1 AND table_name = $2', [schema, 'meta']);
       if ((there.rows[0]?.n ?? 0) > 0) {
-        const [row] = (await client.query<{ value: string }>(`SELECT value FROM ${this.#options.schema}.meta WHERE key = 'version'`)).rows;
+        const [row] = (await client.query<{ value: string }>(`SELECT value FROM ${schema}.meta WHERE key = 'version'`)).rows;
+        const version = Number(row?.value ?? 0);
+        this.#checkVersion(version);
+        for (let from = version; from < SCHEMA_VERSION; from++) for (const statement of MIGRATIONS[from]?.(schema) ?? []) await client.query(statement);
+        if (version < SCHEMA_VERSION) await client.query(`UPDATE ${schema}.meta SET value = $1 WHERE key = 'version'`, [String(SCHEMA_VERSION)]);
         await client.query('COMMIT');
-        this.#checkVersion(Number(row?.value ?? 0));
-        return 'there';
+        return version < SCHEMA_VERSION ? 'upgraded' : 'there';
       }
       for (const statement of schemaDdl(this.#options.schema)) await client.query(statement);
       await client.query('COMMIT');
@@ -422,21 +448,20 @@ export class PostgresStore extends KeptAlike implements Store {
     };
   }
 
-  get alerts(): AlertRecords {
-    // Alerts do not run blind: a store that fails them says so (they wait until it answers).
-    this.#alerts ??= alertRecords(
-      sessionWhenReady(async () => {
-        try {
-          await this.#open();
-        } catch (err) {
-          if (err instanceof StoreUnreachable) throw new StoreUnreachable(`the store ${this.#options.shown} cannot be reached (${err.message}); alerts wait until it can`);
-          throw err;
-        }
-        return this.#session;
-      }),
-    );
-    return this.#alerts;
+  alerts(source: string): AlertRecords {
+    return alertRecords(this.#alertSession, source);
   }
+
+  // Alerts do not run blind: a store that fails them says so (they wait until it answers).
+  readonly #alertSession = sessionWhenReady(async () => {
+    try {
+      await this.#open();
+    } catch (err) {
+      if (err instanceof StoreUnreachable) throw new StoreUnreachable(`the store ${this.#options.shown} cannot be reached (${err.message}); alerts wait until it can`);
+      throw err;
+    }
+    return this.#session;
+  });
 
   async probe(): Promise<StoreProbe> {
     const started = performance.now();

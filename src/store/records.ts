@@ -31,62 +31,84 @@ const recordOf = (r: StateRow): StateRecord => ({
   detail: r.detail,
 });
 
-/** Alerts' records on a session (docs/alerts.md): a decision one transaction, an alert evaluated under a lease. */
-export function alertRecords(db: SqlSession): AlertRecords {
+/**
+ * The alerts of one source's data (a data directory's, or a server's: Config.source) on a session
+ * (docs/alerts.md): a decision one transaction, an alert evaluated under a lease. An alert's state,
+ * history and outbox belong to the source it evaluated: one cache file or store shared by several
+ * sources keeps each alert's apart. What a savedq from before kept without a source (`''`) is the
+ * first source's to evaluate the alert (taken over at its lease), and listed for any until then.
+ */
+export function alertRecords(db: SqlSession, source: string): AlertRecords {
+  // A source's own rows, and those kept before alerts had a source.
+  const mine = "source IN (?, '')";
   return {
     async states() {
-      return new Map((await db.all<StateRow>('SELECT name, state, since, holding_since, evaluated_at, notified_at, detail FROM {alert_state}')).map((r) => [r.name, recordOf(r)]));
+      // A source's own row after a row from before, so that its own is the one kept.
+      const rows = await db.all<StateRow>(`SELECT name, state, since, holding_since, evaluated_at, notified_at, detail FROM {alert_state} WHERE ${mine} ORDER BY source = ? , name`, [source, source]);
+      return new Map(rows.map((r) => [r.name, recordOf(r)]));
     },
 
     lease(name, owner, until, now, isGone) {
       return db.transaction(async (tx) => {
-        await tx.run('INSERT INTO {alert_state} (name) VALUES (?) ON CONFLICT (name) DO NOTHING', [name]);
-        const [held] = await tx.all<{ lease_owner: string | null; lease_until: number | null }>('SELECT lease_owner, lease_until FROM {alert_state} WHERE name = ?', [name]);
+        // What was kept of the alert before alerts had a source becomes this source's, unless it has its own.
+        const own = await tx.all<{ n: number }>('SELECT CAST(count(*) AS INTEGER) AS n FROM {alert_state} WHERE source = ? AND name = ?', [source, name]);
+        if (Number(own[0]?.n ?? 0) === 0) {
+          for (const table of ['alert_state', 'alert_history', 'alert_outbox']) await tx.run(`UPDATE {${table}} SET source = ? WHERE source = '' AND name = ?`, [source, name]);
+        }
+        await tx.run('INSERT INTO {alert_state} (source, name) VALUES (?, ?) ON CONFLICT (source, name) DO NOTHING', [source, name]);
+        const [held] = await tx.all<{ lease_owner: string | null; lease_until: number | null }>('SELECT lease_owner, lease_until FROM {alert_state} WHERE source = ? AND name = ?', [source, name]);
         // A lease of a process that is gone (killed on this machine) is no one's.
         if (held?.lease_owner && held.lease_owner !== owner && (held.lease_until ?? 0) >= now && !isGone(held.lease_owner)) return undefined;
         const [taken] = await tx.all<StateRow>(
-          'UPDATE {alert_state} SET lease_owner = ?, lease_until = ? WHERE name = ? RETURNING name, state, since, holding_since, evaluated_at, notified_at, detail',
-          [owner, until, name],
+          'UPDATE {alert_state} SET lease_owner = ?, lease_until = ? WHERE source = ? AND name = ? RETURNING name, state, since, holding_since, evaluated_at, notified_at, detail',
+          [owner, until, source, name],
         );
         return taken ? recordOf(taken) : undefined;
       });
     },
 
     async release(name, owner) {
-      await db.run('UPDATE {alert_state} SET lease_owner = NULL, lease_until = NULL WHERE name = ? AND lease_owner = ?', [name, owner]);
+      await db.run('UPDATE {alert_state} SET lease_owner = NULL, lease_until = NULL WHERE source = ? AND name = ? AND lease_owner = ?', [source, name, owner]);
     },
 
     decide(next, change, notifications, now) {
       return db.transaction(async (tx) => {
-        await tx.run('UPDATE {alert_state} SET state = ?, since = ?, holding_since = ?, evaluated_at = ?, notified_at = ?, detail = ? WHERE name = ?', [
+        await tx.run('UPDATE {alert_state} SET state = ?, since = ?, holding_since = ?, evaluated_at = ?, notified_at = ?, detail = ? WHERE source = ? AND name = ?', [
           next.state,
           next.since,
           next.holdingSince,
           next.evaluatedAt,
           next.notifiedAt,
           next.detail,
+          source,
           next.name,
         ]);
         if (change) {
-          await tx.run('INSERT INTO {alert_history} (name, at, old_state, new_state, detail) VALUES (?, ?, ?, ?, ?)', [change.alert, change.at, change.oldState, change.newState, change.detail]);
-          await tx.run('DELETE FROM {alert_history} WHERE name = ? AND id <= (SELECT id FROM {alert_history} WHERE name = ? ORDER BY id DESC LIMIT 1 OFFSET ?)', [change.alert, change.alert, HISTORY_KEPT]);
+          await tx.run('INSERT INTO {alert_history} (source, name, at, old_state, new_state, detail) VALUES (?, ?, ?, ?, ?, ?)', [source, change.alert, change.at, change.oldState, change.newState, change.detail]);
+          await tx.run('DELETE FROM {alert_history} WHERE source = ? AND name = ? AND id <= (SELECT id FROM {alert_history} WHERE source = ? AND name = ? ORDER BY id DESC LIMIT 1 OFFSET ?)', [
+            source,
+            change.alert,
+            source,
+            change.alert,
+            HISTORY_KEPT,
+          ]);
         }
         for (const n of notifications) {
-          await tx.run('INSERT INTO {alert_outbox} (name, target, payload, created_at, next_at) VALUES (?, ?, ?, ?, ?)', [next.name, n.target, n.payload, now, now]);
+          await tx.run('INSERT INTO {alert_outbox} (source, name, target, payload, created_at, next_at) VALUES (?, ?, ?, ?, ?, ?)', [source, next.name, n.target, n.payload, now, now]);
         }
       });
     },
 
     async waiting(name) {
       const rows = await db.all<{ id: number; name: string; target: string; payload: string; created_at: number; next_at: number; attempts: number }>(
-        'SELECT id, name, target, payload, created_at, next_at, attempts FROM {alert_outbox} WHERE name = ? AND delivered_at IS NULL AND given_up_at IS NULL ORDER BY id',
-        [name],
+        `SELECT id, name, target, payload, created_at, next_at, attempts FROM {alert_outbox} WHERE ${mine} AND name = ? AND delivered_at IS NULL AND given_up_at IS NULL ORDER BY id`,
+        [source, name],
       );
       return rows.map((r): Delivery & { nextAt: number } => ({ id: r.id, alert: r.name, target: r.target, payload: r.payload, createdAt: r.created_at, nextAt: r.next_at, attempts: r.attempts }));
     },
 
     async owing() {
-      return (await db.all<{ name: string }>('SELECT DISTINCT name FROM {alert_outbox} WHERE delivered_at IS NULL AND given_up_at IS NULL')).map((r) => r.name);
+      return (await db.all<{ name: string }>(`SELECT DISTINCT name FROM {alert_outbox} WHERE ${mine} AND delivered_at IS NULL AND given_up_at IS NULL`, [source])).map((r) => r.name);
     },
 
     async delivered(id, now) {
@@ -100,22 +122,23 @@ export function alertRecords(db: SqlSession): AlertRecords {
 
     async outboxSummary() {
       const rows = await db.all<{ name: string; waiting: number | string; last_error: string | null }>(
-        'SELECT name, CAST(count(*) AS INTEGER) AS waiting, max(last_error) AS last_error FROM {alert_outbox} WHERE delivered_at IS NULL AND given_up_at IS NULL GROUP BY name',
+        `SELECT name, CAST(count(*) AS INTEGER) AS waiting, max(last_error) AS last_error FROM {alert_outbox} WHERE ${mine} AND delivered_at IS NULL AND given_up_at IS NULL GROUP BY name`,
+        [source],
       );
       return new Map(rows.map((r) => [r.name, { waiting: Number(r.waiting), lastError: r.last_error }]));
     },
 
     async history(name, limit) {
       const rows = await db.all<{ name: string; at: number; old_state: AlertState | null; new_state: AlertState; detail: string }>(
-        'SELECT name, at, old_state, new_state, detail FROM {alert_history} WHERE name = ? ORDER BY id DESC LIMIT ?',
-        [name, limit],
+        `SELECT name, at, old_state, new_state, detail FROM {alert_history} WHERE ${mine} AND name = ? ORDER BY id DESC LIMIT ?`,
+        [source, name, limit],
       );
       return rows.map((r): Change => ({ alert: r.name, at: r.at, oldState: r.old_state, newState: r.new_state, detail: r.detail }));
     },
 
     forget(name) {
       return db.transaction(async (tx) => {
-        for (const table of ['alert_state', 'alert_history', 'alert_outbox']) await tx.run(`DELETE FROM {${table}} WHERE name = ?`, [name]);
+        for (const table of ['alert_state', 'alert_history', 'alert_outbox']) await tx.run(`DELETE FROM {${table}} WHERE ${mine} AND name = ?`, [source, name]);
       });
     },
 

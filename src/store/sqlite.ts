@@ -14,10 +14,10 @@ import type { AlertRecords, ServedRecord, Store, StoreProbe, StoreSignal } from 
 /** SQLite waits this long for another process's write before giving up. */
 const BUSY_TIMEOUT_MS = 10_000;
 
-/** The tables of savedq's own in the file, beside keyv's (`keyv`, savedq's keys under `savedq:`). */
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS savedq_alert_state (
-  name TEXT PRIMARY KEY,
+/** The columns of an alert's state: the source of the data it evaluated (Config.source) and its name are its key. */
+const ALERT_STATE = `(
+  source TEXT NOT NULL DEFAULT '',
+  name TEXT NOT NULL,
   state TEXT,
   since INTEGER,
   holding_since INTEGER,
@@ -25,19 +25,25 @@ CREATE TABLE IF NOT EXISTS savedq_alert_state (
   notified_at INTEGER,
   detail TEXT,
   lease_owner TEXT,
-  lease_until INTEGER
-);
+  lease_until INTEGER,
+  PRIMARY KEY (source, name)
+)`;
+
+/** The tables of savedq's own in the file, beside keyv's (`keyv`, savedq's keys under `savedq:`). */
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS savedq_alert_state ${ALERT_STATE};
 CREATE TABLE IF NOT EXISTS savedq_alert_history (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
+  source TEXT NOT NULL DEFAULT '',
   name TEXT NOT NULL,
   at INTEGER NOT NULL,
   old_state TEXT,
   new_state TEXT NOT NULL,
   detail TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS savedq_alert_history_name ON savedq_alert_history (name, id);
 CREATE TABLE IF NOT EXISTS savedq_alert_outbox (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
+  source TEXT NOT NULL DEFAULT '',
   name TEXT NOT NULL,
   target TEXT NOT NULL,
   payload TEXT NOT NULL,
@@ -48,10 +54,32 @@ CREATE TABLE IF NOT EXISTS savedq_alert_outbox (
   delivered_at INTEGER,
   given_up_at INTEGER
 );
-CREATE INDEX IF NOT EXISTS savedq_alert_outbox_waiting ON savedq_alert_outbox (name, id) WHERE delivered_at IS NULL AND given_up_at IS NULL;
 CREATE TABLE IF NOT EXISTS savedq_leases (name TEXT PRIMARY KEY, owner TEXT NOT NULL, until INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS savedq_buckets (name TEXT PRIMARY KEY, tokens REAL NOT NULL, at INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS savedq_processes (id TEXT PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL, version TEXT NOT NULL, role TEXT NOT NULL, seen INTEGER NOT NULL);
+`;
+
+/**
+ * The alert tables of a file a savedq from before made, when an alert was its name alone: each row
+ * given the column of its source (`''`: the first source to evaluate the alert takes it, records.ts),
+ * the state's key made (source, name), which SQLite makes only by a new table.
+ */
+const ALERT_SOURCES = `
+ALTER TABLE savedq_alert_state RENAME TO savedq_alert_state_before;
+CREATE TABLE savedq_alert_state ${ALERT_STATE};
+INSERT INTO savedq_alert_state (source, name, state, since, holding_since, evaluated_at, notified_at, detail, lease_owner, lease_until)
+  SELECT '', name, state, since, holding_since, evaluated_at, notified_at, detail, lease_owner, lease_until FROM savedq_alert_state_before;
+DROP TABLE savedq_alert_state_before;
+ALTER TABLE savedq_alert_history ADD COLUMN source TEXT NOT NULL DEFAULT '';
+ALTER TABLE savedq_alert_outbox ADD COLUMN source TEXT NOT NULL DEFAULT '';
+DROP INDEX IF EXISTS savedq_alert_history_name;
+DROP INDEX IF EXISTS savedq_alert_outbox_waiting;
+`;
+
+/** The indexes of the alert tables, made once their columns are (after ALERT_SOURCES, for a file from before). */
+const INDEXES = `
+CREATE INDEX IF NOT EXISTS savedq_alert_history_of ON savedq_alert_history (source, name, id);
+CREATE INDEX IF NOT EXISTS savedq_alert_outbox_of ON savedq_alert_outbox (source, name, id) WHERE delivered_at IS NULL AND given_up_at IS NULL;
 `;
 
 /**
@@ -220,25 +248,18 @@ export class SqliteStore extends KeptAlike implements Store {
   }
 
   /** Alerts keep their state here: a file that cannot be used is refused, naming it (alerts do not run blind). */
-  get alerts(): AlertRecords {
-    this.#alerts ??= this.#alertRecords();
-    return this.#alerts;
+  alerts(source: string): AlertRecords {
+    return alertRecords(this.#alertSession, source);
   }
 
-  #alerts: AlertRecords | undefined;
-
-  #alertRecords(): AlertRecords {
-    return alertRecords(
-      sessionWhenReady(async () => {
-        try {
-          return await this.#session();
-        } catch (err) {
-          if (err instanceof UnusableFile) throw new InputError(`alerts keep their state in the cache file, and ${err.message}.`);
-          throw err;
-        }
-      }),
-    );
-  }
+  readonly #alertSession = sessionWhenReady(async () => {
+    try {
+      return await this.#session();
+    } catch (err) {
+      if (err instanceof UnusableFile) throw new InputError(`alerts keep their state in the cache file, and ${err.message}.`);
+      throw err;
+    }
+  });
 
   async probe(): Promise<StoreProbe> {
     const started = performance.now();
@@ -288,7 +309,18 @@ class SqliteSession implements SqlSession {
     // takes, and lets go of, would otherwise wait on the disk twice per call.
     await session.#exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL');
     await session.#exec(SCHEMA);
+    await session.#giveAlertsSources();
+    await session.#exec(INDEXES);
     return session;
+  }
+
+  /** A file's alert tables from a savedq before alerts had a source, brought up to date once (whoever opens it first). */
+  async #giveAlertsSources(): Promise<void> {
+    const hasSource = async () => (await this.#all<{ n: number }>("SELECT count(*) AS n FROM pragma_table_info('savedq_alert_state') WHERE name = 'source'", []))[0]?.n === 1;
+    if (await hasSource()) return;
+    await this.transaction(async () => {
+      if (!(await hasSource())) await this.#exec(ALERT_SOURCES);
+    });
   }
 
   #exec(sql: string): Promise<void> {

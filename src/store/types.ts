@@ -216,7 +216,8 @@ export interface Store {
   /** Listens for the others' signals; returns how to stop. */
   listen(onSignal: (what: StoreSignal) => void): () => void;
 
-  readonly alerts: AlertRecords;
+  /** The alerts of one source's data (Config.source): each alert's state, history and outbox are the source's. */
+  alerts(source: string): AlertRecords;
 
   /** Asks the store now, past its health (no fallback, no warning): for `savedq status`. */
   probe(): Promise<StoreProbe>;

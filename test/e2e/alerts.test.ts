@@ -74,6 +74,27 @@ beforeAll(async () => {
   );
 }, LONG_TEST_MS);
 
+describe('an alert on two data directories sharing one cache file', () => {
+  it('keeps a state of its own on each: the other directory neither resolves nor fires it again', async () => {
+    const hook = await receiver();
+    const flags = folder('two-sources', { 'fn-errors.alert.yaml': alertFile(hook.url) });
+    const fired = await cli([...flags, 'alerts', 'check', '--at', AT]);
+    expect(fired.stderr).toContain('firing  fn-errors (was new): 1 row matched');
+    // The same cache file and queries, a data directory without those rows: its own first evaluation, ok, quiet.
+    const other = flags.map((flag, i) => (flags[i - 1] === '--data-dir' ? join(dir, 'data-without-errors') : flag));
+    const elsewhere = await cli([...other, 'alerts', 'check', '--at', atOffset(6 * MINUTE)]);
+    expect(elsewhere.code, elsewhere.stderr).toBe(0);
+    expect(elsewhere.stderr).toContain('ok      fn-errors (was new): 0 rows matched');
+    const listed = JSON.parse((await cli([...other, 'alerts', '-f', 'json'])).stdout) as { state: string }[];
+    expect(listed.map((a) => a.state)).toEqual(['ok']);
+    // Back on the first: still firing, as it was, and nothing sent since the first notification.
+    const back = await cli([...flags, 'alerts', 'check', '--at', atOffset(12 * MINUTE)]);
+    expect(back.stderr).toContain('alerts: 1 evaluated; 0 ok, 0 pending, 1 firing, 0 error');
+    expect(back.stderr).not.toContain('(was ok)');
+    expect(hook.got.map((g) => g.body.new_state)).toEqual(['firing']);
+  }, LONG_TEST_MS);
+});
+
 describe('an alert from firing to resolved', () => {
   it('fires once with the rows, stays quiet while nothing changes, and says resolved once after the data changes', async () => {
     const hook = await receiver();
