@@ -51,7 +51,7 @@ export function alertRecords(db: SqlSession, source: string): AlertRecords {
     lease(name, owner, until, now, isGone) {
       return db.transaction(async (tx) => {
         // What was kept of the alert before alerts had a source becomes this source's, unless it has its own.
-        const own = await tx.all<{ n: number }>('SELECT CAST(count(*) AS INTEGER) AS n FROM {alert_state} WHERE source = ? AND name = ?', [source, name]);
+        const own = await tx.all<{ n: number | string }>('SELECT CAST(count(*) AS INTEGER) AS n FROM {alert_state} WHERE source = ? AND name = ?', [source, name]);
         if (Number(own[0]?.n ?? 0) === 0) {
           for (const table of ['alert_state', 'alert_history', 'alert_outbox']) await tx.run(`UPDATE {${table}} SET source = ? WHERE source = '' AND name = ?`, [source, name]);
         }
