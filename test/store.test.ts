@@ -280,7 +280,39 @@ describe.runIf(has.postgres)('a PostgreSQL store', () => {
     pg.psql("CREATE ROLE limited LOGIN PASSWORD 'limited-pw'; REVOKE CREATE ON DATABASE postgres FROM PUBLIC; REVOKE CREATE ON SCHEMA public FROM PUBLIC;");
     const url = `postgres://limited:limited-pw@127.0.0.1:${pg.port}/postgres`;
     const store = openStore({ cacheFile: '/nonexistent', store: { kind: 'postgres', url, shown: `postgres://limited@127.0.0.1:${pg.port}/postgres`, schema: 'not_yours' } }, warn, () => undefined);
-    await expect(store.getResult('k')).rejects.toThrow(/its user may not make or use savedq's tables .*; GRANT CREATE ON DATABASE postgres TO that user, or run savedq init --store as one who may\.$/);
+    await expect(store.getResult('k')).rejects.toThrow(/its user may not make savedq's tables .*; GRANT CREATE ON DATABASE postgres TO limited, or run savedq init --store as one who may\.$/);
+    await store.close();
+  });
+
+  it('refuses a second user of tables another made, naming the grants that let it use them; granted, it uses them', async () => {
+    const pg = postgres as Postgres;
+    const schema = 'owned_by_savedq';
+    const owner = openStore({ cacheFile: '/nonexistent', store: { kind: 'postgres', url: pg.url, shown: pg.shown, schema } }, warn, () => undefined);
+    await owner.setResult('k', result(1), 60_000);
+    await owner.close();
+    pg.psql("CREATE ROLE second LOGIN PASSWORD 'second-pw'");
+    const url = `postgres://second:second-pw@127.0.0.1:${pg.port}/postgres`;
+    const open = () => openStore({ cacheFile: '/nonexistent', store: { kind: 'postgres', url, shown: `postgres://second@127.0.0.1:${pg.port}/postgres`, schema } }, warn, () => undefined);
+    const refused = open();
+    const advice = await refused.getResult('k').then(() => '', (err: Error) => err.message);
+    await refused.close();
+    expect(advice).toMatch(/its user may not use savedq's tables \(permission denied for schema owned_by_savedq\); as their owner, GRANT USAGE ON SCHEMA owned_by_savedq TO second; .*\.$/);
+    // The advice, taken word for word, is enough.
+    pg.psql(advice.slice(advice.indexOf('GRANT')).replace(/\.$/, ';'));
+    const granted = open();
+    expect(await granted.getResult('k')).toEqual(result(1));
+    await granted.setResult('k2', result(2), 60_000);
+    const alerts = granted.alerts('embedded:/x');
+    await alerts.lease('a', 'me', 10_000, 1_000, () => false);
+    await alerts.decide({ name: 'a', state: 'ok', since: 1_000, holdingSince: null, evaluatedAt: 1_000, notifiedAt: null, detail: '' }, { alert: 'a', at: 1_000, oldState: null, newState: 'ok', detail: '' }, [{ target: '{}', payload: '{}' }], 1_000);
+    expect(await alerts.owing()).toEqual(['a']);
+    await granted.close();
+  });
+
+  it('says that a store asks for a password when none was given, rather than what the driver said', async () => {
+    const pg = postgres as Postgres;
+    const store = openStore({ cacheFile: '/nonexistent', store: { kind: 'postgres', url: pg.url.replace(`:${pg.password}@`, '@'), shown: pg.shown, schema: 'no_password' } }, warn, () => undefined);
+    await expect(store.getResult('k')).rejects.toThrow(`the store ${pg.shown} asks for a password: give --store-password-file (or SAVEDQ_STORE_PASSWORD_FILE), or put it in the URL.`);
     await store.close();
   });
 

@@ -180,18 +180,35 @@ export class PostgresStore extends KeptAlike implements Store {
     }
   }
 
-  /** What a failure of PostgreSQL's is to savedq: a refusal naming what to do, or the store unreachable. */
-  #failure(err: unknown): unknown {
+  /**
+   * What a failure of PostgreSQL's is to savedq: a refusal naming what to do, or the store unreachable.
+   * `doing` is what was asked when it failed: making savedq's tables, bringing them up to this
+   * version, or using them (what a refused privilege needs granted differs).
+   */
+  #failure(err: unknown, doing: 'make' | 'upgrade' | 'use' = 'use'): unknown {
+    if (err instanceof SavedqError) return err;
     const code = (err as { code?: string }).code;
+    const store = `the store ${this.#options.shown}`;
+    const url = new URL(this.#options.url);
+    const user = decodeURIComponent(url.username) || 'that user';
     if (code === '42501') {
-      const database = new URL(this.#options.url).pathname.slice(1) || 'the database';
+      const schema = this.#options.schema;
+      const reason = reasonOf(err);
+      if (doing === 'make') {
+        const database = decodeURIComponent(url.pathname.slice(1)) || 'the database';
+        return new InputError(`${store} refused: its user may not make savedq's tables (${reason}); GRANT CREATE ON DATABASE ${database} TO ${user}, or run savedq init --store as one who may.`);
+      }
+      if (doing === 'upgrade') return new InputError(`${store} refused: its user may not bring savedq's tables up to this savedq's version (${reason}); run savedq init --store as their owner.`);
       return new InputError(
-        `the store ${this.#options.shown} refused: its user may not make or use savedq's tables (${reasonOf(err)}); GRANT CREATE ON DATABASE ${database} TO that user, or run savedq init --store as one who may.`,
+        `${store} refused: its user may not use savedq's tables (${reason}); as their owner, GRANT USAGE ON SCHEMA ${schema} TO ${user}; GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA ${schema} TO ${user}; GRANT USAGE ON ALL SEQUENCES IN SCHEMA ${schema} TO ${user}.`,
       );
     }
-    if (code === '28P01' || code === '28000') return new InputError(`the store ${this.#options.shown} refused savedq's credentials.`);
-    if (code === '3D000') return new InputError(`the store ${this.#options.shown} has no such database.`);
-    if (err instanceof SavedqError) return err;
+    // The server asked for a password and none was given (node-postgres says so in words of its own, no code).
+    if (url.password === '' && process.env.PGPASSWORD === undefined && /password/i.test(String((err as Error).message)) && code === undefined) {
+      return new InputError(`${store} asks for a password: give --store-password-file (or SAVEDQ_STORE_PASSWORD_FILE), or put it in the URL.`);
+    }
+    if (code === '28P01' || code === '28000') return new InputError(`${store} refused savedq's credentials (the user ${user}, or its password).`);
+    if (code === '3D000') return new InputError(`${store} has no such database.`);
     return new StoreUnreachable(reasonOf(err));
   }
 
@@ -245,8 +262,11 @@ export class PostgresStore extends KeptAlike implements Store {
    * one's version (`savedq init --store`, or the first process to need them); one process at a time does.
    */
   async create(): Promise<'made' | 'there' | 'upgraded'> {
-    const client = await this.#client();
+    const client = await this.#client().catch((err: unknown) => {
+      throw err instanceof StoreUnreachable ? new StoreUnreachable(`the store ${this.#options.shown} cannot be reached (${err.message}).`) : err;
+    });
     const schema = this.#options.schema;
+    let doing: 'make' | 'upgrade' | 'use' = 'use';
     try {
       await client.query('BEGIN');
       await client.query("SELECT pg_advisory_xact_lock(hashtext('savedq schema'))");
@@ -255,17 +275,19 @@ export class PostgresStore extends KeptAlike implements Store {
         const [row] = (await client.query<{ value: string }>(`SELECT value FROM ${schema}.meta WHERE key = 'version'`)).rows;
         const version = Number(row?.value ?? 0);
         this.#checkVersion(version);
+        doing = 'upgrade';
         for (let from = version; from < SCHEMA_VERSION; from++) for (const statement of MIGRATIONS[from]?.(schema) ?? []) await client.query(statement);
         if (version < SCHEMA_VERSION) await client.query(`UPDATE ${schema}.meta SET value = $1 WHERE key = 'version'`, [String(SCHEMA_VERSION)]);
         await client.query('COMMIT');
         return version < SCHEMA_VERSION ? 'upgraded' : 'there';
       }
+      doing = 'make';
       for (const statement of schemaDdl(this.#options.schema)) await client.query(statement);
       await client.query('COMMIT');
       return 'made';
     } catch (err) {
       await client.query('ROLLBACK').catch(() => undefined);
-      throw this.#failure(err);
+      throw this.#failure(err, doing);
     } finally {
       client.release();
     }

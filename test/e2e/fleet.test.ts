@@ -149,7 +149,7 @@ describe.runIf(has.postgres)('a fleet on one store', () => {
     const status = await cli(['status', '-f', 'json'], { env });
     expect(status.code).toBe(0);
     const json = JSON.parse(status.stdout) as { store: Record<string, unknown>; cached: { calls: number }; processes: { role: string; pid: number }[]; warehouse: string };
-    expect(json.store).toMatchObject({ backend: 'postgres', location: expect.stringContaining(`${postgres.shown}?options=`), up: true, tables_version: 1 });
+    expect(json.store).toMatchObject({ backend: 'postgres', location: expect.stringContaining(`${postgres.shown}?options=`), up: true, tables_version: 2 });
     expect(json.warehouse).toBe(standin.url);
     expect(json.cached.calls).toBe(1);
     expect(json.processes.map((p) => p.role)).toEqual(['run']);
@@ -165,6 +165,9 @@ describe.runIf(has.postgres)('a fleet on one store', () => {
     expect(down.stderr).toContain('a password in --store can be read by every user of this machine (ps)');
     expect(down.stderr).toContain('savedq: the store postgres://savedq@127.0.0.1:1/postgres does not answer (connection refused).');
     expect(down.stdout + down.stderr).not.toContain(postgres.password);
+    // init names the store it could not reach.
+    const init = await cli(['init'], { env: { HOME: tempDir(), SAVEDQ_STORE_URL: closed } });
+    expect(init).toMatchObject({ code: 1, stderr: 'savedq: the store postgres://savedq@127.0.0.1:1/postgres cannot be reached (connection refused).\n' });
     // What reads or changes the store itself says it could not, and fails.
     for (const command of [['cache', 'list'], ['cache', 'clear']]) {
       const refused = await cli(command, { env: { HOME: tempDir(), SAVEDQ_STORE_URL: closed } });
