@@ -32,6 +32,18 @@ function goneOf(kept: ReadonlyMap<string, StateRecord>, alerts: readonly AlertSp
   return [...kept.values()].filter((r) => !present.has(r.name)).map((r) => ({ name: r.name, state: r.state }));
 }
 
+/** What is wrong with an alert's own query, parameters or condition, at its line: the alert is broken. */
+class AlertProblem extends Error {
+  constructor(readonly problem: DefinitionProblem) {
+    super(problem.message);
+  }
+}
+
+/** The engine's refusal of an alert's condition over its query's answer (a field the answer has not), at the condition's line. */
+function refusedCondition(alert: AlertSpec, query: string, said: string): AlertProblem {
+  return new AlertProblem({ file: alert.file, line: alert.lines.condition, message: `the engine refuses the condition over ${query}'s answer: ${said}` });
+}
+
 /** An alert's lease lasts this long, renewed while its process works on it: a dead holder's is free within a minute. */
 const ALERT_LEASE_MS = 60_000;
 
@@ -282,7 +294,16 @@ export class Alerts {
       if (!isDue(alert, before.get(alert.name)) && !owing.includes(alert.name)) continue;
       await underLease(alert.name, async (state) => {
         if (isDue(alert, state)) {
-          const { next, change, evaluation } = await this.#evaluate(alert, state, now, options.at);
+          let evaluated;
+          try {
+            evaluated = await this.#evaluate(alert, state, now, options.at);
+          } catch (err) {
+            // Broken, as check says it is: reported so, its state left as it was, nothing sent.
+            if (!(err instanceof AlertProblem)) throw err;
+            broken.push({ file: alert.file, problems: [err.problem] });
+            return;
+          }
+          const { next, change, evaluation } = evaluated;
           const payload = evaluation.notification ? JSON.stringify(evaluation.notification) : undefined;
           await store.decide(next, change, payload ? alert.notify.map((target) => ({ target: JSON.stringify(target), payload })) : [], now);
           evaluations.push(evaluation);
@@ -303,6 +324,8 @@ export class Alerts {
     const after = await store.states();
     const states = new Map(alerts.map((a) => [a.name, after.get(a.name)?.state ?? null]));
     const gone = options.names ? [] : goneOf(after, alerts, broken);
+    // A broken alert has no state to tell of in a check: it is reported as broken.
+    for (const b of broken) states.delete(alertNameOf(b.file));
     return { evaluations, deliveries, busy, broken, states, gone, folders: this.#parts.folders };
   }
 
@@ -328,7 +351,9 @@ export class Alerts {
     const alert = this.find(name);
     const now = nowOf(at, this.#parts.clock);
     const state = (await (await this.#open()).states()).get(name) ?? { name, state: null, since: null, holdingSince: null, evaluatedAt: null, notifiedAt: null, detail: null };
-    const { kind, evaluation, outcome, next } = await this.#evaluate(alert, state, now, at);
+    const { kind, evaluation, outcome, next } = await this.#evaluate(alert, state, now, at).catch((err: unknown) => {
+      throw err instanceof AlertProblem ? new InputError(`the alert ${name} is broken: ${err.message} (see savedq check).`) : err;
+    });
     // What it would send; when it owes nothing, what it would say of this state: the text and rows a receiver gets.
     const shown = evaluation.notification ?? this.#notification(alert, state, evaluation.newState, outcome, now, next.since ?? now, evaluation.newState);
     return { ...evaluation, notification: shown, wouldSend: kind !== undefined };
@@ -373,28 +398,43 @@ export class Alerts {
     const { alerts, broken } = this.read();
     const checked: { file: string; name: string | null; query: string | null; problems: DefinitionProblem[] }[] = [];
     for (const alert of alerts) {
-      const problem = (line: number, message: string) => ({ file: alert.file, line, message });
       let problems: DefinitionProblem[] = [];
       let query: string | null = null;
       try {
-        const call = await this.#parts.prepare({ nameOrId: alert.query, params: alert.params });
+        const { call, over } = await this.#callOf(alert);
         query = call.query.name;
-        try {
-          const over = await this.#parts.withCondition(call, alert);
-          const said = await this.#parts.explain(over);
-          if (said !== undefined) problems = [problem(alert.lines.condition, `the engine refuses the condition over ${call.query.name}'s answer: ${said}`)];
-        } catch (err) {
-          if (!(err instanceof SandboxRefusedError || err instanceof BadSqlError)) throw err;
-          problems = [problem(alert.lines.condition, `${alert.when !== undefined ? 'when' : 'when_sql'}: ${err.message}`)];
-        }
+        const said = await this.#parts.explain(over);
+        if (said !== undefined) problems = [refusedCondition(alert, call.query.name, said).problem];
       } catch (err) {
-        if (!(err instanceof InputError || err instanceof NotFoundError)) throw err;
-        problems = [problem(err instanceof NotFoundError ? alert.lines.query : alert.lines.params, err.message)];
+        if (!(err instanceof AlertProblem)) throw err;
+        problems = [err.problem];
       }
       checked.push({ file: alert.file, name: alert.name, query, problems });
     }
     for (const b of broken) checked.push({ file: b.file, name: null, query: null, problems: [...b.problems] });
     return checked;
+  }
+
+  /**
+   * An alert's call: its query with its parameters, as a run checks them, and its condition over the
+   * answer, checked on the engine's parse. What is wrong with either is the alert's own mistake, an
+   * AlertProblem at its line: the one rule by which `check` calls an alert broken and `alerts check`
+   * and `alerts test` never evaluate it.
+   */
+  async #callOf(alert: AlertSpec, at?: AsOf): Promise<{ call: PreparedCall; over: PreparedCall }> {
+    let call: PreparedCall;
+    try {
+      call = await this.#parts.prepare({ nameOrId: alert.query, params: alert.params, at });
+    } catch (err) {
+      if (!(err instanceof InputError || err instanceof NotFoundError)) throw err;
+      throw new AlertProblem({ file: alert.file, line: err instanceof NotFoundError ? alert.lines.query : alert.lines.params, message: err.message });
+    }
+    try {
+      return { call, over: await this.#parts.withCondition(call, alert) };
+    } catch (err) {
+      if (!(err instanceof SandboxRefusedError || err instanceof BadSqlError)) throw err;
+      throw new AlertProblem({ file: alert.file, line: alert.lines.condition, message: `${alert.when !== undefined ? 'when' : 'when_sql'}: ${err.message}` });
+    }
   }
 
   /** Runs an alert's call with its condition over the answer, and decides its next state. */
@@ -424,14 +464,28 @@ export class Alerts {
     return { next, change, kind, evaluation, outcome };
   }
 
+  /**
+   * What an alert's call answers: the rows its condition matched, or why the warehouse could not tell
+   * (an `error` state). An alert that cannot be run (AlertProblem: a query, parameter or condition of
+   * its own that is wrong, the engine's refusal of the condition over the answer included) is thrown.
+   */
   async #outcome(alert: AlertSpec, at: AsOf): Promise<Outcome> {
     let params: Readonly<Record<string, string>> | undefined;
     try {
-      const call = await this.#parts.prepare({ nameOrId: alert.query, params: alert.params, at });
+      const { call, over } = await this.#callOf(alert, at);
       params = call.params;
-      const result = await this.#parts.run(await this.#parts.withCondition(call, alert));
-      return { rows: result.rows, truncated: result.truncated, params };
+      try {
+        const result = await this.#parts.run(over);
+        return { rows: result.rows, truncated: result.truncated, params };
+      } catch (err) {
+        // SQL over an answer that fails may be the condition's mistake, or the query's own failure as it
+        // ran (the engine says both the same way): the engine's plan of it, not run, tells, as check asks.
+        const said = err instanceof BadSqlError ? await this.#parts.explain(over).catch(() => undefined) : undefined;
+        if (said !== undefined) throw refusedCondition(alert, call.query.name, said);
+        throw err;
+      }
     } catch (err) {
+      if (err instanceof AlertProblem) throw err;
       return { error: reasonOf(err), ...(params ? { params } : {}) };
     }
   }

@@ -348,10 +348,21 @@ describe('savedq check and broken alerts', () => {
       expect.stringMatching(/^error {2}.*typo\.alert\.yaml:3: unknown key 'wen' in the alert file\. Did you mean when\?$/),
     ]);
     expect(checked.stdout).toMatch(/^ok {5}good {2}.*good\.alert\.yaml$/m);
-    const run = await cli([...flags, 'alerts', 'check', '--at', AT]);
+    // One rule: what check calls broken, alerts check reports as broken and never evaluates (no error state, nothing sent).
+    const run = await cli([...flags, 'alerts', 'check', '--at', AT, '-f', 'json']);
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/warning: skipped .*typo\.alert\.yaml:3: unknown key 'wen'/);
+    expect(run.stderr).toMatch(/warning: skipped .*no-column\.alert\.yaml:3: the engine refuses the condition over functions\.invocation-stats's answer: .*error_cont/);
+    expect(run.stderr).toMatch(/warning: skipped .*escape\.alert\.yaml:3: when: refused: a subquery in a condition/);
+    expect(run.stderr).toMatch(/warning: skipped .*bad-interval\.alert\.yaml:2: .*colour/);
+    const report = JSON.parse(run.stdout) as { evaluated: { alert: string }[]; states: Record<string, string> };
+    expect(report.evaluated.map((e) => e.alert)).toEqual(['good']);
+    expect(report.states).toEqual({ good: 'firing' });
     expect(hook.got).toHaveLength(1);
+    expect(run.stderr).not.toContain('error   ');
+    const tested = await cli([...flags, 'alerts', 'test', 'no-column', '--at', AT]);
+    expect(tested.code).toBe(2);
+    expect(tested.stderr).toMatch(/^savedq: the alert no-column is broken: the engine refuses the condition over functions\.invocation-stats's answer: .*\(see savedq check\)\.\n$/);
   }, LONG_TEST_MS);
 
   it('reads an alert file with every problem at its line', () => {
