@@ -294,7 +294,7 @@ describe.runIf(has.postgres)('a PostgreSQL store', () => {
     const url = `postgres://second:second-pw@127.0.0.1:${pg.port}/postgres`;
     const open = () => openStore({ cacheFile: '/nonexistent', store: { kind: 'postgres', url, shown: `postgres://second@127.0.0.1:${pg.port}/postgres`, schema } }, warn, () => undefined);
     const refused = open();
-    const advice = await refused.getResult('k').then(() => '', (err: Error) => err.message);
+    const advice = await refused.getResult('k').then(() => '', (err: unknown) => (err as Error).message);
     await refused.close();
     expect(advice).toMatch(/its user may not use savedq's tables \(permission denied for schema owned_by_savedq\); as their owner, GRANT USAGE ON SCHEMA owned_by_savedq TO second; .*\.$/);
     // The advice, taken word for word, is enough.

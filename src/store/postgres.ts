@@ -204,7 +204,7 @@ export class PostgresStore extends KeptAlike implements Store {
       );
     }
     // The server asked for a password and none was given (node-postgres says so in words of its own, no code).
-    if (url.password === '' && process.env.PGPASSWORD === undefined && /password/i.test(String((err as Error).message)) && code === undefined) {
+    if (url.password === '' && process.env.PGPASSWORD === undefined && err instanceof Error && /password/i.test(err.message) && code === undefined) {
       return new InputError(`${store} asks for a password: give --store-password-file (or SAVEDQ_STORE_PASSWORD_FILE), or put it in the URL.`);
     }
     if (code === '28P01' || code === '28000') return new InputError(`${store} refused savedq's credentials (the user ${user}, or its password).`);
