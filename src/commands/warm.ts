@@ -2,6 +2,7 @@ import type { AsOf } from '../time.js';
 import { paramsText, parsePairs } from '../queries/params.js';
 import { resolveSeconds } from '../config.js';
 import { WarmFailedError } from '../errors.js';
+import { StoreUnreachable } from '../store/health.js';
 import { warmCounts, type Savedq, type WarmOutcome } from '../library.js';
 import { checkInterrupted, commandLog, report, type CommonOptions, type Io } from './io.js';
 
@@ -44,6 +45,8 @@ export async function warmCommand(lib: Savedq, options: WarmOptions, io: Io): Pr
     maxTimeMs,
   );
   checkInterrupted(options.signal);
+  // A store that did not answer hid what is due (and took nothing refreshed): cron's monitor must see a failure, not "0 refreshed".
+  if (!lib.store.up) throw new StoreUnreachable(`the cache at ${lib.store.location} cannot be used now: nothing was warmed.`);
   const { refreshed, failed, left, loading, another } = warmCounts(outcomes);
   const leftText = left > 0 ? `, ${left} left for the next run (${loading ? 'a load is changing the data' : `--max-time ${maxTimeMs / 1000} s was up`})` : '';
   const anotherText = another > 0 ? `, ${another} refreshed by another savedq process` : '';

@@ -175,6 +175,10 @@ describe.runIf(has.postgres)('a fleet on one store', () => {
       expect(refused.stderr).toMatch(/savedq: the cache at postgres:\/\/savedq@127\.0\.0\.1:1\/postgres cannot be used now: nothing (to list|was cleared)\./);
       expect(refused.stdout).toBe('');
     }
+    // warm too: cron's monitor sees a failure, not "0 refreshed, 0 failed".
+    const warm = await cli(['warm'], { env: { HOME: tempDir(), SAVEDQ_STORE_URL: closed } });
+    expect(warm.code, warm.stderr).toBe(1);
+    expect(warm.stderr).toContain('savedq: the cache at postgres://savedq@127.0.0.1:1/postgres cannot be used now: nothing was warmed.');
     // The password from a file of the user's own instead: no warning, the same store.
     const file = join(tempDir(), 'store-password');
     writeFileSync(file, `${postgres.password}\n`, { mode: 0o600 });
