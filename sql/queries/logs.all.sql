@@ -1,6 +1,6 @@
 /*
 id: 0f4c6b2e-7f3a-4a51-9a8e-3d2b1c5e6f01
-description: 'The newest 100 edge log entries of one project, within its tier''s retention window. Its SQL stops at 100 entries (truncated stays false): to read further back, call again with iso_timestamp_end set to the oldest timestamp returned.'
+description: 'The newest 100 edge log entries of one project, within its tier''s retention window. Its SQL stops at 100 entries (truncated stays false): to read further back, call again with iso_timestamp_end set to the oldest timestamp returned, which is inclusive: leave out the entries of that instant already read (by id).'
 params:
   project:
     type: string

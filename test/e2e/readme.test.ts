@@ -220,6 +220,39 @@ describe("the README's tutorial", () => {
   }, LONG_TEST_MS);
 });
 
+describe('the paging recipe of docs/queries.md', () => {
+  it.runIf(has.tutorialTools)('prints every entry once, newest first, when entries of one instant straddle a page', async () => {
+    const dir = tempDir();
+    const text = readFileSync(join(root, 'docs/queries.md'), 'utf8');
+    const script = /<!-- page-logs\.sh: .* -->\n```sh\n([\s\S]*?)```/.exec(text)?.[1];
+    expect(script).toBeDefined();
+    writeFileSync(join(dir, 'page-logs.sh'), script as string);
+    const bin = join(dir, 'bin');
+    mkdirSync(bin);
+    writeFileSync(join(bin, 'savedq'), `#!/bin/sh\nexec '${process.execPath}' '${binPath}' "$@"\n`);
+    chmodSync(join(bin, 'savedq'), 0o755);
+    // 250 entries a second apart, but for five of one instant, the 98th to the 102nd newest: the first
+    // page of 100 ends among them, and the second (which ends at that instant) starts with all five.
+    const now = Date.now();
+    const at = (seconds: number) => new Date(now - 3_600_000 + seconds * 1000).toISOString();
+    const events = Array.from({ length: 250 }, (_, i) => {
+      const second = i >= 97 && i <= 101 ? 98 : i;
+      return JSON.stringify({ id: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`, timestamp: at(250 - second), project: 'paged', event_message: `e${i}` });
+    });
+    writeFileSync(join(dir, 'events.ndjson'), `${events.join('\n')}\n`);
+    const env = { PATH: `${bin}:${process.env.PATH ?? ''}`, HOME: dir, SAVEDQ_DATA_DIR: join(dir, 'data'), SAVEDQ_CACHE_FILE: join(dir, 'c.sqlite'), XDG_CONFIG_HOME: join(dir, 'none') };
+    const loaded = await runProgram('savedq', ['load', 'edge_logs', join(dir, 'events.ndjson')], { env, timeoutMs: LONG_TEST_MS });
+    expect(loaded.code, loaded.stderr).toBe(0);
+    const paged = await runProgram('sh', [join(dir, 'page-logs.sh'), 'paged', at(-1)], { env, timeoutMs: LONG_TEST_MS });
+    expect(paged.code, paged.stderr).toBe(0);
+    const read = paged.stdout.trim().split('\n').map((line) => JSON.parse(line) as { id: string; timestamp: string });
+    expect(read).toHaveLength(250);
+    expect(new Set(read.map((r) => r.id)).size).toBe(250);
+    // Newest first.
+    expect(read.map((r) => r.timestamp)).toEqual([...read.map((r) => r.timestamp)].sort().reverse());
+  }, LONG_TEST_MS);
+});
+
 function readIfThere(file: string): string {
   return existsSync(file) ? readFileSync(file, 'utf8') : '';
 }
