@@ -185,10 +185,13 @@ export class Savedq {
     this.#runner.forgetRecent();
   }
 
-  /** Every saved query, read and checked together; broken ones are reported (once a set) as warnings. */
-  async savedQueries(): Promise<CatalogScan> {
+  /**
+   * Every saved query, read and checked together; broken ones are reported (once a set) as warnings,
+   * but for the files or folders in `unsaid` (a folder `savedq new` is about to make).
+   */
+  async savedQueries(unsaid: readonly string[] = []): Promise<CatalogScan> {
     const scan = await this.#catalog.scan();
-    this.#reportBroken();
+    this.#reportBroken(unsaid);
     return scan;
   }
 

@@ -1,5 +1,6 @@
 import { fstatSync, writeSync } from 'node:fs';
 import type { OutStream } from '../commands/io.js';
+import { wrapped } from '../output/wrap.js';
 
 /**
  * What became of standard output: a reader that goes away (`| head -n 1`) ends savedq's output, quietly,
@@ -51,6 +52,8 @@ class Output {
     };
     this.view = new Proxy(Object.create(null) as OutStream, {
       get: (_, key) => {
+        // Every write goes through #write, which fits standard error's lines to a terminal.
+        if (key === 'write') return (text: string | Uint8Array) => (typeof text === 'string' ? this.#write(text) : this.stream().write(text));
         const answer = own[key];
         if (answer !== undefined && this.#stream === undefined) return answer();
         const stream = this.stream();
@@ -71,6 +74,20 @@ class Output {
     return this.#stream;
   }
 
+  /**
+   * Standard error's text for a terminal: each whole line wider than it wrapped at word breaks, its
+   * later lines indented by two, rather than cut mid-word by the terminal. A progress line (one that
+   * returns the cursor, `\r`) is left as it is; so is all of it when it is no terminal.
+   */
+  #fitted(text: string): string {
+    const stream = this.stream();
+    const columns = stream.isTTY ? stream.columns : undefined;
+    if (columns === undefined || columns <= 0 || text.includes('\r')) return text;
+    const lines = text.split('\n');
+    if (lines.every((line) => line.length <= columns)) return text;
+    return lines.map((line) => (line.length <= columns ? line : wrapped(line, 0, 2, columns))).join('\n');
+  }
+
   #isDirect(): boolean {
     if (this.#direct === undefined) {
       try {
@@ -84,7 +101,7 @@ class Output {
   }
 
   #write(text: string): boolean {
-    if (!this.#isDirect()) return this.stream().write(text);
+    if (!this.#isDirect()) return this.stream().write(this.#fd === 2 ? this.#fitted(text) : text);
     if (this.#failed) return true;
     const bytes = Buffer.from(text);
     let written = 0;

@@ -67,7 +67,7 @@ export async function checkCommand(lib: Savedq, options: CheckOptions, io: Io): 
     // The built-ins by that word: their path, in the installed package, only makes the line wrap.
     const builtins = new Set(queries.filter((q) => q.builtin).map((q) => q.file));
     for (const c of checked) {
-      if (c.ok) io.stdout.write(`ok     ${(c.name ?? '').padEnd(width)}  ${builtins.has(c.file) ? 'built-in' : displayPath(c.file)}\n`);
+      if (c.ok) io.stdout.write(`${wrapped(`ok     ${(c.name ?? '').padEnd(width)}  ${builtins.has(c.file) ? 'built-in' : displayPath(c.file)}`, 0, 7, columns)}\n`);
       else for (const p of c.problems) io.stdout.write(`error  ${wrapped(problemText({ file: c.file, ...p }), 7, 7, columns).slice(7)}\n${p.source !== undefined ? `       ${p.line} | ${p.source}\n` : ''}`);
     }
   }

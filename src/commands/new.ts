@@ -87,9 +87,10 @@ export async function newCommand(lib: Savedq, options: NewOptions, io: Io): Prom
   if (!NAME_PATTERN.test(name)) {
     throw new InputError(`invalid name ${JSON.stringify(name)}: lowercase letters, digits, '.', '_' and '-', starting with a letter or digit, at most 64.`);
   }
-  const taken = (await lib.savedQueries()).queries.find((q) => q.name === name);
-  if (taken) throw new InputError(`a saved query named ${name} already exists: ${displayPath(taken.file)}.`);
   const dir = lib.config.newQueriesDir;
+  // The folder this makes, missing, is no problem to warn of.
+  const taken = (await lib.savedQueries([dir])).queries.find((q) => q.name === name);
+  if (taken) throw new InputError(`a saved query named ${name} already exists: ${displayPath(taken.file)}.`);
   const file = join(dir, `${name}.sql`);
   const testFile = testFileOf(file);
   for (const f of [file, testFile]) if (existsSync(f)) throw new InputError(`${displayPath(f)} already exists; nothing written.`);
@@ -103,6 +104,6 @@ export async function newCommand(lib: Savedq, options: NewOptions, io: Io): Prom
     throw new InputError(`cannot write ${displayPath(file)}: ${code ?? String(err)}.`);
   }
   io.stdout.write(`${file}\n`);
-  report(io, options, `wrote a starter definition and its test, ${displayPath(testFile)}: edit them, then savedq check && savedq test ${name}`);
+  report(io, options, `wrote a starter definition, ${displayPath(file)}, and its test, ${displayPath(testFile)}: edit them, then savedq check && savedq test ${name}`);
   return file;
 }

@@ -2,7 +2,8 @@ import type { Savedq, StatusReport } from '../library.js';
 import type { Row } from '../queries/types.js';
 import { StoreUnreachable } from '../store/health.js';
 import { plural } from '../words.js';
-import { writeOut, writeRows, type CommonOptions, type Io } from './io.js';
+import { proseWidth, writeOut, writeRows, type CommonOptions, type Io } from './io.js';
+import { wrapped } from '../output/wrap.js';
 
 /** Options of `savedq status`. */
 export interface StatusOptions extends CommonOptions {
@@ -46,7 +47,8 @@ export async function statusCommand(lib: Savedq, options: StatusOptions, io: Io)
     };
     await writeOut(io.stdout, `${JSON.stringify(json, null, 2)}\n`);
   } else {
-    await writeOut(io.stdout, statusLines(status).join('\n') + '\n');
+    // Each labelled line wrapped at word breaks to a terminal's width, under its text.
+    await writeOut(io.stdout, statusLines(status).map((line) => wrapped(line, 0, 11, proseWidth(io))).join('\n') + '\n');
     if (processes.length > 0) await writeRows(io, options, 'table', processes, PROCESS_FIELDS);
   }
   if (!probe.up) throw new StoreUnreachable(`the store ${status.store.location} does not answer (${probe.reason}).`);

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { DefinitionError, InputError, TestsFailedError } from '../errors.js';
 import type { Savedq } from '../library.js';
 import { TEST_FORMATS } from './choices.js';
-import { colorOf, note, report, type CommonOptions, type Io } from './io.js';
+import { colorOf, note, proseWidth, report, type CommonOptions, type Io } from './io.js';
 
 /** Options of `savedq test`. */
 export interface TestCommandOptions extends CommonOptions {
@@ -37,7 +37,7 @@ export async function testCommand(lib: Savedq, options: TestCommandOptions, io: 
     update: options.update === true,
     signal: options.signal,
     onCase: (result, _file, query) => {
-      if (text) io.stdout.write(caseText(result, query, color));
+      if (text) io.stdout.write(caseText(result, query, color, proseWidth(io)));
     },
     onFile: (result) => {
       if (text && result.problems.length > 0) io.stdout.write(brokenText(result, color));

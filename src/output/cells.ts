@@ -11,7 +11,7 @@ export type Shown = 'whole' | 'rounded';
  * their zone; decimals the same in every cell of a column: at most 2 (3 significant digits below 1),
  * and, `rounded`, fewer the larger the numbers (none from 100).
  */
-export function columnTexts(values: readonly unknown[], type: string, shown: Shown): string[] {
+export function columnTexts(values: readonly unknown[], type: string, shown: Shown, middle?: number): string[] {
   if (type === 'timestamp') {
     const isInstant = (v: unknown): v is string => typeof v === 'string' && ISO_INSTANT.test(v);
     const instants = values.filter(isInstant);
@@ -25,10 +25,19 @@ export function columnTexts(values: readonly unknown[], type: string, shown: Sho
   const given = (v: number) => (Number.isInteger(v) ? 0 : Math.min(places(v), String(v).split('.')[1]?.length ?? 0));
   let decimals = Math.max(...numbers.map(given));
   if (shown === 'rounded') {
-    const middle = Math.abs([...numbers].sort((a, b) => a - b)[Math.floor(numbers.length / 2)] as number);
-    decimals = Math.min(decimals, middle >= 100 ? 0 : middle >= 10 ? 1 : decimals);
+    const size = middle ?? middleOf(numbers);
+    decimals = Math.min(decimals, size >= 100 ? 0 : size >= 10 ? 1 : decimals);
   }
   return values.map((v) => (typeof v === 'number' && Number.isFinite(v) ? v.toFixed(decimals) : otherText(v)));
+}
+
+/**
+ * The size of the middle number, which a rounded column's decimals follow (`rounded`: none from 100,
+ * one from 10). Columns compared within a row (a minimum, an average, a maximum) are given the middle
+ * of all their numbers, so that each is rounded alike and a row's minimum never shows above its maximum.
+ */
+export function middleOf(numbers: readonly number[]): number {
+  return Math.abs([...numbers].sort((a, b) => a - b)[Math.floor(numbers.length / 2)] ?? 0);
 }
 
 function otherText(value: unknown): string {

@@ -2,7 +2,7 @@ import { Chalk } from 'chalk';
 import Table from 'cli-table3';
 import stringWidth from 'string-width';
 import type { Row } from '../queries/types.js';
-import { columnTexts, type Shown } from './cells.js';
+import { columnTexts, middleOf, type Shown } from './cells.js';
 import { visible, type RenderOptions, type TableField } from './types.js';
 
 /**
@@ -19,9 +19,16 @@ const isNumber = (f: TableField) => f.type === 'integer' || f.type === 'number';
 /** Columns never shortened: the caller's keys, numbers, and the instants a row is about. */
 const isWhole = (f: TableField) => f.key === true || isNumber(f) || f.type === 'timestamp' || f.type === 'date';
 
-/** The texts of rows' cells, row by row. */
+/**
+ * The texts of rows' cells, row by row. Rounded, the columns of fractions (execution times: a minimum, an
+ * average, a maximum) share one precision, so that a row's figures keep their order.
+ */
 function cellTexts(rows: readonly Row[], fields: readonly TableField[], shown: Shown): string[][] {
-  const columns = fields.map((f) => columnTexts(rows.map((r) => r[f.name]), f.type, shown).map(visible));
+  const fraction = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value) && !Number.isInteger(value);
+  const fractional = new Set(fields.filter((f) => isNumber(f) && rows.some((r) => fraction(r[f.name]))));
+  const numbers = [...fractional].flatMap((f) => rows.map((r) => r[f.name]).filter((v): v is number => typeof v === 'number' && Number.isFinite(v)));
+  const middle = shown === 'rounded' && fractional.size > 1 ? middleOf(numbers) : undefined;
+  const columns = fields.map((f) => columnTexts(rows.map((r) => r[f.name]), f.type, shown, fractional.has(f) ? middle : undefined).map(visible));
   return rows.map((_, i) => columns.map((c) => c[i] ?? ''));
 }
 

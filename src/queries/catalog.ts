@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join, relative, isAbsolute, sep } from 'node:path';
+import { join, relative, isAbsolute, parse, sep } from 'node:path';
 import { DefinitionError, NotFoundError } from '../errors.js';
 import { errnoText } from '../errno.js';
 import { closest } from '../suggest.js';
@@ -74,6 +74,7 @@ export function brokenText(broken: BrokenDefinition): string {
 /**
  * A path as a user would type it: relative to the current directory when inside it, else ~/… when in
  * the home folder; ~/… too from the home folder itself or a directory above it (`/home`: not `me/.config/…`).
+ * Never relative to `/` (where cron and systemd start a command): `root/.config/…` reads as a mistake.
  */
 export function displayPath(file: string): string {
   const inside = (dir: string | undefined, path = file) => {
@@ -82,7 +83,7 @@ export function displayPath(file: string): string {
   };
   const home = inside(process.env.HOME);
   const cwd = process.cwd();
-  const here = inside(cwd);
+  const here = cwd === parse(cwd).root ? undefined : inside(cwd);
   if (here !== undefined && (home === undefined || inside(process.env.HOME, cwd) !== undefined)) return here;
   return home !== undefined ? `~/${home}` : file;
 }

@@ -1,4 +1,5 @@
 import { Chalk } from 'chalk';
+import { wrapped } from '../output/wrap.js';
 import type { Builder as JUnitReportBuilder } from 'junit-report-builder';
 import { displayPath, problemText } from '../queries/catalog.js';
 import type { Failure } from './expect.js';
@@ -35,11 +36,12 @@ export function summaryText(t: Tally, ms: number): string {
 }
 
 /** A case as text: its line (`ok`, `FAIL` or `updated`, query, case, milliseconds), then what differs. */
-export function caseText(result: CaseResult, query: string, color: boolean): string {
+export function caseText(result: CaseResult, query: string, color: boolean, width?: number): string {
   const chalk = new Chalk({ level: color ? 1 : 0 });
   const status =
     result.failures.length > 0 ? chalk.red('FAIL   ') : result.updated.length > 0 ? chalk.yellow('updated') : chalk.green('ok     ');
-  const lines = [`${status}  ${query}  ${result.name}  ${chalk.dim(`${Math.round(result.ms)} ms`)}`];
+  // Wrapped at word breaks to a terminal's width, under the query's name.
+  const lines = [wrapped(`${status}  ${query}  ${result.name}  ${chalk.dim(`${Math.round(result.ms)} ms`)}`, 0, 9, width)];
   for (const failure of result.failures) lines.push(...failureLines(failure).map((l) => `         ${l}`));
   for (const failure of result.updated) lines.push(chalk.dim(`         ${failure.expectation} rewritten: ${failure.message}`));
   return `${lines.join('\n')}\n`;

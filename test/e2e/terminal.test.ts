@@ -177,6 +177,31 @@ describe('progress and colour', () => {
     expect(numbers).toContain('│     5 │');
   });
 
+  it("rounds a row's figures alike, so that its minimum never shows above its maximum", async () => {
+    // A bucket of one call (min = max = avg = 78.4) among buckets whose maxima are in the hundreds: each
+    // column rounded by its own middle made the minimum 78.4 and the maximum 78.
+    const fields = findEndpoint('functions.invocation-stats').fields;
+    const bucket = (hour: number, min: number, max: number) => ({
+      timestamp: `2026-11-20T${String(hour).padStart(2, '0')}:00:00Z`,
+      min_execution_time: min,
+      max_execution_time: max,
+      avg_execution_time: (min + max) / 2,
+      p95_execution_time: max,
+      p99_execution_time: max,
+      count: 3,
+      error_count: 0,
+    });
+    const rows = [bucket(1, 78.4, 78.4), bucket(2, 12.25, 865.5), bucket(3, 17.75, 808.25), bucket(4, 21.5, 412.75)];
+    const text = [...(await render('table', rows, { fields, color: false, width: 70, expanded: false }))].join('');
+    expect(text).toContain('numbers rounded to fit');
+    for (const line of text.split('\n').filter((l) => /^│ 2026/.test(l))) {
+      const [min, max, avg] = line.split('│').slice(2, 5).map((cell) => Number(cell.trim()));
+      expect(min, line).toBeLessThanOrEqual(max as number);
+      expect(min, line).toBeLessThanOrEqual(avg as number);
+      expect(avg, line).toBeLessThanOrEqual(max as number);
+    }
+  });
+
   it('describes an endpoint with its parameters and SQL', async () => {
     const r = await cli(['describe', 'functions.invocation-stats']);
     expect(r.stdout).toContain('interval  (optional; usually 5min, 15min, 1hr, 1day, 7day; default 1day)');
@@ -287,6 +312,32 @@ describe.runIf(has.script)('tables and charts in a real terminal', () => {
     expect(widest(shown.stdout), shown.stdout).toBeLessThanOrEqual(60);
     const piped = await inTerminal(['check'], { columns: 60, env, piped: true });
     expect(piped.stdout).toMatch(/\nerror {2}\S*team\.errors\.sql:3: unknown type 'strng' in parameter 'project'\. Did you mean string\?\n/);
+  });
+
+  it('wraps every message at word breaks to an 80-column terminal, on standard error and standard output: no line the terminal would cut mid-word', async () => {
+    // A folder whose path makes check's and test's lines long, with a query and its test.
+    const folder = join(dir, 'a-folder-whose-name-is-long-enough-to-wrap-lines', 'team-queries');
+    mkdirSync(folder, { recursive: true });
+    writeFileSync(join(folder, 'status.classes-of-the-day.sql'), "/*\nparams:\n  days: { type: integer, default: 1, min: 1, max: 90 }\n*/\nSELECT @days AS days\n");
+    writeFileSync(join(folder, 'status.classes-of-the-day.test.yaml'), 'at: 2026-11-20T12:00:00Z\ncases:\n  - name: a case whose name is long enough to reach past the edge of the terminal\n    params: {}\n    rows: [{ days: 1 }]\n');
+    const env = { HOME: process.env.HOME ?? '', XDG_CONFIG_HOME: NO_CONFIG, ...termEnv, SAVEDQ_QUERIES: folder };
+    const commands: [string[], string[]][] = [
+      [['load', '--sample'], ['--replace', 'holds the sample already']],
+      [['run', 'status.classes-of-the-day', '-p', 'days=365'], ['invalid value "365"', '90.']],
+      [['check'], ['status.classes-of-the-day.test.yaml']],
+      [['test'], ['a case whose name is long enough to reach past the edge of the terminal']],
+      [['status'], []],
+      [['cache', 'list'], ['(at most about 512 MB)']],
+    ];
+    for (const [args, words] of commands) {
+      const shown = await inTerminal(args, { columns: 80, env });
+      // eslint-disable-next-line no-control-regex
+      const text = shown.stdout.replace(/\u001b\[[\d;]*m/g, '');
+      expect(widest(text), `${args.join(' ')}\n${text}`).toBeLessThanOrEqual(80);
+      // Each phrase whole once its wrapped lines are joined again: broken between words only.
+      const joined = text.replace(/\n +/g, ' ');
+      for (const phrase of words) expect(joined, `${args.join(' ')}: ${phrase}\n${text}`).toContain(phrase);
+    }
   });
 
   it('keeps the key columns whole: every name and id in list, every timestamp in run', async () => {
