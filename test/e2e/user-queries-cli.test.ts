@@ -65,6 +65,17 @@ describe('from an empty folder to a saved query of your own', () => {
     expect(said(top, 'new', 'from.above')).toBe('~/.config/savedq/queries/from.above.test.yaml');
     expect(said(home, 'new', 'from.home')).toBe('~/.config/savedq/queries/from.home.test.yaml');
     expect(said(project, '--queries', 'mine', 'new', 'from.below')).toBe('mine/from.below.test.yaml');
+    // From / (cron's and systemd's working directory) a path is whole, never relative to /.
+    expect(said('/', '--queries', join(top, 'from-root'), 'new', 'from.root')).toBe(`${join(top, 'from-root')}/from.root.test.yaml`);
+  });
+
+  it('savedq new makes a folder that is not there without warning that it is not there, and names both files it wrote', () => {
+    const top = join(dir, 'fresh');
+    mkdirSync(top);
+    const r = spawnSync(process.execPath, [binPath, '--queries', 'new-folder', 'new', 'my.q'], { cwd: top, env: { PATH: process.env.PATH ?? '', HOME: top, SAVEDQ_DATA_DIR: join(top, 'data'), SAVEDQ_CACHE_FILE: join(top, 'c.sqlite') }, encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toBe(`${join(top, 'new-folder', 'my.q.sql')}\n`);
+    expect(r.stderr).toBe('wrote a starter definition, ~/new-folder/my.q.sql, and its test, ~/new-folder/my.q.test.yaml: edit them, then savedq check && savedq test my.q\n');
   });
 
   it('savedq new never overwrites a file nor takes a name in use (exit 2)', async () => {
