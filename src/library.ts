@@ -122,7 +122,7 @@ export class Savedq {
     // Whether the cache file's path is one to use (not a folder, a device, a file of other text): looked
     // at once, for the results cache, the memo beside it and the alerts' store.
     this.#cacheFileProblem = sqlitePathCheck(config.cacheFile);
-    this.store = openStore(config, (message) => this.#reporter.warn(message), this.#cacheFileProblem, options.ownsEngine === true ? 8 : 2);
+    this.store = openStore(config, (message, kind) => (kind === 'back' ? this.#reporter.note(message) : this.#reporter.warn(message)), this.#cacheFileProblem, options.ownsEngine === true ? 8 : 2);
     this.cache = new ResultsCache(this.store);
     this.#memo = fileMemo(config.cacheFile, this.#cacheFileProblem);
     const patterns = options.ownsEngine === true ? memoryMemo(PATTERNS_KEPT) : this.#memo;

@@ -336,7 +336,7 @@ describe.runIf(has.postgres)('a PostgreSQL store', () => {
     }
     await eventually('the store to answer again', async () => (await store.getResult('k')) !== undefined);
     expect(store.up).toBe(true);
-    expect(said.at(-1)).toBe(`the store ${pg.shown} answers again.`);
+    expect(said.at(-1)).toBe(`the store ${pg.shown} answers again: answers are cached again.`);
     await store.close();
   }, 120_000);
 });

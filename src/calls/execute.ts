@@ -104,8 +104,8 @@ export class CallExecutor {
       if (!(err instanceof QueryTimeoutError && err.ranPastLimit)) throw err;
       const which = timeoutSeconds === own ? 'its own timeout' : '--timeout';
       const forCaller = `${call.query.name} ran past its time limit of ${timeoutSeconds} s (${which}).`;
-      // The server's log has where, too.
-      throw new QueryTimeoutError(`${forCaller.slice(0, -1)}: ${err.message}`, { cause: err, forCaller, ranPastLimit: true });
+      // The server's log (and the command line) has where, too: said once, the limit once.
+      throw new QueryTimeoutError(`${forCaller.slice(0, -1)} on ${warehouse.location}.`, { cause: err, forCaller, ranPastLimit: true });
     });
     for (const listener of this.#runListeners) listener(call.query, statistics);
     return { query: call.query, params: call.params, rows, fields: fieldsOf(call), truncated, cache: 'off', computedAt: startedAt, statistics };

@@ -1,8 +1,11 @@
 import { errnoText } from '../errno.js';
 import { SavedqError } from '../errors.js';
 
-/** Where a store's warnings go: the surface that made the library decides (standard error, serve's log). */
-export type Warn = (message: string) => void;
+/**
+ * Where a store's warnings go: the surface that made the library decides (standard error, serve's log).
+ * A store that answers again says so as news (`back`), not as a warning.
+ */
+export type Warn = (message: string, kind?: 'back') => void;
 
 /** How a store's failures are taken. */
 export interface HealthOptions {
@@ -74,7 +77,7 @@ export class StoreHealth {
       if (!this.#up) {
         this.#up = true;
         const back = this.#options.back?.();
-        if (back) this.#warn(back);
+        if (back) this.#warn(back, 'back');
       }
       this.#tell(operation, started);
       return value;

@@ -114,7 +114,7 @@ export class PostgresStore extends KeptAlike implements Store {
     this.#options = options;
     this.#health = new StoreHealth(warn, {
       failed: (reason) => `the store ${options.shown} cannot be reached (${reason}); answering from the warehouse, uncached, until it can.`,
-      back: () => `the store ${options.shown} answers again.`,
+      back: () => `the store ${options.shown} answers again: answers are cached again.`,
       retryMs: RETRY_MS,
       deadlineMs: DEADLINE_MS,
       warnEveryMs: 60_000,

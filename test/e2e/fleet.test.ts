@@ -474,6 +474,8 @@ describe.runIf(has.postgres)('a fleet on one store', () => {
         expect(await metric(s, /^savedq_store_up /)).toBe(1);
         expect(await (await fetch(`${s.url}/health`)).json()).toMatchObject({ store: 'ok' });
         await s.waitFor(/answers again/);
+        // News, not a warning.
+        expect(s.stderr()).toMatch(/Z the store \S+ answers again: answers are cached again\.$/m);
       }
       expect(Date.now() - back).toBeLessThan(30_000);
       load.running = false;
