@@ -120,8 +120,16 @@ describe('savedq load', () => {
   });
 
   it('generates sample data that gives every endpoint and interval rows', async () => {
+    const before = Date.now();
     await loadCommand(lib, { sample: true }, captureIo());
     const now = new Date().toISOString();
+    // Each project's first function runs in every minute of the clock of the last three hours (docs/loading.md).
+    const minute = Math.floor(before / 60_000) * 60_000;
+    const minutes = await (await lib.warehouse()).query(
+      'SELECT project, uniqExact(toStartOfMinute(timestamp)) AS n FROM function_edge_logs WHERE timestamp >= fromUnixTimestamp64Milli({from:Int64}) AND timestamp < fromUnixTimestamp64Milli({to:Int64}) GROUP BY project ORDER BY project',
+      { from: minute - 178 * 60_000, to: minute + 60_000 },
+    );
+    expect(minutes.map((r) => [r.project, Number(r.n)])).toEqual(['acme-shop', 'globex-api', 'initech-crm', 'umbrella-labs'].map((p) => [p, 179]));
     for (const interval of ['5min', '15min', '1hr', '1day', '7day']) {
       const r = await lib.run({ nameOrId: 'functions.invocation-stats', params: [['project', 'acme-shop'], ['interval', interval]], at: now });
       expect(r.rows.length, interval).toBeGreaterThan(0);

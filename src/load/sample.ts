@@ -207,7 +207,12 @@ export function* sampleLines(table: TableName, nowMs: number): Generator<string>
     const scheduled = table === 'function_edge_logs' ? SCHEDULED_MINUTES : 0;
     const steady = table === 'edge_logs' ? steadyMinutes(project, nowMs) : [];
     for (let i = 0; i < events - incidentEvents - scheduled - steady.length; i++) yield JSON.stringify(event(project, trafficInstant(nowMs, project), false));
-    for (let minute = 0; minute < scheduled; minute++) yield JSON.stringify(event(project, nowMs - (minute + Math.random()) * MINUTE_MS, false, true));
+    // One call in each minute of the clock (the one under way too), as a cron worker's: not one a minute counted back from now, which left a minute in ten without any.
+    const thisMinute = Math.floor(nowMs / MINUTE_MS) * MINUTE_MS;
+    for (let minute = 0; minute < scheduled; minute++) {
+      const start = thisMinute - minute * MINUTE_MS;
+      yield JSON.stringify(event(project, start + Math.random() * Math.min(MINUTE_MS, nowMs - start), false, true));
+    }
     for (const at of steady) yield JSON.stringify(event(project, at, false));
     for (const incident of project.incidents) {
       const start = nowMs - incident.ago * MINUTE_MS;
