@@ -94,10 +94,18 @@ const sqliteNativeByPath = {
     b.onResolve({ filter: /^sqlite3\/lib\/sqlite3-binding\.js$/ }, (args) => (args.namespace === 'sqlite-native' ? { path: args.path, external: true } : undefined));
     b.onLoad({ filter: /.*/, namespace: 'sqlite-native' }, () => ({
       contents: `const { dirname, join } = require('node:path');
+const { accessSync, constants } = require('node:fs');
 let native;
+const file = join(dirname(require.resolve('sqlite3/package.json')), 'build', 'Release', 'node_sqlite3.node');
 try {
-  native = require(join(dirname(require.resolve('sqlite3/package.json')), 'build', 'Release', 'node_sqlite3.node'));
+  native = require(file);
 } catch {
+  // There, but not this user's to read: that is what is wrong (store/sqlite-module.ts says so), not a build missing.
+  try {
+    accessSync(file, constants.R_OK);
+  } catch (denied) {
+    if (denied.code === 'EACCES') throw Object.assign(denied, { sqliteModule: file });
+  }
   native = require('sqlite3/lib/sqlite3-binding.js');
 }
 module.exports = native;`,
@@ -131,6 +139,8 @@ await build({
   // only, never a run's; junit-report-builder: `test -f junit` only.
   external: ['chdb', 'chdb/*', '@clickhouse/client', 'prom-client', 'junit-report-builder', ...Object.values(apart)],
   plugins: [sdkApart, commanderSpawnsLater, sqliteNativeByPath],
+  // sqliteNativeByPath resolves sqlite3's folder when the bundle runs, from node_modules beside it, as meant.
+  logOverride: { 'require-resolve-not-external': 'silent' },
   // import() of those becomes require(): they are CommonJS, and the bundle runs as a plain script.
   supported: { 'dynamic-import': false },
   // src/package.ts, the one reader of import.meta.url, is one level under the package root, as is

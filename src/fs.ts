@@ -35,7 +35,12 @@ export function inDirectory<T>(dir: string, fn: () => T): T {
   try {
     return fn();
   } finally {
-    process.chdir(previous);
+    try {
+      process.chdir(previous);
+    } catch {
+      // A working directory this user may not enter again (another user's, left by sudo -u): every path
+      // savedq uses was made whole when its configuration was read, so staying here changes none.
+    }
   }
 }
 

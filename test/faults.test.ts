@@ -238,8 +238,9 @@ describe('places savedq may not use', () => {
     chmodSync(root, rootMode);
     rmSync(open, { recursive: true, force: true });
   });
+  // In a folder nobody may enter, as another user's shell would be (not the checkout, which may be private).
   const asNobody = (args: string[], extra: Record<string, string>) =>
-    spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', 'env', `PATH=${process.env.PATH ?? ''}`, 'HOME=/tmp', ...Object.entries(extra).map(([k, v]) => `${k}=${v}`), process.execPath, nobodysBin, ...args], { encoding: 'utf8' });
+    spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', 'env', `PATH=${process.env.PATH ?? ''}`, 'HOME=/tmp', ...Object.entries(extra).map(([k, v]) => `${k}=${v}`), process.execPath, nobodysBin, ...args], { encoding: 'utf8', cwd: open });
 
   it.runIf(has.root)('is run by another user of the machine, through a folder it may enter', () => {
     const r = asNobody(['--version'], {});
@@ -276,6 +277,22 @@ describe('places savedq may not use', () => {
     const wide = asNobody(['run', 'logs.all', '-p', 'project=x'], { SAVEDQ_DATA_DIR: shared, SAVEDQ_CACHE_FILE: join(nobodysHome(), 'c3.sqlite') });
     expect(wide.status).toBe(2);
     expect(wide.stderr).toBe(`savedq: refusing data directory ${shared}: other users can write to it; run chmod 700 ${shared}.\n`);
+  });
+
+  it.runIf(has.root)("an install whose SQLite module this user may not read: said so, not as a build that is missing", () => {
+    const module = join(root, 'node_modules', 'sqlite3', 'build', 'Release', 'node_sqlite3.node');
+    const mode = statSync(module).mode & 0o7777;
+    const data = join(open, 'data-unreadable-module');
+    mkdirSync(data, { mode: 0o700 });
+    chownSync(data, 65534, 65534);
+    chmodSync(module, 0o600);
+    try {
+      const r = asNobody(['run', 'usage.api-counts', '-p', 'project=x', '-p', 'interval=daily'], { SAVEDQ_DATA_DIR: data, SAVEDQ_CACHE_FILE: join(nobodysHome(), 'c4.sqlite') });
+      expect(r.stderr).toMatch(/SQLite's native module \S+node_sqlite3\.node cannot be read by this user \(uid 65534\): savedq's install must be readable by whoever runs it\./);
+      expect(r.stderr).not.toContain('npm rebuild');
+    } finally {
+      chmodSync(module, mode);
+    }
   });
 
   it.runIf(has.root)('a cache file that cannot be written: one warning, and the answer', () => {

@@ -303,7 +303,7 @@ export class PostgresStore extends KeptAlike implements Store {
 
   /** An operation through keyv, guarded: a store that fails answers `fallback`. */
   protected kv<T>(operation: string, fallback: T, op: (keyv: Keyv) => Promise<T>): Promise<T> {
-    return this.#health.run(operation, fallback, async () => {
+    return this.#guarded(operation, fallback, async () => {
       const keyv = await this.#open();
       try {
         return await op(keyv);
@@ -313,9 +313,19 @@ export class PostgresStore extends KeptAlike implements Store {
     });
   }
 
+  /**
+   * An operation guarded by the store's health (its deadline, its fallback). node-postgres is loaded
+   * first, outside the deadline: loading this process's own code, slow on a busy machine, is no
+   * slowness of the store's.
+   */
+  async #guarded<T>(operation: string, fallback: T, work: () => Promise<T>): Promise<T> {
+    await loadPgDriver();
+    return this.#health.run(operation, fallback, work);
+  }
+
   /** An operation of savedq's own SQL, guarded. */
   protected sql<T>(operation: string, fallback: T, op: (db: SqlSession) => Promise<T>): Promise<T> {
-    return this.#health.run(operation, fallback, async () => {
+    return this.#guarded(operation, fallback, async () => {
       await this.#open();
       return op(this.#session);
     });

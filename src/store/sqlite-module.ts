@@ -18,6 +18,11 @@ export function loadingSqlite<T>(loading: Promise<T>): Promise<T> {
  * package's, known by the paths it `tries`) lists a dozen paths and says nothing of what to do.
  */
 function sqliteModuleError(err: unknown): SavedqError | undefined {
+  // The build's module is there, but this user may not read it (an install of another user's, in a private folder).
+  const unreadable = (err as { sqliteModule?: unknown } | null | undefined)?.sqliteModule;
+  if (typeof unreadable === 'string') {
+    return new SavedqError(`SQLite's native module ${unreadable} cannot be read by this user (uid ${process.getuid?.() ?? '?'}): savedq's install must be readable by whoever runs it.`, { cause: err });
+  }
   if (!Array.isArray((err as { tries?: unknown } | null | undefined)?.tries)) return undefined;
   return new SavedqError(`SQLite's native module, sqlite3, has no build for Node ${process.version} here: run npm rebuild sqlite3 where savedq is installed.`, { cause: err });
 }

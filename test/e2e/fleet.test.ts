@@ -217,9 +217,15 @@ describe.runIf(has.postgres)('a fleet on one store', () => {
     const store = newStore();
     const warmed = await cli(['warm', 'fleet.q', '-p', 'tag=cron'], { env: fleetEnv(store) });
     expect(warmed.code, warmed.stderr).toBe(0);
-    await standin.forget();
-    const laptop = await cli(['run', 'fleet.q', '-p', 'tag=cron', '-f', 'json', '--stats'], { env: fleetEnv(store) });
-    expect(laptop.code, laptop.stderr).toBe(0);
+    // A store that answers a busy machine's new process slower than its second is passed by (the run
+    // says so, and asks the warehouse): what that run shows is the store's deadline, not sharing, so the
+    // laptop asks again until the store has answered it.
+    const laptop = await eventually('a laptop run the store answered', async () => {
+      await standin.forget();
+      const run = await cli(['run', 'fleet.q', '-p', 'tag=cron', '-f', 'json', '--stats'], { env: fleetEnv(store) });
+      expect(run.code, run.stderr).toBe(0);
+      return !/the store not reached/.test(run.stderr) && run;
+    });
     expect(laptop.stderr).toMatch(/cached \d+ s ago/);
     expect(JSON.parse(laptop.stdout)).toEqual([{ tag: 'cron', n: 50, slept: 0 }]);
     expect(await warehouseQueries()).toBe(0);
