@@ -68,7 +68,8 @@ class ByToken<V> {
 
 /** What a caller may do with a query it may call: the parameters fixed for it. */
 export interface Grant {
-  readonly fixed: Readonly<Record<string, string>>;
+  /** By the parameter's name: a Map, as every map of names a caller sends (`constructor` is a name too). */
+  readonly fixed: ReadonlyMap<string, string>;
   /** Whether the caller may send its own SQL over the query's answer, when the query is sandboxed. */
   readonly sql: boolean;
 }
@@ -82,10 +83,21 @@ export interface Grant {
 export function grantOf(caller: Caller | undefined, query: Pick<SavedQuery, 'name' | 'id'>): Grant | undefined {
   if (caller === undefined || caller.kind === 'key') return NOTHING_FIXED;
   const scope = scopeOf(caller.scopes ?? [], query);
-  return scope ? { fixed: scope.fixed_params ?? {}, sql: caller.sql === true } : undefined;
+  return scope ? { fixed: fixedOf(scope), sql: caller.sql === true } : undefined;
 }
 
-const NOTHING_FIXED: Grant = { fixed: {}, sql: true };
+const NOTHING_FIXED: Grant = { fixed: new Map(), sql: true };
+
+/** A scope's fixed parameters as a Map, made once a scope (a verified token's are kept while it is). */
+const fixedMaps = new WeakMap<object, ReadonlyMap<string, string>>();
+function fixedOf(scope: { readonly fixed_params?: Readonly<Record<string, string>> | undefined }): ReadonlyMap<string, string> {
+  let fixed = fixedMaps.get(scope);
+  if (fixed === undefined) {
+    fixed = new Map(Object.entries(scope.fixed_params ?? {}));
+    fixedMaps.set(scope, fixed);
+  }
+  return fixed;
+}
 
 /** Decides who a request's credential is, what it may call, with which fixed parameters, and how often. */
 export class Access {

@@ -23,11 +23,11 @@ export function scopeOf(scopes: readonly Scope[], query: Pick<SavedQuery, 'name'
  * token's. Absent from the request, it is added; given with the same text, kept; given with another,
  * a ForbiddenError naming the parameter. The values then go through the same checks as any value.
  */
-export function withFixed(params: RawParams, fixed: Readonly<Record<string, string>>): RawParams {
+export function withFixed(params: RawParams, fixed: ReadonlyMap<string, string>): RawParams {
   for (const [name, value] of params) {
-    const pinned = fixed[name];
+    const pinned = fixed.get(name);
     if (pinned !== undefined && value !== pinned) throw new ForbiddenError(`parameter '${name}' is fixed by the token; it cannot be ${JSON.stringify(value.length > 40 ? `${value.slice(0, 37)}...` : value)}.`);
   }
   const given = new Set(params.map(([name]) => name));
-  return [...params, ...Object.entries(fixed).filter(([name]) => !given.has(name))];
+  return [...params, ...[...fixed].filter(([name]) => !given.has(name))];
 }

@@ -80,6 +80,10 @@ export class McpEndpoint {
       } catch {
         jsonRpcError(res, 400, -32700, 'parse error: the body is not JSON.'); return;
       }
+      // JSON that is no JSON-RPC message is JSON-RPC's Invalid Request (-32600), not a parse error.
+      if (!(Array.isArray(body) ? body.length > 0 && body.every((m) => sdk.JSONRPCMessageSchema.safeParse(m).success) : sdk.JSONRPCMessageSchema.safeParse(body).success)) {
+        jsonRpcError(res, 400, -32600, 'Invalid Request: the body is not a JSON-RPC 2.0 message (jsonrpc "2.0", and a method with an id, or a result or an error).'); return;
+      }
       // Every JSON-RPC request counts against the caller's limit; notifications and the stream do not.
       const requests = (Array.isArray(body) ? body : [body]).filter((m: Message) => typeof m === 'object' && m !== null && m.id !== undefined && typeof m.method === 'string').length;
       for (let i = 0; i < requests; i++) this.#options.takeCall(res, caller);

@@ -56,7 +56,7 @@ function operation(query: SavedQuery, by: 'name' | 'id', grant: Grant): Record<s
         // savedq's own type, which the schema (text in a query string) cannot always say.
         'x-savedq-type': p.type,
         // The value the caller's token fixes: every call is made with it.
-        ...(fixed[p.name] !== undefined ? { 'x-savedq-fixed': fixed[p.name] } : {}),
+        ...(fixed.has(p.name) ? { 'x-savedq-fixed': fixed.get(p.name) } : {}),
         ...(p.description ? { description: p.description } : {}),
         // A list is one comma-separated value: ?tags=a,b.
         ...(p.type === 'string[]' ? { style: 'form', explode: false } : {}),
@@ -107,7 +107,7 @@ function operation(query: SavedQuery, by: 'name' | 'id', grant: Grant): Record<s
 
 /** POST to a query: the GET's call with its parameters (and SQL) in a JSON body, answered as GET answers it. */
 function postOf(query: SavedQuery, get: Record<string, unknown>, grant: Grant): object {
-  const params = query.params.filter((p) => grant.fixed[p.name] === undefined);
+  const params = query.params.filter((p) => !grant.fixed.has(p.name));
   const sql = query.sandbox && grant.sql;
   return {
     ...get,

@@ -64,15 +64,21 @@ export function mcpServer(sdk: Sdk, session: McpSession): InstanceType<Sdk['Serv
 
   server.setRequestHandler(sdk.ListToolsRequestSchema, async () => ({ tools: [...(await tools()).values()].map((t) => t.definition) }));
 
-  server.setRequestHandler(sdk.CallToolRequestSchema, async (request, extra) => {
+  sdk.onToolsCall(server, async (request, extra) => {
+    const { name, arguments: given } = request.params ?? {};
+    if (typeof name !== 'string') throw protocolError(sdk.ErrorCode.InvalidParams, 'tools/call needs params.name, the name of a tool (a text).');
+    if (given !== undefined && (typeof given !== 'object' || given === null || Array.isArray(given))) {
+      throw protocolError(sdk.ErrorCode.InvalidParams, 'tools/call takes params.arguments as an object of the tool\'s parameters by name.');
+    }
     const offered = await tools();
-    const tool = offered.get(request.params.name);
+    const tool = offered.get(name);
     if (!tool) {
-      const guess = closest(request.params.name, [...offered.keys()]);
-      throw protocolError(sdk.ErrorCode.InvalidParams, `unknown tool ${JSON.stringify(request.params.name.slice(0, 80))}.${guess ? ` Did you mean ${guess}?` : ''} Tools: ${[...offered.keys()].join(', ')}.`);
+      const guess = closest(name, [...offered.keys()]);
+      throw protocolError(sdk.ErrorCode.InvalidParams, `unknown tool ${JSON.stringify(name.slice(0, 80))}.${guess ? ` Did you mean ${guess}?` : ''} Tools: ${[...offered.keys()].join(', ')}.`);
     }
     try {
-      const { [SQL_PARAM]: sql, ...args } = request.params.arguments ?? {};
+      // Every own key as sent, `__proto__` too (an unknown parameter, refused as run refuses one).
+      const { [SQL_PARAM]: sql, ...args } = (given ?? {}) as Record<string, unknown>;
       if (sql !== undefined && (!tool.sql || typeof sql !== 'string')) throw new InputError(tool.sql ? 'sql takes a text: one SELECT over result.' : `${tool.query.name} takes no sql argument.`);
       const run = () => lib.run({ nameOrId: tool.query.id, params: [], arguments: args, sql: sql, caller: session.caller, signal: extra.signal });
       const result = await (session.around ? session.around(run) : run());

@@ -10,7 +10,7 @@ const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 export interface QueryTool {
   readonly query: SavedQuery;
   /** The parameters the caller's token fixes (none for a key or a local agent). */
-  readonly fixed: Readonly<Record<string, string>>;
+  readonly fixed: ReadonlyMap<string, string>;
   /** Whether the tool takes an `sql` argument: a sandboxed query, a caller who may send SQL. */
   readonly sql: boolean;
   readonly definition: ToolDefinition;
@@ -56,7 +56,7 @@ export function toolsOf(queries: readonly SavedQuery[], caller: Caller | undefin
       continue;
     }
     const grant = grantOf(caller, query);
-    const fixed = grant?.fixed ?? {};
+    const fixed = grant?.fixed ?? new Map<string, string>();
     // A sandboxed query's tool takes SQL of the caller's own, when the caller may send it.
     const sql = query.sandbox && grant?.sql === true;
     tools.set(name, { query, fixed, sql, definition: definition(query, name, fixed, sql) });
@@ -64,15 +64,15 @@ export function toolsOf(queries: readonly SavedQuery[], caller: Caller | undefin
   return tools;
 }
 
-function definition(query: SavedQuery, name: string, fixed: Readonly<Record<string, string>>, sql: boolean): ToolDefinition {
-  const params = query.params.filter((p) => fixed[p.name] === undefined);
+function definition(query: SavedQuery, name: string, fixed: ReadonlyMap<string, string>, sql: boolean): ToolDefinition {
+  const params = query.params.filter((p) => !fixed.has(p.name));
   const fields = query.fields.map((f) => `- ${f.name} (${f.type})${f.description ? `: ${f.description}` : ''}`);
   const description = [
     query.description || `The saved query ${query.name}.`,
     fields.length > 0 ? `Returns rows of:\n${fields.join('\n')}` : 'Returns rows (fields not declared).',
     `savedq returns at most ${query.maxRows} rows: truncated is true when the query had more, and the rows stop there. A limit written in the query's own SQL is the query's answer, not a cut: its description says so. ${query.cacheSeconds > 0 ? `Results are cached for ${query.cacheSeconds} s.` : 'Not cached.'}`,
     ...(sql ? [`Optional sql: your own SELECT over the answer, which it reads as the table result; the rows are then the SELECT's (savedq's row limit applies to them).`] : []),
-    ...(Object.keys(fixed).length > 0 ? [`Fixed by your token: ${Object.entries(fixed).map(([k, v]) => `${k}=${v}`).join(', ')}.`] : []),
+    ...(fixed.size > 0 ? [`Fixed by your token: ${[...fixed].map(([k, v]) => `${k}=${v}`).join(', ')}.`] : []),
   ].join('\n\n');
   return {
     name,

@@ -368,6 +368,62 @@ describe('/mcp on serve', () => {
     expect(await limited()).toBe(before + 1);
   });
 
+  /** A session of /mcp opened by hand, and each message posted to it answered as JSON. */
+  async function rawSession(credential = KEY): Promise<(message: unknown) => Promise<{ status: number; body: { id?: unknown; result?: unknown; error?: { code: number; message: string } } }>> {
+    const headers = { Authorization: `Bearer ${credential}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' };
+    const init = await fetch(`${server.url}/mcp`, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '0' } } }) });
+    const session = init.headers.get('mcp-session-id') as string;
+    await init.text();
+    await fetch(`${server.url}/mcp`, { method: 'POST', headers: { ...headers, 'Mcp-Session-Id': session }, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
+    return async (message) => {
+      const res = await fetch(`${server.url}/mcp`, { method: 'POST', headers: { ...headers, 'Mcp-Session-Id': session }, body: typeof message === 'string' ? message : JSON.stringify(message) });
+      return { status: res.status, body: JSON.parse(await res.text()) as { id?: unknown; result?: unknown; error?: { code: number; message: string } } };
+    };
+  }
+
+  it('refuses a parameter named like a property of every JavaScript object as the unknown parameter it is, on every surface', async () => {
+    const names = ['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf'];
+    const post = await rawSession();
+    for (const name of names) {
+      const unknown = new RegExp(`unknown parameter "${name}"`);
+      const get = await fetch(`${server.url}/api/endpoints/query/usage.api-counts?project=acme-shop&interval=daily&${name}=x`, { headers: { 'X-API-KEY': KEY } });
+      expect([get.status, ((await get.json()) as { error: { message: string } }).error.message], name).toEqual([400, expect.stringMatching(unknown)]);
+      // JSON.parse keeps "__proto__" as a key of its own, as a client sends it.
+      const body = `{"params":{"project":"acme-shop","interval":"daily","${name}":"x"}}`;
+      const posted = await fetch(`${server.url}/api/endpoints/query/usage.api-counts`, { method: 'POST', headers: { 'X-API-KEY': KEY, 'Content-Type': 'application/json' }, body });
+      expect([posted.status, ((await posted.json()) as { error: { message: string } }).error.message], name).toEqual([400, expect.stringMatching(unknown)]);
+      const called = await post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"usage_api-counts","arguments":{"project":"acme-shop","interval":"daily","${name}":"x"}}}`);
+      expect(called.body.result, name).toMatchObject({ isError: true, content: [{ text: expect.stringMatching(unknown) }] });
+      const stdioCalled = await stdioClient().then(async (client) => {
+        try {
+          return await call(client, 'usage_api-counts', JSON.parse(`{"project":"acme-shop","interval":"daily","${name}":"x"}`) as Record<string, unknown>);
+        } finally {
+          await client.close();
+        }
+      }).catch((err: unknown) => ({ isError: true, content: [{ type: 'text', text: String(err) }] }) as CallToolResult);
+      expect(stdioCalled, name).toMatchObject({ isError: true, content: [{ text: expect.stringMatching(unknown) }] });
+    }
+  }, LONG_TEST_MS);
+
+  it("answers what is not a JSON-RPC message with -32600, and a tools/call without a name or with arguments that are no object with -32602 and one short sentence", async () => {
+    const post = await rawSession();
+    const notRpc = await post('{"hello":"world"}');
+    expect([notRpc.status, notRpc.body.error?.code]).toEqual([400, -32600]);
+    const parseError = await post('{"hello"');
+    expect(parseError.body.error?.code).toBe(-32700);
+    const invalid = [
+      { name: 'usage_api-counts', arguments: ['acme-shop', 'daily'] },
+      { name: 'usage_api-counts', arguments: 'project=acme-shop' },
+      { name: 42, arguments: {} },
+      undefined,
+    ];
+    for (const params of invalid) {
+      const answer = await post({ jsonrpc: '2.0', id: 7, method: 'tools/call', ...(params ? { params } : {}) });
+      expect(answer.body.error?.code, JSON.stringify(params)).toBe(-32602);
+      expect(answer.body.error?.message, JSON.stringify(params)).toMatch(/^tools\/call (needs params\.name|takes params\.arguments as an object)[^\n]*\.$/);
+    }
+  });
+
   it('answers a method /mcp does not take with 405 and the methods it does take', async () => {
     const res = await fetch(`${server.url}/mcp`, { method: 'PUT', headers: { Authorization: `Bearer ${KEY}` } });
     expect(res.status).toBe(405);
