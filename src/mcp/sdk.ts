@@ -14,7 +14,7 @@ export {
   ReadResourceRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod/v4';
-// eslint-disable-next-line @typescript-eslint/no-deprecated
+ 
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { Protocol } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { CallToolRequestParamsSchema, CallToolRequestSchema, type CallToolResult, type ServerNotification, type ServerRequest } from '@modelcontextprotocol/sdk/types.js';

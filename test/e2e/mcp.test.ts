@@ -400,7 +400,7 @@ describe('/mcp on serve', () => {
         } finally {
           await client.close();
         }
-      }).catch((err: unknown) => ({ isError: true, content: [{ type: 'text', text: String(err) }] }) as CallToolResult);
+      }).catch((err: unknown) => ({ isError: true, content: [{ type: 'text', text: String(err) }] }));
       expect(stdioCalled, name).toMatchObject({ isError: true, content: [{ text: expect.stringMatching(unknown) }] });
     }
   }, LONG_TEST_MS);
