@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Access, Caller } from '../access/index.js';
-import { InterruptedError, MethodNotAllowedError, NotFoundError, SandboxRefusedError, UriTooLongError } from '../errors.js';
+import { InterruptedError, MethodNotAllowedError, NotFoundError, SandboxRefusedError, UnauthorizedError, UriTooLongError } from '../errors.js';
 import { nodeCrypto } from '../lazy.js';
 import type { Log } from '../report.js';
 import { errorBody, send, sendError } from './answers.js';
@@ -172,7 +172,7 @@ export class RequestPipeline {
     if (!route.methods.includes(req.method ?? '')) {
       throw new MethodNotAllowedError(`${req.method ?? 'this method'} is not allowed here; use ${route.methods.filter((m) => m !== 'HEAD').join(' or ')}.`, route.methods.join(', '));
     }
-    if (route.credential === 'none' || (route.credential === 'optional' && credential === undefined)) return asked;
+    if (route.credential === 'none' || ((route.credential === 'optional' || route.credential === 'open') && credential === undefined)) return asked;
     const foreign = credential === undefined ? foreignSchemeRefusal(req) : undefined;
     if (foreign) throw foreign;
     const known = (caller: Caller): Admitted => {
@@ -180,6 +180,19 @@ export class RequestPipeline {
       if (route.credential === 'key') this.parts.access.authorizeMetrics(caller);
       return asked;
     };
+    if (route.credential === 'open') {
+      // A credential that is not one known is taken for none: the answer is everyone's.
+      const anyone = (err: unknown): Admitted => {
+        if (err instanceof UnauthorizedError) return asked;
+        throw err;
+      };
+      try {
+        const caller = this.parts.access.authenticate(credential);
+        return caller instanceof Promise ? caller.then(known, anyone) : known(caller);
+      } catch (err) {
+        return anyone(err);
+      }
+    }
     const caller = this.parts.access.authenticate(credential);
     return caller instanceof Promise ? caller.then(known) : known(caller);
   }

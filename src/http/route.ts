@@ -38,8 +38,12 @@ export interface Route {
   readonly methods: readonly string[];
   /** Its metric label and log word; none for the query route, labelled by the query it finds ('other' when none). */
   readonly label?: string;
-  /** None; none or any caller (the answer is the caller's when one is given); any caller; or an API key alone. */
-  readonly credential: 'none' | 'optional' | 'caller' | 'key';
+  /**
+   * None; none or any caller (the answer is the caller's when one is given, a wrong one refused); open to
+   * all, a valid credential shown more and a wrong one taken for none (`/health`: a monitor holding an old
+   * key must not see the server as down); any caller; or an API key alone.
+   */
+  readonly credential: 'none' | 'optional' | 'open' | 'caller' | 'key';
   /** Checked before anything else (/mcp: the Host and Origin a page could forge through DNS rebinding). */
   readonly before?: (req: IncomingMessage) => Promise<void>;
   /** Request headers a page on another origin may send besides the credential's, and answer headers it may read. */

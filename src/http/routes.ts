@@ -88,7 +88,7 @@ export function serveRoutes(of: RoutesOf): ServeRoutes {
       matches: fixedPath('/health'),
       methods: READ_METHODS,
       label: '/health',
-      credential: 'optional',
+      credential: 'open',
       answer: async ({ res, ctx }) => {
         // The engine's queue, when this server has it open: what an operator (and a test) waits on. The
         // store answers or not (a server without it still answers: 200); where it is and who shares it,

@@ -161,6 +161,12 @@ describe('savedq serve', () => {
 
   it('serves /health and /openapi.json without a key', async () => {
     expect(await get('/health', {})).toMatchObject({ status: 200, body: { status: 'ok' } });
+    // A monitor holding an old key, or a token that does not verify, still sees the server up; only a valid key sees more.
+    for (const headers of [{ 'X-API-KEY': 'wrong' }, { Authorization: 'Bearer abc' }, { Authorization: 'Basic dTpw' }]) {
+      const health = await get('/health', headers);
+      expect(health, JSON.stringify(headers)).toMatchObject({ status: 200, body: { status: 'ok' } });
+      expect(health.body, JSON.stringify(headers)).not.toHaveProperty('store_location');
+    }
     const doc = (await get('/openapi.json', {})).body as { openapi: string; paths: Record<string, { get: { parameters: Array<{ name: string; required: boolean; schema: Record<string, unknown> }> } }> };
     expect(doc.openapi).toBe('3.1.0');
     for (const e of endpoints) {
