@@ -64,6 +64,14 @@ describe('parameters', () => {
     expect(() => normaliseParams(logs, [])).toThrow(InputError);
   });
 
+  it('treats a required value that is nothing once read (a list of no item) as missing, so that it is never kept and warmed', async () => {
+    const classes = (await new QueryCatalog({ builtin: builtinQueriesDir, user: [examplesDir] }).scan()).byName.get('status.classes-hourly') as SavedQuery;
+    for (const value of [',', ' ', ',,', ' , ']) {
+      expect(() => normaliseParams(classes, [['projects', value]]), JSON.stringify(value)).toThrow(/^missing parameter 'projects' for status\.classes-hourly: /);
+    }
+    expect(normaliseParams(classes, [['projects', ' acme-shop ,']]).projects).toBe('acme-shop');
+  });
+
   it('names every missing parameter at once, before a value of another is judged', () => {
     const counts = findEndpoint('usage.api-counts');
     const both = "missing parameters for usage.api-counts: 'project' (an RE2 regular expression) and 'interval' (one of minutely, hourly, daily).";

@@ -74,6 +74,10 @@ export function normaliseParams(query: SavedQuery, raw: RawParams): NormalisedPa
     }
     result[param.name] = checked.value;
   }
+  // A value that is nothing once read (`projects=,`: a list of no item) is missing too, as `projects=` is:
+  // an answer is never kept under parameters that warming would then refuse.
+  const emptied = query.params.filter((param) => param.required && result[param.name] === '');
+  if (emptied.length > 0) throw new InputError(missingText(query.name, emptied));
   return result;
 }
 
