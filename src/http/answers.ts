@@ -43,13 +43,31 @@ export function sendError(res: ServerResponse, err: unknown, log: Log, headers: 
   send(res, err.httpStatus, errorBody(err.code, err.forCaller), own);
 }
 
+/** The longest request URL serve reads: past it, 414 (a caller's SQL that long goes in a POST). */
+export const MAX_URL_LENGTH = 8192;
+
 /**
- * The answer Node itself gives a request it could not parse (it never reaches a route): oversized
- * headers 431, headers too slow 408, anything else 400, in the same envelope.
+ * Whether what Node's parser held when the headers ran over its limit (16 KiB, the request line
+ * included) is a request line still under way: the URL too long, not the headers. `packet` is the
+ * piece of the request the parser was reading: a request's beginning, or a later piece of its line.
  */
-export function clientErrorAnswer(errCode: string | undefined, headerTimeoutSeconds: number): string {
+export function requestLineTooLong(packet: Buffer | undefined): boolean {
+  if (packet === undefined) return false;
+  const end = packet.indexOf('\r\n');
+  const line = packet.subarray(0, end === -1 ? packet.length : end);
+  return /^[A-Z]+ /.test(line.subarray(0, 16).toString('latin1')) ? line.length > MAX_URL_LENGTH : end === -1 || end > MAX_URL_LENGTH;
+}
+
+/**
+ * The answer Node itself gives a request it could not parse (it never reaches a route): a request line
+ * too long 414, as a URL over MAX_URL_LENGTH is, whatever its length; other oversized headers 431;
+ * headers too slow 408; anything else 400, in the same envelope.
+ */
+export function clientErrorAnswer(errCode: string | undefined, headerTimeoutSeconds: number, lineTooLong = false): string {
   const [status, code, message] =
-    errCode === 'HPE_HEADER_OVERFLOW'
+    errCode === 'HPE_HEADER_OVERFLOW' && lineTooLong
+      ? ['414 URI Too Long', 'uri_too_long', `the request URL is longer than ${MAX_URL_LENGTH} bytes.`]
+      : errCode === 'HPE_HEADER_OVERFLOW'
       ? ['431 Request Header Fields Too Large', 'headers_too_large', 'the request headers are larger than 16 KiB.']
       : errCode === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? ['408 Request Timeout', 'request_timeout', `the request headers did not arrive within ${headerTimeoutSeconds} s.`]

@@ -3,7 +3,7 @@ import type { Access, Caller } from '../access/index.js';
 import { InterruptedError, MethodNotAllowedError, NotFoundError, SandboxRefusedError, UnauthorizedError, UriTooLongError } from '../errors.js';
 import { nodeCrypto } from '../lazy.js';
 import type { Log } from '../report.js';
-import { errorBody, send, sendError } from './answers.js';
+import { errorBody, MAX_URL_LENGTH, send, sendError } from './answers.js';
 import type { Metrics } from './metrics.js';
 import { QUERY_PREFIX } from './paths.js';
 import { READ_METHODS, credentialOf, foreignSchemeRefusal, type Answered, type RequestContext, type Route } from './route.js';
@@ -13,7 +13,6 @@ import type { ServeRoutes } from './routes.js';
 const EXPOSED_HEADERS = 'X-Cache, Age, X-Request-Id, Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset';
 /** A caller's own request id is used when it is 1–128 of these characters. */
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
-const MAX_URL_LENGTH = 8192;
 
 /** What the pipeline is made of: the routes, who may call, what is counted and logged, which origins may call. */
 export interface PipelineParts {

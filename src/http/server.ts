@@ -4,7 +4,7 @@ import { Access } from '../access/index.js';
 import type { Savedq } from '../library.js';
 import type { Log } from '../report.js';
 import { holdConnections } from './connections.js';
-import { clientErrorAnswer } from './answers.js';
+import { clientErrorAnswer, requestLineTooLong } from './answers.js';
 import { keyChecker } from './keys.js';
 import { serveMetrics } from './metrics.js';
 import { RequestPipeline } from './pipeline.js';
@@ -110,7 +110,7 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     }
     // In the JSON error envelope, as every other answer; closed for good once the answer is written:
     // a client that never reads must not hold the slot.
-    socket.end(clientErrorAnswer(err.code, headerTimeoutSeconds), () => socket.destroy());
+    socket.end(clientErrorAnswer(err.code, headerTimeoutSeconds, requestLineTooLong((err as { rawPacket?: Buffer }).rawPacket)), () => socket.destroy());
   });
 
   await new Promise<void>((resolve, reject) => {

@@ -113,6 +113,33 @@ describe('HTTP under hostile load', () => {
     });
     expect(status).toBe(431);
   });
+
+  it('answers every request line too long with 414, whatever its length, sent whole or in pieces; long headers after a short line with 431', async () => {
+    const { port } = new URL(server.url);
+    /** What a raw connection is answered when it sends these pieces, one after the other. */
+    const answered = (pieces: string[]) =>
+      new Promise<number>((resolve, reject) => {
+        const socket = connect(Number(port), '127.0.0.1');
+        let text = '';
+        socket.setEncoding('latin1').on('data', (d: string) => (text += d));
+        socket.on('error', () => undefined); // the server may close before all is sent
+        socket.on('close', () => {
+          const status = /^HTTP\/1\.1 (\d{3})/.exec(text)?.[1];
+          if (status) resolve(Number(status));
+          else reject(new Error(`no answer: ${JSON.stringify(text.slice(0, 200))}`));
+        });
+        socket.on('connect', () => {
+          for (const piece of pieces) socket.write(piece);
+        });
+      });
+    for (const length of [9_000, 17_000, 40_000, 200_000]) {
+      const path = `/api/endpoints/query/logs.all?project=${'x'.repeat(length)}`;
+      expect(await answered([`GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`]), `${length}`).toBe(414);
+      // A line that reaches the server in pieces.
+      expect(await answered([`GET ${path.slice(0, 1000)}`, `${path.slice(1000)} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`]), `${length} in pieces`).toBe(414);
+    }
+    expect(await answered([`GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'b'.repeat(20_000)}\r\n\r\n`])).toBe(431);
+  });
 });
 
 describe('properties (fast-check)', () => {

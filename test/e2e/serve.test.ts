@@ -162,7 +162,7 @@ describe('savedq serve', () => {
   it('serves /health and /openapi.json without a key', async () => {
     expect(await get('/health', {})).toMatchObject({ status: 200, body: { status: 'ok' } });
     // A monitor holding an old key, or a token that does not verify, still sees the server up; only a valid key sees more.
-    for (const headers of [{ 'X-API-KEY': 'wrong' }, { Authorization: 'Bearer abc' }, { Authorization: 'Basic dTpw' }]) {
+    for (const headers of [{ 'X-API-KEY': 'wrong' }, { Authorization: 'Bearer abc' }, { Authorization: 'Basic dTpw' }] as Record<string, string>[]) {
       const health = await get('/health', headers);
       expect(health, JSON.stringify(headers)).toMatchObject({ status: 200, body: { status: 'ok' } });
       expect(health.body, JSON.stringify(headers)).not.toHaveProperty('store_location');
