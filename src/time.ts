@@ -30,6 +30,27 @@ const MAX_YEAR = 2299;
 export const ISO_TIMESTAMP_PATTERN = '^(\\d{4})-(\\d{2})-(\\d{2})(?:[Tt ](\\d{2}):(\\d{2})(?::(\\d{2})(?:[.,](\\d{1,9}))?)?)?(Z|z|[+-]\\d{2}(?::?\\d{2})?)?$';
 const ISO_PATTERN = new RegExp(ISO_TIMESTAMP_PATTERN);
 
+/** Months of 31 days, of 30, and February's 28, as the part of a pattern after the year and its dash. */
+const MONTH_DAYS = '(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\\d|30)|02-(?:0[1-9]|1\\d|2[0-8]))';
+
+/**
+ * The ISO 8601 timestamps parseIsoTimestamp takes, exactly, as one pattern (a JSON Schema's, which
+ * has no other way to say them): a real day of the engine's years (1900 to 2299, 29 February of a
+ * leap year), a time of day (no leap second), up to nine fractional digits, and Z, an offset or no zone.
+ */
+export const ISO_TIMESTAMP_EXACT =
+  '^(?:(?:19|2[0-2])\\d\\d-' + MONTH_DAYS + '|(?:(?:19|2[0-2])(?:0[48]|[2468][048]|[13579][26])|2000)-02-29)' +
+  '(?:[Tt ](?:[01]\\d|2[0-3]):[0-5]\\d(?::[0-5]\\d(?:[.,]\\d{1,9})?)?)?(?:Z|z|[+-](?:[01]\\d|2[0-3])(?::?[0-5]\\d)?)?$';
+
+/**
+ * The dates a `date` parameter takes (what a ClickHouse Date holds, 1970-01-01 to 2149-06-06), exactly,
+ * as one pattern: the leap years of that span are 1972 to 2148 but 2100.
+ */
+export const DATE_EXACT =
+  '^(?:(?:19[7-9]\\d|20\\d\\d|21[0-3]\\d|214[0-8])-' + MONTH_DAYS +
+  '|(?:19(?:[79][26]|8[048])|20(?:[02468][048]|[13579][26])|21(?:0[48]|[24][048]|[13][26]))-02-29' +
+  '|2149-(?:0[135]-(?:0[1-9]|[12]\\d|3[01])|04-(?:0[1-9]|[12]\\d|30)|02-(?:0[1-9]|1\\d|2[0-8])|06-0[1-6]))$';
+
 /**
  * Parses an ISO 8601 timestamp to integer microseconds: a date, optionally a time with up to nine
  * fractional digits (kept to the microsecond), and `Z`, an offset, or no zone (= UTC). Returns

@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { InputError, NotFoundError } from '../src/errors.js';
-import { normaliseParams, parsePairs } from '../src/queries/params.js';
+import { checkValue, normaliseParams, parsePairs } from '../src/queries/params.js';
 import { toClickHouseParams } from '../src/queries/sql.js';
 import { isLiteral, patternError } from '../src/queries/param-types.js';
-import { isoAt, parseIsoTimestamp, toClickHouseDateTime, toIsoMicros } from '../src/time.js';
+import { DATE_EXACT, ISO_TIMESTAMP_EXACT, isoAt, parseIsoTimestamp, toClickHouseDateTime, toIsoMicros } from '../src/time.js';
+import fc from 'fast-check';
 import { asOfMicros } from '../src/calls/prepare.js';
 import { QueryCatalog } from '../src/queries/catalog.js';
 import type { SavedQuery } from '../src/queries/types.js';
@@ -23,6 +24,25 @@ describe('timestamps', () => {
 
   it.each(['', 'now', '2026-02-30T00:00:00Z', '2026-13-01', '2026-03-10T24:00:00Z', '2026-03-10T12:34:56+25:00', '12:00', '2026-3-1'])('rejects what is not a real instant: %j', (bad) => {
     expect(parseIsoTimestamp(bad)).toBeUndefined();
+  });
+
+  it("says in one pattern exactly the timestamps the parser takes, and the dates a date parameter takes (OpenAPI's and MCP's schemas)", () => {
+    const exact = new RegExp(ISO_TIMESTAMP_EXACT);
+    const date = new RegExp(DATE_EXACT);
+    const dateParam = { name: 'd', type: 'date', required: false } as const;
+    const pad = (n: number, w = 2) => String(n).padStart(w, '0');
+    const shaped = fc
+      .tuple(
+        fc.integer({ min: 1890, max: 2310 }),
+        fc.integer({ min: 0, max: 13 }),
+        fc.integer({ min: 0, max: 32 }),
+        fc.option(fc.tuple(fc.constantFrom('T', 't', ' '), fc.integer({ min: 0, max: 24 }), fc.integer({ min: 0, max: 60 }), fc.option(fc.integer({ min: 0, max: 60 })))),
+        fc.constantFrom('', 'Z', 'z', '+00:00', '-05:30', '+0530', '+02', '+24:00', '+05:60'),
+      )
+      .map(([y, mo, d, time, zone]) => `${pad(y, 4)}-${pad(mo)}-${pad(d)}${time ? `${time[0]}${pad(time[1])}:${pad(time[2])}${time[3] === null ? '' : `:${pad(time[3])}`}` : ''}${zone}`);
+    fc.assert(fc.property(fc.oneof(shaped, fc.string({ maxLength: 30 })), (text) => exact.test(text) === (parseIsoTimestamp(text) !== undefined)), { numRuns: 20_000 });
+    const days = fc.tuple(fc.integer({ min: 1960, max: 2160 }), fc.integer({ min: 0, max: 13 }), fc.integer({ min: 0, max: 32 })).map(([y, mo, d]) => `${pad(y, 4)}-${pad(mo)}-${pad(d)}`);
+    fc.assert(fc.property(fc.oneof(days, fc.constantFrom('2149-06-06', '2149-06-07', '1970-01-01', '1969-12-31', '2100-02-29', '2000-02-29')), (text) => date.test(text) === 'value' in checkValue(dateParam, text)), { numRuns: 20_000 });
   });
 
   it('formats for ClickHouse and as ISO with microseconds, before 1970 too', () => {

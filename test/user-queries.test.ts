@@ -323,7 +323,13 @@ describe('a user query over HTTP', () => {
     expect(params.b?.schema).toEqual({ type: 'string', enum: ['true', 'false', '1', '0'] });
     expect(params.t?.schema).toMatchObject({ type: 'string', pattern: expect.stringMatching(/^\^/) });
     expect(new RegExp((params.t?.schema as { pattern: string }).pattern).test('2026-11-20T12:00:00')).toBe(true);
-    expect(params.d?.schema).toEqual({ type: 'string', format: 'date' });
+    // The dates a ClickHouse Date holds, exactly: 1970-01-01 to 2149-06-06, a real day of its month.
+    expect(params.d?.schema).toMatchObject({ type: 'string', format: 'date', pattern: expect.stringMatching(/^\^/) });
+    const date = new RegExp((params.d?.schema as { pattern: string }).pattern);
+    expect(['1970-01-01', '2149-06-06', '2024-02-29', '2000-02-29'].filter((d) => !date.test(d))).toEqual([]);
+    expect(['1969-12-31', '2149-06-07', '2100-02-29', '2023-02-29', '2026-04-31'].filter((d) => date.test(d))).toEqual([]);
+    // A required text may not be empty: empty is missing.
+    expect(params.s?.schema).toEqual({ type: 'string', minLength: 1 });
     expect(params.l).toMatchObject({ style: 'form', explode: false, schema: { type: 'array', items: { type: 'string' } } });
     expect(params.s).toMatchObject({ required: true, schema: { type: 'string' } });
     const byPath = Object.fromEntries(doc.paths['/api/endpoints/query/errors.by-path']?.get.parameters.map((p) => [p.name, p.schema]) ?? []);

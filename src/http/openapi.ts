@@ -115,17 +115,23 @@ function postOf(query: SavedQuery, get: Record<string, unknown>, grant: Grant): 
     summary: `${String(get.summary)} (parameters in a JSON body)`,
     parameters: [],
     requestBody: {
-      required: false,
+      // A query with a required parameter needs a body, and in it its params (else 400, naming what is missing).
+      required: params.some((p) => p.required),
       content: {
         'application/json': {
           schema: {
             type: 'object',
             additionalProperties: false,
+            ...(params.some((p) => p.required) ? { required: ['params'] } : {}),
             properties: {
               params: {
                 type: 'object',
                 additionalProperties: false,
-                properties: Object.fromEntries(params.map((p) => [p.name, parameterSchema(p, 'json')])),
+                properties: {
+                  ...Object.fromEntries(params.map((p) => [p.name, parameterSchema(p, 'json')])),
+                  // A parameter the caller's token fixes may be given, as the value it is fixed to.
+                  ...Object.fromEntries(query.params.filter((p) => grant.fixed.has(p.name)).map((p) => [p.name, { const: grant.fixed.get(p.name) }])),
+                },
                 ...(params.some((p) => p.required) ? { required: params.filter((p) => p.required).map((p) => p.name) } : {}),
               },
               ...(sql ? { [SQL_PARAM]: sqlSchema(query) } : {}),

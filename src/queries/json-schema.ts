@@ -1,5 +1,5 @@
 import { splitList } from './param-types.js';
-import { ISO_TIMESTAMP_PATTERN } from '../time.js';
+import { DATE_EXACT, ISO_TIMESTAMP_EXACT } from '../time.js';
 import { BOOLEAN_TEXTS, type FieldType, type ParamDefinition, type SavedQuery } from './types.js';
 import type { QueryStatistics } from '../warehouse/types.js';
 
@@ -97,43 +97,55 @@ function typedValue(param: ParamDefinition, text: string): unknown {
 }
 
 /**
- * The JSON Schema of a parameter's value, as its type, bounds, allowed values and default say: the
- * one mapping OpenAPI, the page and MCP share. In a query string a boolean is one of its words and a
- * timestamp any ISO 8601 form savedq reads; as JSON a boolean is a boolean and a timestamp a
- * `date-time`. Allowed values are an `enum` where others are refused; where others behave as the
- * default (`other: default`), a URL lists them as `examples` and a tool's arguments, which an agent
- * fills from the schema, as its `enum`.
+ * The JSON Schema of a parameter's value, exactly what the server takes (a test holds the two to each
+ * other, tests/e2e/schema.test.ts): the one mapping OpenAPI, the page and MCP share. In a query string
+ * a boolean is one of its words; as JSON (an MCP tool's arguments, a POST body's params) each value is
+ * the JSON value its type takes (queries/arguments.ts), null standing for an optional one left out. A
+ * timestamp is any ISO 8601 form savedq reads, a date one the engine holds, as exact patterns. A
+ * required value may not be empty (empty is missing), and a required list has an item that is not
+ * blank. Allowed values are an `enum` where others are refused; where others behave as the default
+ * (`other: default`), any value is taken, so they are `examples`.
  */
 export function parameterSchema(p: ParamDefinition, carrier: ValueCarrier): object {
-  const strict = carrier === 'json' || p.other === 'reject';
+  const json = carrier === 'json';
   const enumOf = (values: readonly string[]) =>
-    strict ? { enum: values.map((v) => typedValue({ ...p, type: p.type === 'string[]' ? 'string' : p.type }, v)) } : { examples: [...values] };
+    p.other === 'reject' ? { enum: values.map((v) => typedValue({ ...p, type: p.type === 'string[]' ? 'string' : p.type }, v)) } : { examples: [...values] };
   const base: Record<string, unknown> = (() => {
     switch (p.type) {
       case 'integer':
-        return carrier === 'json' ? { type: 'integer' } : { type: 'integer', format: 'int64' };
+        return json ? { type: 'integer' } : { type: 'integer', format: 'int64' };
       case 'number':
-        return carrier === 'json' ? { type: 'number' } : { type: 'number', format: 'double' };
+        return json ? { type: 'number' } : { type: 'number', format: 'double' };
       case 'boolean':
         // What the server takes in a query string: true, false, 1 or 0.
-        return carrier === 'json' ? { type: 'boolean' } : { type: 'string', enum: BOOLEAN_TEXTS.map(([t]) => t) };
+        return json ? { type: 'boolean' } : { type: 'string', enum: BOOLEAN_TEXTS.map(([t]) => t) };
       case 'timestamp':
         // ISO 8601 with Z, an offset or no zone (UTC): wider than RFC 3339's date-time, which needs a zone.
-        return carrier === 'json' ? { type: 'string', format: 'date-time' } : { type: 'string', pattern: ISO_TIMESTAMP_PATTERN, description: 'ISO 8601; without a zone it is UTC.' };
+        return { type: 'string', pattern: ISO_TIMESTAMP_EXACT, description: 'ISO 8601; without a zone it is UTC.' };
       case 'date':
-        return { type: 'string', format: 'date' };
-      case 'string[]':
-        return { type: 'array', items: { type: 'string', ...(p.allowed ? enumOf(p.allowed) : {}) } };
+        return { type: 'string', format: 'date', pattern: DATE_EXACT };
+      case 'string[]': {
+        const items = { type: 'string', ...(p.allowed ? enumOf(p.allowed) : {}) };
+        // As JSON, a list or one text of comma-separated items; required, an item that is not blank.
+        const some = p.required ? { contains: { type: 'string', pattern: '\\S' }, ...(json ? { pattern: '[^,\\s]' } : {}) } : {};
+        return { type: json ? ['array', 'string'] : 'array', items, ...some };
+      }
       default:
-        return { type: 'string' };
+        return { type: 'string', ...(p.required ? { minLength: 1 } : {}) };
     }
   })();
-  return {
+  const schema: Record<string, unknown> = {
     ...base,
     ...(p.allowed && p.type !== 'string[]' ? enumOf(p.allowed) : {}),
     ...(p.min !== undefined ? { minimum: p.min } : {}),
     ...(p.max !== undefined ? { maximum: p.max } : {}),
-    ...(p.default !== undefined ? { default: p.type === 'boolean' && carrier === 'query-string' ? p.default : typedValue(p, p.default) } : {}),
-    ...(carrier === 'json' && p.description ? { description: p.description } : {}),
+    ...(p.default !== undefined ? { default: p.type === 'boolean' && !json ? p.default : typedValue(p, p.default) } : {}),
+    ...(json && p.description ? { description: p.description } : {}),
   };
+  // As JSON, null is an optional value left out.
+  if (json && !p.required) {
+    schema.type = [...(Array.isArray(schema.type) ? (schema.type as string[]) : [schema.type as string]), 'null'];
+    if (Array.isArray(schema.enum)) schema.enum = [...(schema.enum as unknown[]), null];
+  }
+  return schema;
 }
