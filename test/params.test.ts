@@ -7,7 +7,7 @@ import { DATE_EXACT, ISO_TIMESTAMP_EXACT, isoAt, parseIsoTimestamp, toClickHouse
 import fc from 'fast-check';
 import { asOfMicros } from '../src/calls/prepare.js';
 import { QueryCatalog } from '../src/queries/catalog.js';
-import type { SavedQuery } from '../src/queries/types.js';
+import type { ParamDefinition, SavedQuery } from '../src/queries/types.js';
 import { builtinQueriesDir, examplesDir } from '../src/package.js';
 import { builtins, endpoints, findEndpoint } from './helpers.js';
 
@@ -29,7 +29,7 @@ describe('timestamps', () => {
   it("says in one pattern exactly the timestamps the parser takes, and the dates a date parameter takes (OpenAPI's and MCP's schemas)", () => {
     const exact = new RegExp(ISO_TIMESTAMP_EXACT);
     const date = new RegExp(DATE_EXACT);
-    const dateParam = { name: 'd', type: 'date', required: false } as const;
+    const dateParam: ParamDefinition = { name: 'd', type: 'date', required: false, description: '', other: 'reject' };
     const pad = (n: number, w = 2) => String(n).padStart(w, '0');
     const shaped = fc
       .tuple(
