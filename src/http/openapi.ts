@@ -2,6 +2,7 @@ import { answerFacts, parameterSchema, rowsSchema, sqlSchema } from '../queries/
 import { SQL_PARAM } from '../queries/sql.js';
 import type { SavedQuery } from '../queries/types.js';
 import { grantOf, type Caller, type Grant } from '../access/index.js';
+import { MAX_URL_LENGTH } from './answers.js';
 
 const errorResponse = (description: string, headers: object = {}) => ({
   description,
@@ -21,7 +22,7 @@ const rateLimitHeaders = {
 /** The answers any path may get besides its own: the server's limits and failures, in the error envelope. */
 const commonErrors = {
   '408': errorResponse('The request headers did not arrive within --header-timeout.'),
-  '414': errorResponse('The request URL is longer than 8192 bytes.'),
+  '414': errorResponse(`The request URL is longer than ${MAX_URL_LENGTH} bytes (a request line of any length past it).`),
   '431': errorResponse('The request headers are larger than 16 KiB.'),
   '500': errorResponse('This saved query cannot run (its definition; the server log says why), or an internal error.'),
 };
@@ -62,7 +63,7 @@ function operation(query: SavedQuery, by: 'name' | 'id', grant: Grant): Record<s
         ...(p.type === 'string[]' ? { style: 'form', explode: false } : {}),
         schema: parameterSchema(p, 'query-string'),
       })),
-      ...(sql ? [{ name: SQL_PARAM, in: 'query', required: false, description: 'Your own SELECT over the answer (table `result`); past 8 KiB of address, POST it.', schema: sqlSchema(query) }] : []),
+      ...(sql ? [{ name: SQL_PARAM, in: 'query', required: false, description: 'Your own SELECT over the answer (table `result`); past 8 KiB of address, POST it.', schema: sqlSchema(query, MAX_URL_LENGTH) }] : []),
     ],
     responses: {
       '200': {

@@ -68,12 +68,16 @@ export function answerFacts(maxRows: number): Record<string, object> {
   };
 }
 
-/** A caller's own SQL over a sandboxed query's answer, as OpenAPI and MCP declare it (docs/sandboxing.md). */
-export function sqlSchema(query: Pick<SavedQuery, 'fields'>): object {
+/**
+ * A caller's own SQL over a sandboxed query's answer, as OpenAPI and MCP declare it (docs/sandboxing.md):
+ * at most 16 KiB in a body, and in an address no more than the address holds (8 KiB, the rest of the
+ * address included: past it, 414).
+ */
+export function sqlSchema(query: Pick<SavedQuery, 'fields'>, maxLength = 16 * 1024): object {
   const fields = query.fields.map((f) => f.name);
   return {
     type: 'string',
-    maxLength: 16 * 1024,
+    maxLength,
     description:
       "Your own SELECT over this query's answer, which it reads as the table `result`" +
       (fields.length > 0 ? ` (its fields: ${fields.join(', ')})` : '') +
