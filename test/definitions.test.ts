@@ -167,8 +167,9 @@ GROUP BY path ORDER BY errors DESC;`,
 
   it('reports every problem of a file, not just the first', () => {
     const found = problems(definition('parms: {}\nparams:\n  v:\n    type: int\n  w: {}', 'SELECT @w, @x'));
-    // The SQL is checked against the parameters once the header reads cleanly.
-    expect(found.map((p) => p.split(':')[0])).toEqual(['2', '5']);
+    // The SQL is checked against every parameter the header names, those with a problem too, at once:
+    // parms (2), v's type (5), v never used (4), @x not declared (8).
+    expect(found.map((p) => p.split(':')[0])).toEqual(['2', '4', '5', '8']);
   });
 
   it('gives an edited query a new digest, but not an edited description', () => {

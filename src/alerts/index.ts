@@ -10,7 +10,7 @@ import { plural } from '../words.js';
 import { InputError, NotFoundError, SandboxRefusedError, BadSqlError } from '../errors.js';
 import type { AsOf } from '../time.js';
 import { deliver, DELIVERY_WINDOW_MS, retryDelayMs } from './deliver.js';
-import { readAlertFiles, targetText, type AlertSpec, type Target } from './spec.js';
+import { readAlertFiles, targetText, type AlertCall, type AlertSpec, type Target } from './spec.js';
 import type { AlertRecords, AlertState, Change, StateRecord } from '../store/types.js';
 
 export { durationText } from './spec.js';
@@ -40,7 +40,7 @@ class AlertProblem extends Error {
 }
 
 /** The engine's refusal of an alert's condition over its query's answer (a field the answer has not), at the condition's line. */
-function refusedCondition(alert: AlertSpec, query: string, said: string): AlertProblem {
+function refusedCondition(alert: AlertCall, query: string, said: string): AlertProblem {
   return new AlertProblem({ file: alert.file, line: alert.lines.condition, message: `the engine refuses the condition over ${query}'s answer: ${said}` });
 }
 
@@ -124,6 +124,8 @@ export interface DeliveryOutcome {
 export interface BrokenAlert {
   readonly file: string;
   readonly problems: readonly DefinitionProblem[];
+  /** What read well of its call, which check checks too. */
+  readonly call?: AlertCall | undefined;
 }
 
 /** What `alerts check` did. */
@@ -240,7 +242,7 @@ export class Alerts {
     const broken: BrokenAlert[] = [];
     for (const read of readAlertFiles(this.#parts.folders)) {
       if (read.alert) alerts.push(read.alert);
-      else broken.push({ file: read.problems[0]?.file ?? '', problems: read.problems });
+      else broken.push({ file: read.problems[0]?.file ?? '', problems: read.problems, call: read.call });
     }
     return { alerts, broken };
   }
@@ -411,7 +413,14 @@ export class Alerts {
       }
       checked.push({ file: alert.file, name: alert.name, query, problems });
     }
-    for (const b of broken) checked.push({ file: b.file, name: null, query: null, problems: [...b.problems] });
+    for (const b of broken) {
+      // Its call too, as far as it reads: every problem of the file at once, not one round a fix.
+      const more = b.call ? await this.#callOf(b.call).then(() => [], (err: unknown) => {
+        if (err instanceof AlertProblem) return [err.problem];
+        throw err;
+      }) : [];
+      checked.push({ file: b.file, name: null, query: null, problems: [...b.problems, ...more].sort((x, y) => x.line - y.line) });
+    }
     return checked;
   }
 
@@ -421,7 +430,7 @@ export class Alerts {
    * AlertProblem at its line: the one rule by which `check` calls an alert broken and `alerts check`
    * and `alerts test` never evaluate it.
    */
-  async #callOf(alert: AlertSpec, at?: AsOf): Promise<{ call: PreparedCall; over: PreparedCall }> {
+  async #callOf(alert: AlertCall, at?: AsOf): Promise<{ call: PreparedCall; over: PreparedCall }> {
     let call: PreparedCall;
     try {
       call = await this.#parts.prepare({ nameOrId: alert.query, params: alert.params, at });

@@ -6,6 +6,7 @@ import { filesIn } from '../fs.js';
 import type { DefinitionProblem } from '../queries/definition.js';
 import type { RawParams } from '../queries/params.js';
 import { NAME_PATTERN } from '../queries/types.js';
+import { closest } from '../suggest.js';
 import {
   describeNode,
   isNull,
@@ -55,7 +56,17 @@ export interface AlertSpec {
 }
 
 /** An alert file as read: the alert, or what is wrong with it. */
-export type ReadAlertFile = { readonly alert: AlertSpec; readonly problems?: undefined } | { readonly alert?: undefined; readonly problems: readonly DefinitionProblem[] };
+export type ReadAlertFile =
+  | { readonly alert: AlertSpec; readonly problems?: undefined }
+  | {
+      readonly alert?: undefined;
+      readonly problems: readonly DefinitionProblem[];
+      /** What read well of a broken file's call (its query, parameters and condition), for check to check too: every problem at once. */
+      readonly call?: AlertCall;
+    };
+
+/** An alert's call: what check asks the library of it. */
+export type AlertCall = Pick<AlertSpec, 'file' | 'query' | 'params' | 'when' | 'whenSql' | 'lines'>;
 
 /** Whether a file name is an alert file's. */
 function isAlertFileName(name: string): boolean {
@@ -153,9 +164,17 @@ export function readAlertFile(file: string, text: string): ReadAlertFile {
   let repeatMs: number | undefined;
   let notify: Target[] | undefined;
   const at_ = { query: 1, params: 1, condition: 1 };
-  for (const [pair, keyLine] of mapEntries(root, 1, 'the alert file', at)) {
+  const entries = mapEntries(root, 1, 'the alert file', at);
+  const keys = new Set(entries.map(([pair, keyLine]) => keyName(pair, keyLine, 'key')));
+  for (const [pair, keyLine] of entries) {
     try {
-      const key = keyName(pair, keyLine, 'key');
+      const given = keyName(pair, keyLine, 'key');
+      // A key misspelled is said, and read as the key it was surely meant to be (when the file gives none
+      // of that one), so that what is wrong inside it is said at once too, not on the next check.
+      const meant = FILE_KEYS.includes(given) ? given : closest(given, FILE_KEYS);
+      if (meant !== given) problem(keyLine, unknownKey(given, FILE_KEYS, 'the alert file', keyLine).message);
+      if (meant === undefined || (meant !== given && keys.has(meant))) continue;
+      const key = meant;
       const line = pair.value ? at(pair.value) : keyLine;
       switch (key) {
         case 'description':
@@ -206,8 +225,6 @@ export function readAlertFile(file: string, text: string): ReadAlertFile {
             }
           }
           break;
-        default:
-          throw unknownKey(key, FILE_KEYS, 'the alert file', keyLine);
       }
     } catch (err) {
       if (!(err instanceof Problem)) throw err;
@@ -222,7 +239,10 @@ export function readAlertFile(file: string, text: string): ReadAlertFile {
   if (when === undefined && whenSql === undefined) missing('when', 'no when: an alert says when it fires (when: error_count > 0, or when_sql: SELECT … FROM result).');
   if (everyMs === undefined) missing('every', 'no every: an alert says how often it is looked at (every: 5m; at least 1m).');
   if (notify === undefined) missing('notify', 'no notify: an alert says whom it tells (notify: [{webhook: https://…}, {command: [mail, …]}]).');
-  if (problems.length > 0 || query === undefined || everyMs === undefined || notify === undefined) return { problems: problems.sort((a, b) => a.line - b.line) };
+  if (problems.length > 0 || query === undefined || everyMs === undefined || notify === undefined) {
+    const call = query !== undefined && (when === undefined) !== (whenSql === undefined) ? { file, query, params, when, whenSql, lines: at_ } : undefined;
+    return { problems: problems.sort((a, b) => a.line - b.line), ...(call ? { call } : {}) };
+  }
   return { alert: { name, file, description, query, params, when, whenSql, everyMs, forMs, repeatMs, notify, lines: at_ } };
 }
 

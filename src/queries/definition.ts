@@ -97,9 +97,9 @@ export function readDefinition(file: string, text: string, defaultName: string, 
   const header = parseHeader(headerText, (offset) => lines.lineAt(headerOffset + offset), problem);
   const sql = text.slice(sqlOffset);
   if (!header) return { problems };
-  // A run by the name or id the header gives is told what is wrong, wherever in the file that is.
+  // A run by the name or id the header gives is told what is wrong, wherever in the file that is. Every
+  // problem of the file is told at once: the SQL is checked too when the header has problems of its own.
   const broken = (): ReadDefinition => ({ problems: problems.sort((a, b) => a.line - b.line), declared: { name: header.name, id: header.id } });
-  if (problems.length > 0) return broken();
 
   const sqlStart = sqlOffset + (/^\s*/.exec(sql)?.[0].length ?? 0);
   if (sql.trim() === '') problem(lines.lineAt(sqlOffset), 'no SQL after the header.');
@@ -113,8 +113,8 @@ export function readDefinition(file: string, text: string, defaultName: string, 
     problem(1, `the file name gives the query the name '${name}', which is not a valid name: lowercase letters, digits, '.', '_' and '-', starting with a letter or digit, at most 64; set name: in the header or rename the file.`);
   }
 
-  // Every @name must be declared, and every declared parameter used.
-  const declared = new Map(header.params.map((p) => [p.definition.name, p]));
+  // Every @name must be declared, and every declared parameter used (one with a problem of its own too).
+  const declared = new Map(header.named.map((p) => [p.name, p]));
   const used = new Set<string>();
   for (const use of paramUses(sql)) {
     used.add(use.name);
@@ -126,8 +126,8 @@ export function readDefinition(file: string, text: string, defaultName: string, 
       );
     }
   }
-  for (const { definition, line } of header.params) {
-    if (!used.has(definition.name)) problem(line, `parameter '${definition.name}' is declared but the SQL never uses @${definition.name}.`);
+  for (const { name: param, line } of header.named) {
+    if (!used.has(param)) problem(line, `parameter '${param}' is declared but the SQL never uses @${param}.`);
   }
   // In the order of the file, as an editor walks them (the checks above go by kind).
   if (problems.length > 0) return broken();
@@ -174,6 +174,8 @@ interface Header {
   lines: { name: number; id: number };
   description: string;
   params: { definition: ParamDefinition; line: number }[];
+  /** Every parameter the header names, those with a problem too: what the SQL is checked against. */
+  named: { name: string; line: number }[];
   fields: FieldDefinition[];
   maxRows: number;
   cache: number;
@@ -215,7 +217,7 @@ function parseHeader(
     problem(lineOf(Math.min(err.pos[0], last)), `the header is not valid YAML: ${yamlMessage(err.message)}${hint}`);
     return undefined;
   }
-  const header: Header = { name: undefined, id: undefined, lines: { name: 1, id: 1 }, description: '', params: [], fields: [], maxRows: 1000, cache: 0, warm: 0, timeout: undefined, sandbox: false };
+  const header: Header = { name: undefined, id: undefined, lines: { name: 1, id: 1 }, description: '', params: [], named: [], fields: [], maxRows: 1000, cache: 0, warm: 0, timeout: undefined, sandbox: false };
   const root = doc.contents;
   if (root === null || (isScalar(root) && root.value === null)) return header;
   const at: LineOf = (node) => lineOf(node?.range?.[0] ?? 0);
@@ -233,9 +235,16 @@ function parseHeader(
     }
   };
   let warmLine = 0;
+  const keys = new Set(root.items.map((p) => (isScalar(p.key) ? String(p.key.value) : '')));
   for (const [pair, keyLine] of mapEntries(root, 0, 'the header', at)) {
     attempt(() => {
-      const key = keyName(pair, keyLine, 'key');
+      const given = keyName(pair, keyLine, 'key');
+      // A key misspelled is said, and read as the key it was surely meant to be (when the header gives
+      // none of that one), so that what is wrong inside it is said at once too, not on the next check.
+      const meant = HEADER_KEYS.includes(given) ? given : closest(given, HEADER_KEYS);
+      if (meant !== given) problem(keyLine, unknownKey(given, HEADER_KEYS, 'the header', keyLine).message);
+      if (meant === undefined || (meant !== given && keys.has(meant))) return;
+      const key = meant;
       const line = pair.value ? at(pair.value) : keyLine;
       const value = pair.value;
       switch (key) {
@@ -276,7 +285,12 @@ function parseHeader(
           break;
         case 'params':
           for (const [paramPair, paramLine] of mapEntries(value, line, 'params', at)) {
-            attempt(() => header.params.push({ definition: readParam(paramPair, paramLine, at), line: paramLine }));
+            attempt(() => {
+              const name = keyName(paramPair, paramLine, 'parameter name');
+              if (PARAM_NAME_PATTERN.test(name)) header.named.push({ name, line: paramLine });
+              const definition = readParam(paramPair, paramLine, at, problem);
+              if (definition) header.params.push({ definition, line: paramLine });
+            });
           }
           break;
         case 'fields':
@@ -284,8 +298,6 @@ function parseHeader(
             attempt(() => header.fields.push(readField(fieldPair, fieldLine, at)));
           }
           break;
-        default:
-          throw unknownKey(key, HEADER_KEYS, 'the header', keyLine);
       }
     });
   }
@@ -298,7 +310,11 @@ function parseHeader(
   return header;
 }
 
-function readParam(pair: Pair<Node, Node | null>, line: number, at: LineOf): ParamDefinition {
+/**
+ * A parameter's declaration, or undefined when a setting of it has a problem, each told to `problem`
+ * (an unknown key, read as the key it was surely meant to be) or thrown (the first of the others).
+ */
+function readParam(pair: Pair<Node, Node | null>, line: number, at: LineOf, problem: (line: number, message: string) => void): ParamDefinition | undefined {
   const name = keyName(pair, line, 'parameter name');
   if (!PARAM_NAME_PATTERN.test(name)) {
     throw new Problem(line, `invalid parameter name '${name}': letters, digits and '_', not starting with a digit.`);
@@ -306,11 +322,18 @@ function readParam(pair: Pair<Node, Node | null>, line: number, at: LineOf): Par
   if (name === NOW_PARAM) throw new Problem(line, `'${NOW_PARAM}' is reserved: @now is the instant the query runs as of (run --at); do not declare it.`);
   if (name === SQL_PARAM) throw new Problem(line, `'${SQL_PARAM}' is reserved: it carries a caller's own SQL over the answer (sandbox: true); name the parameter otherwise.`);
   const settings = new Map<string, { node: Node | null; line: number }>();
+  let misspelled = false;
   if (pair.value !== null && !(isScalar(pair.value) && pair.value.value === null)) {
-    for (const [setting, settingLine] of mapEntries(pair.value, line, `parameter '${name}'`, at)) {
+    const entries = mapEntries(pair.value, line, `parameter '${name}'`, at);
+    const given = new Set(entries.map(([setting, settingLine]) => keyName(setting, settingLine, 'key')));
+    for (const [setting, settingLine] of entries) {
       const key = keyName(setting, settingLine, 'key');
-      if (!PARAM_KEYS.includes(key)) throw unknownKey(key, PARAM_KEYS, `parameter '${name}'`, settingLine);
-      settings.set(key, { node: setting.value, line: setting.value ? at(setting.value) : settingLine });
+      const meant = PARAM_KEYS.includes(key) ? key : closest(key, PARAM_KEYS);
+      if (meant !== key) {
+        problem(settingLine, unknownKey(key, PARAM_KEYS, `parameter '${name}'`, settingLine).message);
+        misspelled = true;
+      }
+      if (meant !== undefined && (meant === key || !given.has(meant))) settings.set(meant, { node: setting.value, line: setting.value ? at(setting.value) : settingLine });
     }
   }
   const get = (key: string) => settings.get(key);
@@ -380,6 +403,8 @@ function readParam(pair: Pair<Node, Node | null>, line: number, at: LineOf): Par
     throw new Problem(otherSetting?.line ?? line, `other: default of parameter '${name}' needs a default value to fall back to.`);
   }
 
+  // Read whole, for what else is wrong with it; not a declaration while a key of it is misspelled.
+  if (misspelled) return undefined;
   return {
     ...shape,
     other: other,

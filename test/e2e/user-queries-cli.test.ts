@@ -161,6 +161,29 @@ describe('a broken definition among good ones', () => {
     expect(r.stderr).toBe('savedq: check: 5 ok, 1 broken.\n');
   });
 
+  it('check reports every problem of a file at once, not one round a fix: a definition\'s and an alert file\'s', async () => {
+    const folder = join(dir, 'rounds');
+    mkdirSync(folder, { recursive: true });
+    writeFileSync(join(folder, 'typos.sql'), '/*\ndescriptio: Typos.\nparms:\n  p: { type: strng }\n  q: { typ: string }\n*/\nSELECT @x AS a, @q AS b\n');
+    writeFileSync(join(folder, 'typos.alert.yaml'), 'qeury: usage.api-counts\nwen: total_rest_requests > 0\nevery: 30s\nparams: { project: a, interval: daily, colour: red }\nnotify:\n  - webhook: ftp://x\n');
+    const r = await cli(['--queries', folder, 'check'], { env });
+    expect(r.code).toBe(2);
+    const errors = r.stdout.split('\n').filter((l) => l.startsWith('error')).map((l) => l.replace(/^error {2}\S*\//, ''));
+    expect(errors).toEqual([
+      "typos.sql:2: unknown key 'descriptio' in the header. Did you mean description?",
+      "typos.sql:3: unknown key 'parms' in the header. Did you mean params?",
+      "typos.sql:4: unknown type 'strng' in parameter 'p'. Did you mean string?",
+      "typos.sql:4: parameter 'p' is declared but the SQL never uses @p.",
+      "typos.sql:5: unknown key 'typ' in parameter 'q'. Did you mean type?",
+      'typos.sql:7: @x is used but not declared under params. Did you mean @p?',
+      "typos.alert.yaml:1: unknown key 'qeury' in the alert file. Did you mean query?",
+      "typos.alert.yaml:2: unknown key 'wen' in the alert file. Did you mean when?",
+      'typos.alert.yaml:3: every must be at least 1m, not 30s.',
+      'typos.alert.yaml:4: unknown parameter "colour" for usage.api-counts. Parameters: project, interval.',
+      'typos.alert.yaml:6: webhook must be an http(s) address, not ftp.',
+    ]);
+  });
+
   it('serve refuses to start, listing every broken definition (exit 2)', async () => {
     const r = await cli(['serve', '--port', '0'], { env: { ...env, SAVEDQ_API_KEYS: 'k' } });
     expect(r.code).toBe(2);
