@@ -126,9 +126,9 @@ program
 
 program
   .command('list')
-  .description('list the saved queries and their parameters')
+  .description('list the saved queries and their parameters (their files as read; only check asks the engine whether it takes each query\'s SQL)')
   .addOption(formatOption())
-  .addHelpText('after', examples('savedq list', "savedq list -f json | jq '.[].name'"))
+  .addHelpText('after', examples('savedq list', "savedq list -f json | jq '.[].name'", 'savedq check    # every definition, the engine asked too'))
   .action(action(async (flags, opts: { format?: string }) => {
     const { listCommand } = await import('./commands/list.js');
     await listCommand(lib(flags), { ...flags, format: opts.format }, io);

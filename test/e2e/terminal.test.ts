@@ -37,6 +37,8 @@ describe('help that teaches', () => {
     expect(run).toContain('  $ savedq run logs.all -p project=acme-shop -p project_tier=PRO \\\n      -p iso_timestamp_start=2026-11-21T00:00:00Z\n');
     expect(run.replace(/ \\\n +/g, ' ')).toContain('$ savedq run 0f4c6b2e-7f3a-4a51-9a8e-3d2b1c5e6f01 -p project=acme-shop --at 2026-11-21T12:00:00Z -f csv\n');
     expect(helps[1]?.stdout).toContain('--no-cache');
+    // list reads the files; a query the engine refuses is found by check, which list's help names.
+    expect(helps[2]?.stdout.replace(/\s+/g, ' ')).toContain("only check asks the engine whether it takes each query's SQL");
     expect(helps[6]?.stdout).toMatch(/--port <port>\s+port to listen on \(0 = any free port; default\s+4000\)/);
   });
 
