@@ -6,7 +6,6 @@ import { filesIn } from '../fs.js';
 import type { DefinitionProblem } from '../queries/definition.js';
 import type { RawParams } from '../queries/params.js';
 import { NAME_PATTERN } from '../queries/types.js';
-import { closest } from '../suggest.js';
 import {
   describeNode,
   isNull,
@@ -14,6 +13,7 @@ import {
   keyName,
   mapEntries,
   Problem,
+  readKeys,
   scalarValue,
   text_,
   unknownKey,
@@ -27,7 +27,6 @@ export const ALERT_FILE_SUFFIX = '.alert.yaml';
 /** An alert is looked at no more often than this (docs/alerts.md). */
 const MIN_EVERY_MS = 60_000;
 
-const FILE_KEYS = ['description', 'query', 'params', 'when', 'when_sql', 'every', 'for', 'repeat', 'notify'];
 
 /** Where a notification goes: a webhook (POST of the JSON) or a command (the JSON on its standard input). */
 export type Target = { readonly webhook: string } | { readonly command: readonly string[] };
@@ -151,7 +150,7 @@ export function readAlertFile(file: string, text: string): ReadAlertFile {
   const problems: DefinitionProblem[] = [];
   const problem = (line: number, message: string) => problems.push({ file, line, message });
   if (!NAME_PATTERN.test(name)) problem(1, `${name} is not an alert name: lowercase letters, digits, ".", "_" and "-", as a saved query's.`);
-  const read = yamlKeysOf(text, 'an alert file', FILE_KEYS);
+  const read = yamlKeysOf(text, 'an alert file', ['description', 'query', 'params', 'when', 'when_sql', 'every', 'for', 'repeat', 'notify']);
   if ('message' in read) return { problems: [...problems, { file, ...read }] };
   const { root, at } = read;
   let description: string | undefined;
@@ -164,73 +163,48 @@ export function readAlertFile(file: string, text: string): ReadAlertFile {
   let repeatMs: number | undefined;
   let notify: Target[] | undefined;
   const at_ = { query: 1, params: 1, condition: 1 };
-  const entries = mapEntries(root, 1, 'the alert file', at);
-  const keys = new Set(entries.map(([pair, keyLine]) => keyName(pair, keyLine, 'key')));
-  for (const [pair, keyLine] of entries) {
-    try {
-      const given = keyName(pair, keyLine, 'key');
-      // A key misspelled is said, and read as the key it was surely meant to be (when the file gives none
-      // of that one), so that what is wrong inside it is said at once too, not on the next check.
-      const meant = FILE_KEYS.includes(given) ? given : closest(given, FILE_KEYS);
-      if (meant !== given) problem(keyLine, unknownKey(given, FILE_KEYS, 'the alert file', keyLine).message);
-      if (meant === undefined || (meant !== given && keys.has(meant))) continue;
-      const key = meant;
-      const line = pair.value ? at(pair.value) : keyLine;
-      switch (key) {
-        case 'description':
-          description = text_(pair.value, line, 'description');
-          break;
-        case 'query':
-          query = text_(pair.value, line, 'query');
-          at_.query = line;
-          break;
-        case 'params':
-          at_.params = line;
-          params = mapEntries(pair.value, line, 'params', at).map(([p, pLine]) => {
-            const param = keyName(p, pLine, 'parameter name');
-            return [param, isNull(p.value) ? '' : valueText(p.value, p.value ? at(p.value) : pLine, `parameter '${param}'`, true)];
-          });
-          break;
-        case 'when':
-        case 'when_sql': {
-          // A number or a boolean is an expression too (`when: 1` always fires).
-          const value = scalarValue(pair.value);
-          const condition = typeof value === 'string' ? value : typeof value === 'bigint' || typeof value === 'number' || typeof value === 'boolean' ? String(value) : undefined;
-          if (condition === undefined || condition.trim() === '') throw new Problem(line, `${key} must be ${key === 'when' ? 'an expression over a row of the answer' : 'a SELECT over result'}, not ${describeNode(pair.value)}.`);
-          if (key === 'when') when = condition;
-          else whenSql = condition;
-          at_.condition = line;
-          break;
-        }
-        case 'every':
-          everyMs = duration(pair.value, line, 'every', MIN_EVERY_MS);
-          break;
-        case 'for':
-          forMs = duration(pair.value, line, 'for', 0);
-          break;
-        case 'repeat':
-          repeatMs = duration(pair.value, line, 'repeat', MIN_EVERY_MS);
-          break;
-        case 'notify':
-          if (!isSeq(pair.value) || pair.value.items.length === 0) {
-            throw new Problem(line, 'notify must be a list of where to send notifications (webhook: <url>, command: [program, args…]); an alert that tells no one is no alert.');
-          }
-          notify = [];
-          for (const item of pair.value.items as Node[]) {
-            try {
-              notify.push(target(item, at(item), at));
-            } catch (err) {
-              if (!(err instanceof Problem)) throw err;
-              problem(err.line, err.message);
-            }
-          }
-          break;
+  const condition = (key: 'when' | 'when_sql') => (value: Node | null, line: number) => {
+    // A number or a boolean is an expression too (`when: 1` always fires).
+    const given = scalarValue(value);
+    const text = typeof given === 'string' ? given : typeof given === 'bigint' || typeof given === 'number' || typeof given === 'boolean' ? String(given) : undefined;
+    if (text === undefined || text.trim() === '') throw new Problem(line, `${key} must be ${key === 'when' ? 'an expression over a row of the answer' : 'a SELECT over result'}, not ${describeNode(value)}.`);
+    if (key === 'when') when = text;
+    else whenSql = text;
+    at_.condition = line;
+  };
+  readKeys(mapEntries(root, 1, 'the alert file', at), {
+    description: (value, line) => void (description = text_(value, line, 'description')),
+    query: (value, line) => {
+      query = text_(value, line, 'query');
+      at_.query = line;
+    },
+    params: (value, line) => {
+      at_.params = line;
+      params = mapEntries(value, line, 'params', at).map(([p, pLine]) => {
+        const param = keyName(p, pLine, 'parameter name');
+        return [param, isNull(p.value) ? '' : valueText(p.value, p.value ? at(p.value) : pLine, `parameter '${param}'`, true)];
+      });
+    },
+    when: condition('when'),
+    when_sql: condition('when_sql'),
+    every: (value, line) => void (everyMs = duration(value, line, 'every', MIN_EVERY_MS)),
+    for: (value, line) => void (forMs = duration(value, line, 'for', 0)),
+    repeat: (value, line) => void (repeatMs = duration(value, line, 'repeat', MIN_EVERY_MS)),
+    notify: (value, line) => {
+      if (!isSeq(value) || value.items.length === 0) {
+        throw new Problem(line, 'notify must be a list of where to send notifications (webhook: <url>, command: [program, args…]); an alert that tells no one is no alert.');
       }
-    } catch (err) {
-      if (!(err instanceof Problem)) throw err;
-      problem(err.line, err.message);
-    }
-  }
+      notify = [];
+      for (const item of value.items as Node[]) {
+        try {
+          notify.push(target(item, at(item), at));
+        } catch (err) {
+          if (!(err instanceof Problem)) throw err;
+          problem(err.line, err.message);
+        }
+      }
+    },
+  }, 'the alert file', at, problem);
   const missing = (key: string, message: string) => {
     if (!problems.some((p) => p.message.startsWith(`${key} `))) problem(1, message);
   };

@@ -15,6 +15,7 @@ import {
   LineIndex,
   mapEntries,
   Problem,
+  readKeys,
   scalarValue,
   text_,
   unknownKey,
@@ -235,72 +236,42 @@ function parseHeader(
     }
   };
   let warmLine = 0;
-  const keys = new Set(root.items.map((p) => (isScalar(p.key) ? String(p.key.value) : '')));
-  for (const [pair, keyLine] of mapEntries(root, 0, 'the header', at)) {
-    attempt(() => {
-      const given = keyName(pair, keyLine, 'key');
-      // A key misspelled is said, and read as the key it was surely meant to be (when the header gives
-      // none of that one), so that what is wrong inside it is said at once too, not on the next check.
-      const meant = HEADER_KEYS.includes(given) ? given : closest(given, HEADER_KEYS);
-      if (meant !== given) problem(keyLine, unknownKey(given, HEADER_KEYS, 'the header', keyLine).message);
-      if (meant === undefined || (meant !== given && keys.has(meant))) return;
-      const key = meant;
-      const line = pair.value ? at(pair.value) : keyLine;
-      const value = pair.value;
-      switch (key) {
-        case 'name': {
-          const name = text_(value, line, 'name');
-          if (!NAME_PATTERN.test(name)) {
-            throw new Problem(line, `invalid name '${name}': lowercase letters, digits, '.', '_' and '-', starting with a letter or digit, at most 64.`);
-          }
-          header.name = name;
-          header.lines.name = line;
-          break;
-        }
-        case 'id': {
-          const id = text_(value, line, 'id');
-          if (!isUuid(id)) throw new Problem(line, `invalid id '${id}': expected a UUID such as 1b4e28ba-2fa1-41d2-883f-0016d3cca427.`);
-          header.id = id.toLowerCase();
-          header.lines.id = line;
-          break;
-        }
-        case 'description':
-          header.description = text_(value, line, 'description');
-          break;
-        case 'max_rows':
-          header.maxRows = wholeNumber(value, line, 'max_rows', 1, MAX_ROWS_LIMIT);
-          break;
-        case 'cache':
-          header.cache = wholeNumber(value, line, 'cache', 0, 31_536_000);
-          break;
-        case 'warm':
-          header.warm = wholeNumber(value, line, 'warm', 0, 31_536_000);
-          warmLine = line;
-          break;
-        case 'timeout':
-          header.timeout = wholeNumber(value, line, 'timeout', 1, 86_400);
-          break;
-        case 'sandbox':
-          header.sandbox = flag(value, line, 'sandbox');
-          break;
-        case 'params':
-          for (const [paramPair, paramLine] of mapEntries(value, line, 'params', at)) {
-            attempt(() => {
-              const name = keyName(paramPair, paramLine, 'parameter name');
-              if (PARAM_NAME_PATTERN.test(name)) header.named.push({ name, line: paramLine });
-              const definition = readParam(paramPair, paramLine, at, problem);
-              if (definition) header.params.push({ definition, line: paramLine });
-            });
-          }
-          break;
-        case 'fields':
-          for (const [fieldPair, fieldLine] of mapEntries(value, line, 'fields', at)) {
-            attempt(() => header.fields.push(readField(fieldPair, fieldLine, at)));
-          }
-          break;
+  readKeys(mapEntries(root, 0, 'the header', at), {
+    name: (value, line) => {
+      const name = text_(value, line, 'name');
+      if (!NAME_PATTERN.test(name)) throw new Problem(line, `invalid name '${name}': lowercase letters, digits, '.', '_' and '-', starting with a letter or digit, at most 64.`);
+      header.name = name;
+      header.lines.name = line;
+    },
+    id: (value, line) => {
+      const id = text_(value, line, 'id');
+      if (!isUuid(id)) throw new Problem(line, `invalid id '${id}': expected a UUID such as 1b4e28ba-2fa1-41d2-883f-0016d3cca427.`);
+      header.id = id.toLowerCase();
+      header.lines.id = line;
+    },
+    description: (value, line) => void (header.description = text_(value, line, 'description')),
+    params: (value, line) => {
+      for (const [paramPair, paramLine] of mapEntries(value, line, 'params', at)) {
+        attempt(() => {
+          const name = keyName(paramPair, paramLine, 'parameter name');
+          if (PARAM_NAME_PATTERN.test(name)) header.named.push({ name, line: paramLine });
+          const definition = readParam(paramPair, paramLine, at, problem);
+          if (definition) header.params.push({ definition, line: paramLine });
+        });
       }
-    });
-  }
+    },
+    fields: (value, line) => {
+      for (const [fieldPair, fieldLine] of mapEntries(value, line, 'fields', at)) attempt(() => header.fields.push(readField(fieldPair, fieldLine, at)));
+    },
+    max_rows: (value, line) => void (header.maxRows = wholeNumber(value, line, 'max_rows', 1, MAX_ROWS_LIMIT)),
+    cache: (value, line) => void (header.cache = wholeNumber(value, line, 'cache', 0, 31_536_000)),
+    warm: (value, line) => {
+      header.warm = wholeNumber(value, line, 'warm', 0, 31_536_000);
+      warmLine = line;
+    },
+    timeout: (value, line) => void (header.timeout = wholeNumber(value, line, 'timeout', 1, 86_400)),
+    sandbox: (value, line) => void (header.sandbox = flag(value, line, 'sandbox')),
+  }, 'the header', at, problem);
   attempt(() => {
     if (header.warm > 0 && header.cache === 0) throw new Problem(warmLine, 'warm needs cache: a result that is never cached cannot be warmed.');
     if (header.warm > 0 && header.warm >= header.cache) {
@@ -321,21 +292,9 @@ function readParam(pair: Pair<Node, Node | null>, line: number, at: LineOf, prob
   }
   if (name === NOW_PARAM) throw new Problem(line, `'${NOW_PARAM}' is reserved: @now is the instant the query runs as of (run --at); do not declare it.`);
   if (name === SQL_PARAM) throw new Problem(line, `'${SQL_PARAM}' is reserved: it carries a caller's own SQL over the answer (sandbox: true); name the parameter otherwise.`);
+  // The settings as given (each read in its turn below: the type first, then what depends on it).
   const settings = new Map<string, { node: Node | null; line: number }>();
-  let misspelled = false;
-  if (pair.value !== null && !(isScalar(pair.value) && pair.value.value === null)) {
-    const entries = mapEntries(pair.value, line, `parameter '${name}'`, at);
-    const given = new Set(entries.map(([setting, settingLine]) => keyName(setting, settingLine, 'key')));
-    for (const [setting, settingLine] of entries) {
-      const key = keyName(setting, settingLine, 'key');
-      const meant = PARAM_KEYS.includes(key) ? key : closest(key, PARAM_KEYS);
-      if (meant !== key) {
-        problem(settingLine, unknownKey(key, PARAM_KEYS, `parameter '${name}'`, settingLine).message);
-        misspelled = true;
-      }
-      if (meant !== undefined && (meant === key || !given.has(meant))) settings.set(meant, { node: setting.value, line: setting.value ? at(setting.value) : settingLine });
-    }
-  }
+  const misspelled = readKeys(mapEntries(pair.value, line, `parameter '${name}'`, at), Object.fromEntries(PARAM_KEYS.map((key) => [key, (node: Node | null, valueLine: number) => void settings.set(key, { node, line: valueLine })])), `parameter '${name}'`, at, problem) > 0;
   const get = (key: string) => settings.get(key);
   const what = (key: string) => `${key} of parameter '${name}'`;
 

@@ -30,6 +30,45 @@ export function mapEntries(node: Node | null, line: number, what: string, at: Li
   return ((node as YAMLMap<Node, Node | null>).items).map((pair) => [pair, at(pair.key)]);
 }
 
+/** How each key of a mapping is read: its value, the line of its value, and the pair (for the key's own line or span). */
+export type KeyReaders = Readonly<Record<string, (value: Node | null, line: number, pair: Pair<Node, Node | null>) => void>>;
+
+/**
+ * Reads a mapping written by people (a header, an alert file, a test file, a case) by the table of its
+ * keys, the one way each reader walks its keys: a key's Problem is told to `problem` at its line and
+ * the other keys are read on; a key misspelled is said, then read as the key it surely is (when the
+ * mapping gives none of that one), so that what is wrong inside it is said at once too, not on the
+ * next try. Returns how many problems it told.
+ */
+export function readKeys(
+  entries: readonly [Pair<Node, Node | null>, number][],
+  readers: KeyReaders,
+  where: string,
+  at: LineOf,
+  problem: (line: number, message: string) => void,
+): number {
+  let told = 0;
+  const tell = (line: number, message: string) => {
+    told += 1;
+    problem(line, message);
+  };
+  const known = Object.keys(readers);
+  const given = new Set(entries.map(([pair]) => (isScalar(pair.key) ? String(pair.key.value) : '')));
+  for (const [pair, keyLine] of entries) {
+    try {
+      const key = keyName(pair, keyLine, 'key');
+      const meant = Object.hasOwn(readers, key) ? key : closest(key, known);
+      if (meant !== key) tell(keyLine, unknownKey(key, known, where, keyLine).message);
+      if (meant === undefined || (meant !== key && given.has(meant))) continue;
+      (readers[meant] as KeyReaders[string])(pair.value, pair.value ? at(pair.value) : keyLine, pair);
+    } catch (err) {
+      if (!(err instanceof Problem)) throw err;
+      tell(err.line, err.message);
+    }
+  }
+  return told;
+}
+
 export function keyName(pair: Pair<Node, Node | null>, line: number, what: string): string {
   const key = pair.key;
   if (!isScalar(key) || (typeof key.value !== 'string' && typeof key.value !== 'number' && typeof key.value !== 'bigint')) {

@@ -15,6 +15,7 @@ import {
   LineIndex,
   mapEntries,
   Problem,
+  readKeys,
   scalarValue,
   text_,
   unknownKey,
@@ -29,7 +30,6 @@ import { TABLES, type TableName } from '../warehouse/schema.js';
 export const TEST_FILE_SUFFIX = '.test.yaml';
 
 const FILE_KEYS = ['at', 'fixtures', 'setup', 'cases'];
-const CASE_KEYS = ['name', 'params', 'sql', 'at', 'rows', 'rows_unordered', 'row_count', 'error', 'max_rows_read', 'truncated'];
 /** What a case can expect; a case expects one or more. */
 const EXPECTATIONS = ['rows', 'rows_unordered', 'row_count', 'error', 'max_rows_read', 'truncated'];
 /** What `run` exits 2 for, as a case expects it: a bad value, or a definition the engine refuses. */
@@ -145,28 +145,12 @@ export function readTestFile(file: string, text: string): ReadTestFile {
   let fixtures: Fixture[] = [];
   let setup: SetupStatement[] = [];
   let caseNodes: { node: Node | null; line: number } | undefined;
-  for (const [pair, keyLine] of mapEntries(root, 1, 'the test file', at)) {
-    attempt(() => {
-      const key = keyName(pair, keyLine, 'key');
-      const line = pair.value ? at(pair.value) : keyLine;
-      switch (key) {
-        case 'at':
-          fileAt = instant(pair.value, line, 'at');
-          break;
-        case 'fixtures':
-          fixtures = readFixtures(pair.value, line, file, at, attempt);
-          break;
-        case 'setup':
-          setup = readSetup(pair.value, line, at);
-          break;
-        case 'cases':
-          caseNodes = { node: pair.value, line };
-          break;
-        default:
-          throw unknownKey(key, FILE_KEYS, 'the test file', keyLine);
-      }
-    });
-  }
+  readKeys(mapEntries(root, 1, 'the test file', at), {
+    at: (value, line) => void (fileAt = instant(value, line, 'at')),
+    fixtures: (value, line) => void (fixtures = readFixtures(value, line, file, at, attempt)),
+    setup: (value, line) => void (setup = readSetup(value, line, at)),
+    cases: (value, line) => void (caseNodes = { node: value, line }),
+  }, 'the test file', at, problem);
   if (fileAt === undefined && !problems.some((p) => /^at /.test(p.message))) {
     problem(1, 'no at: a test file gives the instant its cases run as of (at: 2026-11-20T12:00:00Z); a test never reads the clock.');
   }
@@ -259,52 +243,42 @@ function readCase(node: Node, line: number, fileAt: Micros, text: string, lines:
   let sql: string | undefined;
   const expected: { -readonly [K in keyof TestCase]?: TestCase[K] } = {};
   const spans: Partial<Record<Rewritable, ValueSpan>> = {};
-  for (const [pair, keyLine] of mapEntries(node, line, 'a case', at)) {
-    const key = keyName(pair, keyLine, 'key');
-    const value = pair.value;
-    const valueLine = value ? at(value) : keyLine;
-    switch (key) {
-      case 'name':
-        name = text_(value, valueLine, 'name of a case');
-        if (name.trim() === '') throw new Problem(valueLine, 'name of a case must not be empty.');
-        break;
-      case 'params':
-        params = mapEntries(value, valueLine, 'params', at).map(([p, pLine]) => {
-          const param = keyName(p, pLine, 'parameter name');
-          return [param, isNull(p.value) ? '' : valueText(p.value, p.value ? at(p.value) : pLine, `parameter '${param}'`, true)];
-        });
-        break;
-      case 'at':
-        caseAt = instant(value, valueLine, 'at of a case');
-        break;
-      case 'sql':
-        sql = text_(value, valueLine, 'sql of a case');
-        break;
-      case 'rows':
-      case 'rows_unordered':
-        expected[key === 'rows' ? 'rows' : 'rowsUnordered'] = expectedRows(value, valueLine, key, at);
-        spans[key] = span(pair, text, lines);
-        break;
-      case 'row_count':
-        expected.rowCount = count(value, valueLine, key);
-        spans.row_count = span(pair, text, lines);
-        break;
-      case 'max_rows_read':
-        expected.maxRowsRead = count(value, valueLine, key);
-        break;
-      case 'truncated':
-        expected.truncated = flag(value, valueLine, key);
-        break;
-      case 'error': {
-        const kind = text_(value, valueLine, 'error');
-        if (!(ERROR_KINDS as readonly string[]).includes(kind)) throw unknownKey(kind, ERROR_KINDS, 'error', valueLine, 'error kind');
-        expected.error = kind as ErrorKind;
-        break;
-      }
-      default:
-        throw unknownKey(key, CASE_KEYS, name === undefined ? 'a case' : `case '${name}'`, keyLine);
-    }
-  }
+  // A case's first problem is its refusal (the others of the file are read on).
+  readKeys(mapEntries(node, line, 'a case', at), {
+    name: (value, valueLine) => {
+      name = text_(value, valueLine, 'name of a case');
+      if (name.trim() === '') throw new Problem(valueLine, 'name of a case must not be empty.');
+    },
+    params: (value, valueLine) => {
+      params = mapEntries(value, valueLine, 'params', at).map(([p, pLine]) => {
+        const param = keyName(p, pLine, 'parameter name');
+        return [param, isNull(p.value) ? '' : valueText(p.value, p.value ? at(p.value) : pLine, `parameter '${param}'`, true)];
+      });
+    },
+    at: (value, valueLine) => void (caseAt = instant(value, valueLine, 'at of a case')),
+    sql: (value, valueLine) => void (sql = text_(value, valueLine, 'sql of a case')),
+    rows: (value, valueLine, pair) => {
+      expected.rows = expectedRows(value, valueLine, 'rows', at);
+      spans.rows = span(pair, text, lines);
+    },
+    rows_unordered: (value, valueLine, pair) => {
+      expected.rowsUnordered = expectedRows(value, valueLine, 'rows_unordered', at);
+      spans.rows_unordered = span(pair, text, lines);
+    },
+    row_count: (value, valueLine, pair) => {
+      expected.rowCount = count(value, valueLine, 'row_count');
+      spans.row_count = span(pair, text, lines);
+    },
+    max_rows_read: (value, valueLine) => void (expected.maxRowsRead = count(value, valueLine, 'max_rows_read')),
+    truncated: (value, valueLine) => void (expected.truncated = flag(value, valueLine, 'truncated')),
+    error: (value, valueLine) => {
+      const kind = text_(value, valueLine, 'error');
+      if (!(ERROR_KINDS as readonly string[]).includes(kind)) throw unknownKey(kind, ERROR_KINDS, 'error', valueLine, 'error kind');
+      expected.error = kind as ErrorKind;
+    },
+  }, typeof node.get('name') === 'string' ? `case '${String(node.get('name'))}'` : 'a case', at, (problemLine, message) => {
+    throw new Problem(problemLine, message);
+  });
   if (name === undefined) throw new Problem(line, 'a case needs a name.');
   const expects = EXPECTATIONS.filter((k) => node.has(k));
   if (expects.length === 0) throw new Problem(line, `case '${name}' expects nothing: give one or more of ${EXPECTATIONS.join(', ')}.`);

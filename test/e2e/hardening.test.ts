@@ -199,8 +199,9 @@ describe('the socket trusts no one', () => {
       ['not JSON', frame('{"op": query'), /a frame's header that is not JSON/],
       ['not an object', frame('[1, 2]'), /a frame whose header is not an object/],
       ['an unknown operation', frame('{"id": 7, "op": "format-disk"}'), /an unknown operation "format-disk"/],
-      ['a missing statement', frame('{"id": 8, "op": "query"}'), /a query request without its statement/],
-      ['an id of the wrong type', frame('{"id": "x", "op": "query", "statement": {"sql": "SELECT 1"}}'), /a request without a whole-number id/],
+      ['a missing statement', frame('{"id": 8, "op": "run", "kind": "query"}'), /a run request without its statement/],
+      ['a kind of statement not known', frame('{"id": 8, "op": "run", "kind": "drop", "statement": {"sql": "SELECT 1"}}'), /a run of an unknown kind "drop"/],
+      ['an id of the wrong type', frame('{"id": "x", "op": "run", "kind": "query", "statement": {"sql": "SELECT 1"}}'), /a request without a whole-number id/],
       ['a header claiming 4 GiB', Buffer.from([0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]), /a frame's header of 4294967295 bytes/],
       ['a body claiming 4 GiB', Buffer.from([0, 0, 0, 2, 0xff, 0xff, 0xff, 0xff]), /a frame's body of 4294967295 bytes/],
     ];
@@ -211,7 +212,7 @@ describe('the socket trusts no one', () => {
       if (/"id": [78]/.test(bytes.toString())) expect(back, what).toMatch(/savedq serve cannot take this request/);
     }
     // Half a frame, then the peer goes: nothing to answer, nothing broken.
-    await send(frame('{"id": 9, "op": "query", "statement": {"sql": "SELECT 1"}}').subarray(0, 12), true);
+    await send(frame('{"id": 9, "op": "run", "kind": "query", "statement": {"sql": "SELECT 1"}}').subarray(0, 12), true);
     expect(server.child.exitCode).toBeNull();
     // The others are answered: a CLI through the socket, and HTTP.
     const r = await cli(['run', 'hostile', '--no-cache', '-f', 'json'], { env: { ...env, SAVEDQ_DATA_DIR: data } });
