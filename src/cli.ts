@@ -1,6 +1,6 @@
 import { Command, Option } from 'commander';
-import { resolveConfig, settingHelp, SETTINGS, type ConfigFlags } from './config.js';
-import { Savedq } from './library.js';
+import { resolveConfig, SERVE_SETTINGS, settingHelp, SETTINGS, type ConfigFlags, type ServeFlags } from './config.js';
+import { Savedq, type Role } from './library.js';
 import { packageVersion } from './package.js';
 import { RUN_FORMATS } from './output/index.js';
 import type { CliShape, CommandShape, OptionShape } from './commands/completion.js';
@@ -34,7 +34,7 @@ type GlobalFlags = ConfigFlags & CommonOptions & { debug?: boolean };
 
 let library: Savedq | undefined;
 /** The library, made once a run; what it has to say goes to standard error (`serve`: to its log). */
-function lib(flags: GlobalFlags, options: { ownsEngine?: boolean; reporter?: Reporter } = {}): Savedq {
+function lib(flags: GlobalFlags, options: { role?: Role; reporter?: Reporter } = {}): Savedq {
   const reporter: Reporter = options.reporter ?? { warn: (message) => report(io, flags, `warning: ${message}`), note: (message) => note(io, flags, message) };
   if (!library) {
     const config = resolveConfig(flags, io.env);
@@ -117,7 +117,7 @@ program
         at: opts.at,
         sql: opts.sql,
         stats: opts.stats,
-        cache: !opts.cache ? 'bypass' : opts.refresh ? 'refresh' : 'use',
+        cache: !opts.cache ? 'skip' : opts.refresh ? 'refresh' : 'use',
         signal: interrupt.signal,
       },
       io,
@@ -253,16 +253,7 @@ withSettings(
   program
     .command('serve')
     .description('serve the saved queries over HTTP at /api/endpoints/query/<name|id>, behind X-API-KEY'),
-  'host',
-  'port',
-  'apiKeyFile',
-  'maxConnections',
-  'headerTimeout',
-  'maxQueue',
-  'tokenSecretFile',
-  'corsOrigin',
-  'rateLimit',
-  'allowedHost',
+  ...SERVE_SETTINGS,
 )
   .option('--no-ui', "no page for people at / (default: a form for each saved query, its answer as a table and a chart)")
   .option('--no-mcp', 'no MCP for agents at /mcp (default: every saved query a tool, with the caller\'s key or token)')
@@ -274,13 +265,13 @@ withSettings(
       "curl -H 'X-API-KEY: secret' -G http://127.0.0.1:4000/api/endpoints/query/usage.api-counts -d project=acme-shop -d interval=daily",
     ),
   )
-  .action(action(async (flags, opts: { host: string; port: string; apiKeyFile?: string; maxConnections?: string; headerTimeout?: string; maxQueue?: string; tokenSecretFile?: string; rateLimit?: string; corsOrigin?: string[]; ui: boolean; mcp: boolean; alerts: boolean; allowedHost?: string[] }) => {
+  .action(action(async (flags, opts: ServeFlags & { ui: boolean; mcp: boolean; alerts: boolean }) => {
     const { serveCommand } = await import('./commands/serve.js');
     streamsFromNowOn();
     const log = serverLog(io.stderr, flags.quiet === true);
     // The server owns the engine while it runs, and shares it with every other savedq process.
     const reporter: Reporter = { warn: (message) => log.warn(`warning: ${message}`), note: (message) => log.info(message) };
-    await serveCommand(lib(flags, { ownsEngine: true, reporter }), { ...flags, ...opts, version, log, onListening: servingNow }, io);
+    await serveCommand(lib(flags, { role: 'serve', reporter }), { ...flags, ...opts, version, log, onListening: servingNow }, io);
   }));
 
 program
@@ -387,7 +378,7 @@ program
   .addHelpText('after', examples('savedq schema', 'savedq schema --cluster analytics | clickhouse-client --multiquery'))
   .action(action(async (flags, opts: { cluster?: string }) => {
     const { schemaCommand } = await import('./commands/schema.js');
-    await schemaCommand(lib(flags), { ...flags, cluster: opts.cluster }, io);
+    await schemaCommand({ ...flags, cluster: opts.cluster }, io);
   }));
 
 program

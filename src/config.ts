@@ -394,21 +394,11 @@ export interface ServeSettings {
   readonly allowedHosts: readonly string[];
 }
 
-/** Flags of `savedq serve`. */
-export interface ServeFlags {
-  host?: string | undefined;
-  port?: string | undefined;
-  apiKeyFile?: string | undefined;
-  maxConnections?: string | undefined;
-  headerTimeout?: string | undefined;
-  maxQueue?: string | undefined;
-  tokenSecretFile?: string | undefined;
-  rateLimit?: string | undefined;
-  /** --cors-origin, repeatable. */
-  corsOrigin?: readonly string[] | undefined;
-  /** --allowed-host, repeatable. */
-  allowedHost?: readonly string[] | undefined;
-}
+/** The settings of `savedq serve` of the table (SETTINGS), in the order its help lists them. */
+export const SERVE_SETTINGS = ['host', 'port', 'apiKeyFile', 'maxConnections', 'headerTimeout', 'maxQueue', 'tokenSecretFile', 'corsOrigin', 'rateLimit', 'allowedHost'] as const;
+
+/** Flags of `savedq serve`, as commander gives them: each setting of SERVE_SETTINGS by its name, a list for a repeatable one. */
+export type ServeFlags = { readonly [K in (typeof SERVE_SETTINGS)[number]]?: ((typeof SETTINGS)[K] extends { readonly repeatable: true } ? readonly string[] : string) | undefined };
 
 /** Host names as a Host header carries them, a port or not: anything else is refused at start. */
 function allowedHosts(given: readonly string[]): string[] {

@@ -7,7 +7,8 @@ import { Readable, Writable } from 'node:stream';
 import { afterAll } from 'vitest';
 import type { Io } from '../src/commands/io.js';
 import type { Log } from '../src/report.js';
-import { resolveConfig, type Config, type ConfigFlags } from '../src/config.js';
+import { resolveConfig, type Config, type ConfigFlags, type ServeSettings } from '../src/config.js';
+import type { ServeOptions } from '../src/http/server.js';
 import { Savedq, type Clock, type LibraryOptions } from '../src/library.js';
 import { builtinQueriesDir } from '../src/package.js';
 import { QueryCatalog } from '../src/queries/catalog.js';
@@ -294,4 +295,20 @@ export async function inTerminal(args: readonly string[], { columns = 80, rows =
 export function logInto(lines?: string[]): Log {
   const keep = (line: string) => void lines?.push(line);
   return { info: keep, warn: keep, error: keep };
+}
+
+/** serve's options for a server a test starts in its own process: its settings as resolved by default, but those given. */
+export function serveOptions(settings: Partial<ServeSettings> & Pick<ServeSettings, 'apiKeys'>, options: Partial<Omit<ServeOptions, 'settings'>> = {}): ServeOptions {
+  return {
+    settings: { host: '127.0.0.1', port: 0, maxConnections: 1000, headerTimeoutSeconds: 10, maxQueue: 64, tokenSecrets: [], rateLimit: undefined, corsOrigins: [], allowedHosts: [], ...settings },
+    warmEveryMs: 0,
+    pruneEveryMs: 0,
+    alertsEveryMs: 0,
+    version: 'test',
+    log: logInto(),
+    logRequests: true,
+    ui: true,
+    mcp: true,
+    ...options,
+  };
 }

@@ -11,7 +11,7 @@ import { readDefinition } from '../src/queries/definition.js';
 import { functionDecisions } from '../src/sandbox/check.js';
 import { sandboxSettings } from '../src/queries/run.js';
 import { examplesDir } from '../src/package.js';
-import { cli, load, logInto, NO_CONFIG, tempDir, testLibrary } from './helpers.js';
+import { cli, load, logInto, NO_CONFIG, tempDir, testLibrary , serveOptions } from './helpers.js';
 
 // A caller's own SQL over a saved query's answer, and nothing beyond it (docs/sandboxing.md): the check on
 // the engine's parse, the second wall under it, and every surface that takes SQL.
@@ -58,7 +58,7 @@ beforeAll(async () => {
     ...Array.from({ length: 2 }, () => edge('sb-a', '/b', 500)),
     ...Array.from({ length: 4 }, () => edge('sb-b', '/secret', 200)),
   ]);
-  server = await startServer(lib, { host: '127.0.0.1', port: 0, apiKeys: ['k'], timeoutSeconds: 30, warmEveryMs: 0, version: 'test', log: logInto(logLines), tokenSecrets: secretKeys([SECRET]) });
+  server = await startServer(lib, serveOptions({ apiKeys: ['k'], tokenSecrets: [SECRET] }, { version: 'test', log: logInto(logLines) }));
 });
 afterAll(async () => {
   await server?.close();

@@ -4,7 +4,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer } from '../src/http/server.js';
-import { cli, eventually, tempDir, logInto, libraryOf, LONG_TEST_MS } from './helpers.js';
+import { cli, eventually, tempDir, logInto, libraryOf, LONG_TEST_MS , serveOptions } from './helpers.js';
 import { has } from './system.js';
 
 // A real ClickHouse server, Debian's clickhouse-server (18.16, installed by .ci/run): too old to run
@@ -102,7 +102,7 @@ describe.runIf(has.clickhouseServer)("Debian's clickhouse-server", () => {
     it('over HTTP: 502 saying the credentials were refused, with no address, user or password; the log has the whole message', async () => {
       const lib = libraryOf({ url: url('tester', 'nope-nope'), cacheFile: env.SAVEDQ_CACHE_FILE });
       const logged: string[] = [];
-      const s = await startServer(lib, { host: '127.0.0.1', port: 0, apiKeys: ['k'], timeoutSeconds: 30, warmEveryMs: 0, version: 't', log: logInto(logged) });
+      const s = await startServer(lib, serveOptions({ apiKeys: ['k'] }, { version: 't', log: logInto(logged) }));
       const res = await fetch(`${s.url}/api/endpoints/query/logs.all?project=x`, { headers: { 'X-API-KEY': 'k' } });
       const text = await res.text();
       await s.close();

@@ -7,7 +7,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QueryTimeoutError } from '../src/errors.js';
 import { startServer, type RunningServer } from '../src/http/server.js';
-import { cli, inTerminal, LONG_TEST_MS, load, logInto, NO_CONFIG, runProgram, tempDir, testLibrary } from './helpers.js';
+import { cli, inTerminal, LONG_TEST_MS, load, logInto, NO_CONFIG, runProgram, tempDir, testLibrary , serveOptions } from './helpers.js';
 import { has } from './system.js';
 
 // Every answer says whether it is whole, how old it is and what it cost (docs/serve.md), on every
@@ -32,7 +32,7 @@ const KEY = 'k';
 
 beforeAll(async () => {
   await load(lib, 'edge_logs', Array.from({ length: LOADED }, (_, i) => ({ timestamp: new Date(now - 60_000).toISOString(), project: 'stats', event_message: `message ${i}` })));
-  server = await startServer(lib, { host: '127.0.0.1', port: 0, apiKeys: [KEY], timeoutSeconds: 30, warmEveryMs: 0, version: 'test', log: logInto() });
+  server = await startServer(lib, serveOptions({ apiKeys: [KEY] }, { version: 'test', log: logInto() }));
 });
 afterAll(async () => {
   await server?.close();
@@ -50,12 +50,13 @@ describe('an answer', () => {
   });
 
   it.each([
-    ['stats.three', '{"result":[\n{"n":0},\n{"n":1},\n{"n":2}\n],"truncated":false,"statistics":{'],
-    ['stats.none', '{"result":[],"truncated":false,"statistics":{'],
+    ['stats.three', '{"result":[\n{"n":0},\n{"n":1},\n{"n":2}\n],"truncated":false,"cached":'],
+    ['stats.none', '{"result":[],"truncated":false,"cached":'],
   ])('%s reads as curl shows it: a row a line, the envelope going on after the closing bracket', async (name, start) => {
     const text = await (await fetch(`${server.url}/api/endpoints/query/${name}`, { headers: { 'X-API-KEY': KEY } })).text();
     expect(text.startsWith(start)).toBe(true);
-    expect(text).toMatch(/"cached":(true|false),"age_seconds":\d+\}$/);
+    // The facts in the order every answer says them (calls/answer.ts), as MCP's result does.
+    expect(text).toMatch(/"cached":(true|false),"age_seconds":\d+,"statistics":\{"elapsed":[\d.e-]+,"rows_read":\d+,"bytes_read":\d+\}\}$/);
   });
 
   it("carries the engine's own figures: a scan of the table reads every row loaded", async () => {

@@ -7,7 +7,7 @@ import { DefinitionError, InputError } from '../src/errors.js';
 import { startServer, type RunningServer } from '../src/http/server.js';
 import { builtinQueriesDir } from '../src/package.js';
 import { QueryCatalog } from '../src/queries/catalog.js';
-import { AT, atOffset, captureIo, DAY, HOUR, load, MINUTE, tempDir, testLibrary, logInto, libraryOf, EVENT_DEADLINE_MS, runProgram } from './helpers.js';
+import { AT, atOffset, captureIo, DAY, HOUR, load, MINUTE, tempDir, testLibrary, logInto, libraryOf, EVENT_DEADLINE_MS, runProgram , serveOptions } from './helpers.js';
 
 /** The example queries savedq ships (sql/examples), run here like a user's own. */
 const examples = fileURLToPath(new URL('../sql/examples/', import.meta.url));
@@ -89,7 +89,7 @@ beforeAll(async () => {
       metadata: { project_ref: 'shop', function_id: e.fn, execution_time_ms: e.ms, response: { status_code: e.status } },
     })),
   );
-  server = await startServer(lib, { host: '127.0.0.1', port: 0, apiKeys: [KEY], timeoutSeconds: 30, warmEveryMs: 0, version: 'test', log: logInto() });
+  server = await startServer(lib, serveOptions({ apiKeys: [KEY] }, { version: 'test', log: logInto() }));
 });
 
 afterAll(async () => {

@@ -1,4 +1,4 @@
-import { resolveServeSettings } from '../config.js';
+import { resolveServeSettings, type ServeFlags } from '../config.js';
 import { DefinitionError, InputError } from '../errors.js';
 import { problemText } from '../queries/catalog.js';
 import { startServer, type RunningServer } from '../http/server.js';
@@ -7,24 +7,14 @@ import type { Savedq } from '../library.js';
 import type { CommonOptions, Io } from './io.js';
 import type { Log, ServerLog } from '../report.js';
 
-/** Options of `savedq serve`. */
-export interface ServeCommandOptions extends CommonOptions {
-  readonly host?: string | undefined;
-  readonly port?: string | undefined;
-  readonly apiKeyFile?: string | undefined;
-  readonly maxConnections?: string | undefined;
-  readonly headerTimeout?: string | undefined;
-  readonly maxQueue?: string | undefined;
-  readonly tokenSecretFile?: string | undefined;
-  readonly rateLimit?: string | undefined;
-  readonly corsOrigin?: readonly string[] | undefined;
+/** Options of `savedq serve`: its settings' flags (config.ts SERVE_SETTINGS), and the switches of its parts. */
+export interface ServeCommandOptions extends CommonOptions, ServeFlags {
   /** False for --no-ui: no page at `/`. */
   readonly ui?: boolean | undefined;
   /** False for --no-mcp: no MCP at `/mcp`. */
   readonly mcp?: boolean | undefined;
   /** False for --no-alerts: the alerts are left to `savedq alerts check`. */
   readonly alerts?: boolean | undefined;
-  readonly allowedHost?: readonly string[] | undefined;
   readonly version: string;
   /** The server's log (serverLog), which the library's warnings go to as well. */
   readonly log: ServerLog;
@@ -44,11 +34,11 @@ const ALERTS_EVERY_MS = 30_000;
  * finished the requests in flight.
  */
 export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io: Io): Promise<void> {
-  const { host, port, apiKeys, maxConnections, headerTimeoutSeconds, maxQueue, tokenSecrets, rateLimit, corsOrigins, allowedHosts } = resolveServeSettings(options, io.env);
-  lib.limitQueue(maxQueue);
+  const settings = resolveServeSettings(options, io.env);
+  lib.turns.limit(settings.maxQueue);
   // Every definition is read now: a server answers one whole, valid set of saved queries.
   const { queries, broken } = await lib.catalog.scan();
-  const refused = broken.length > 0 ? [] : await lib.refusals(queries);
+  const refused = broken.length > 0 ? [] : await lib.executor.refusals(queries);
   if (broken.length + refused.length > 0) {
     const lines = [...broken.flatMap((b) => b.problems.map((p) => `  ${problemText(p)}`)), ...refused.map((e) => `  ${e.message.replace(/\n/g, '\n  ')}`)];
     const n = broken.length + refused.length;
@@ -66,18 +56,9 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
   let server: RunningServer;
   try {
     server = await startServer(lib, {
-      host,
-      port,
-      apiKeys,
-      maxConnections,
-      headerTimeoutSeconds,
-      tokenSecrets: tokenSecrets.map((s) => new TextEncoder().encode(s)),
-      corsOrigins,
-      rateLimit,
+      settings,
       ui: options.ui !== false,
       mcp: options.mcp !== false,
-      allowedHosts,
-      timeoutSeconds: lib.config.queryTimeoutSeconds,
       warmEveryMs: WARM_EVERY_MS,
       // Past retention and past --cache-max-mb, the cache is pruned every ten minutes while serve runs.
       pruneEveryMs: PRUNE_EVERY_MS,
@@ -89,7 +70,7 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
   } catch (err) {
     await share?.close();
     const code = (err as NodeJS.ErrnoException).code;
-    throw new InputError(`cannot listen on ${host}:${port}: ${code ?? String(err)}.`);
+    throw new InputError(`cannot listen on ${settings.host}:${settings.port}: ${code ?? String(err)}.`);
   }
   options.onListening?.();
   // What the others sharing the store change reaches this server within a second; it says it is here every 20 s.
@@ -136,7 +117,7 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
 export async function reloadQueries(lib: Savedq, log: Log): Promise<boolean> {
   const next = lib.catalog.reread();
   const { queries, broken } = await next.scan();
-  const refused = broken.length > 0 ? [] : await lib.refusals(queries);
+  const refused = broken.length > 0 ? [] : await lib.executor.refusals(queries);
   if (broken.length + refused.length > 0) {
     for (const b of broken) for (const p of b.problems) log.error(`reload failed, still serving the previous queries: ${problemText(p)}`);
     for (const e of refused) log.error(`reload failed, still serving the previous queries: ${e.message.split('\n')[0]}`);

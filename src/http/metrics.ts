@@ -1,3 +1,4 @@
+import type { OutcomeNames } from '../calls/outcomes.js';
 import { ALERT_STATES, type Store } from '../store/types.js';
 import type * as PromClient from 'prom-client';
 import type { EngineQueue } from '../warehouse/types.js';
@@ -5,7 +6,7 @@ import type { EngineQueue } from '../warehouse/types.js';
 /** What serve counts for its operators (README, "Handing serve to others": the series and what each means). */
 export interface Metrics {
   /** An answered request: its query (or path), status, seconds, and for a query its cache outcome. */
-  request(query: string, status: number, seconds: number, cache: string): void;
+  request(query: string, status: number, seconds: number, outcome: OutcomeNames | undefined): void;
   rateLimited(): void;
   /** A caller's SQL the sandbox refused, by the query it was sent to. */
   sandboxRefused(query: string): void;
@@ -164,13 +165,12 @@ export async function serveMetrics(queue: () => EngineQueue | undefined, store?:
   });
   const notifications = new Tally('savedq_alert_notifications_total', 'Notifications of alerts serve tried to deliver, by alert and outcome: delivered, failed (tried again later) or given_up.');
   registry.registerMetric(notifications.metric() as unknown as PromClient.Metric);
-  const outcomes: Record<string, string> = { HIT: 'hit', MISS: 'miss', SHARED: 'shared', BYPASS: 'bypass', '-': 'off' };
   const ownPaths = new Set(['/health', '/openapi.json', '/metrics', 'preflight']);
   limited.inc('', () => ({}), 0);
   // The three tallies of each (query, status, outcome), found with one lookup a request.
   type Series = { requests: { value: number }; duration: ReturnType<TalliedHistogram['entry']>; cache: { value: number } | undefined };
   const series = new Map<string, Series>();
-  let last: { query: string; status: number; outcome: string; s: Series } | undefined;
+  let last: { query: string; status: number; outcome: OutcomeNames | undefined; s: Series } | undefined;
   return {
     request(query, status, seconds, outcome) {
       // A busy server answers the same call again and again: its series is the one just used.
@@ -180,10 +180,10 @@ export async function serveMetrics(queue: () => EngineQueue | undefined, store?:
         if (last.s.cache) last.s.cache.value += 1;
         return;
       }
-      const key = `${query}\n${status}\n${outcome}`;
+      const key = `${query}\n${status}\n${outcome?.metric ?? '-'}`;
       let s = series.get(key);
       if (!s) {
-        const counted = status === 200 ? outcomes[outcome] : undefined;
+        const counted = status === 200 ? outcome?.metric : undefined;
         s = {
           requests: requests.entry(`${query}\n${status}`, () => ({ query, status: String(status) })),
           duration: duration.entry(query, () => ({ query })),

@@ -3,9 +3,10 @@ import type { Access, Caller } from '../access/index.js';
 import { InterruptedError, MethodNotAllowedError, NotFoundError, SandboxRefusedError, UnauthorizedError, UriTooLongError } from '../errors.js';
 import { nodeCrypto } from '../lazy.js';
 import type { Log } from '../report.js';
+import type { OutcomeNames } from '../calls/outcomes.js';
 import { errorBody, MAX_URL_LENGTH, send, sendError } from './answers.js';
 import type { Metrics } from './metrics.js';
-import { QUERY_PREFIX } from './paths.js';
+import { QUERY_PREFIX, splitTarget } from './paths.js';
 import { READ_METHODS, credentialOf, foreignSchemeRefusal, type Answered, type RequestContext, type Route } from './route.js';
 import type { ServeRoutes } from './routes.js';
 
@@ -66,13 +67,13 @@ export class RequestPipeline {
     const ctx: RequestContext = { id: this.#requestId(req), caller: undefined, label: undefined };
     const target = this.#target(req.url ?? '/');
     if (this.parts.cors !== undefined && this.#cors(req, res, ctx, target, this.parts.cors)) {
-      this.#finish(req, ctx, started, 'preflight', '-', res.statusCode);
+      this.#finish(req, ctx, started, 'preflight', undefined, res.statusCode);
       return;
     }
     const credential = credentialOf(req);
     const fast = target.route?.answerAtOnce?.(req, res, ctx, credential);
     if (fast) {
-      this.#finish(req, ctx, started, fast.what, fast.cache, 200);
+      this.#finish(req, ctx, started, fast.what, fast.outcome, 200);
       return;
     }
     let admitted: Admitted | Promise<Admitted>;
@@ -80,13 +81,13 @@ export class RequestPipeline {
       admitted = this.#admit(req, ctx, target, credential);
     } catch (err) {
       this.#refuse(res, ctx, err);
-      this.#finish(req, ctx, started, wordOf(target.path), '-', res.statusCode);
+      this.#finish(req, ctx, started, wordOf(target.path), undefined, res.statusCode);
       return;
     }
     // Answers other than a query's rows (its route sends the id itself) are sent with the headers set so far: the id too.
     res.setHeader('X-Request-Id', ctx.id);
     this.#inFlight += 1;
-    let answered: Answered = { what: '-', cache: '-' };
+    let answered: Answered = { what: '-' };
     const gone = new AbortController();
     res.once('close', () => {
       if (!res.writableEnded) gone.abort(new InterruptedError('the client closed the connection before the answer.'));
@@ -97,7 +98,7 @@ export class RequestPipeline {
       .catch((err: unknown) => this.#refuse(res, ctx, err))
       .finally(() => {
         // 499, as nginx logs it: the client closed the connection before the answer.
-        this.#finish(req, ctx, started, answered.what === '-' ? wordOf(target.path) : answered.what, answered.cache, gone.signal.aborted ? 499 : res.statusCode);
+        this.#finish(req, ctx, started, answered.what === '-' ? wordOf(target.path) : answered.what, answered.outcome, gone.signal.aborted ? 499 : res.statusCode);
         this.#inFlight -= 1;
         if (this.#inFlight === 0) this.#drained?.();
       });
@@ -119,9 +120,8 @@ export class RequestPipeline {
   }
 
   #target(rawUrl: string): Target {
-    const q = rawUrl.indexOf('?');
-    const path = q < 0 ? rawUrl : rawUrl.slice(0, q);
-    return { path, search: q < 0 ? '' : rawUrl.slice(q + 1), route: this.parts.routes.table.find((r) => r.matches(path)) };
+    const { path, search } = splitTarget(rawUrl);
+    return { path, search, route: this.parts.routes.table.find((r) => r.matches(path)) };
   }
 
   /**
@@ -199,7 +199,7 @@ export class RequestPipeline {
   /** The answer of an admitted request: its route's. */
   async #answer(req: IncomingMessage, res: ServerResponse, ctx: RequestContext, asked: Admitted, gone: AbortSignal): Promise<Answered> {
     const { route, path, search, credential } = asked;
-    return (await route.answer({ req, res, ctx, path, search, gone, credential })) ?? { what: route.label ?? path, cache: '-' };
+    return (await route.answer({ req, res, ctx, path, search, gone, credential })) ?? { what: route.label ?? path };
   }
 
   /** A refusal's answer (sendError's, the request id with its own headers); SQL the sandbox refused is counted by its query too. */
@@ -212,13 +212,13 @@ export class RequestPipeline {
   }
 
   /** A request's metric and log line, once it is answered. */
-  #finish(req: IncomingMessage, ctx: RequestContext, started: number, what: string, cache: string, status: number): void {
+  #finish(req: IncomingMessage, ctx: RequestContext, started: number, what: string, outcome: OutcomeNames | undefined, status: number): void {
     const seconds = (performance.now() - started) / 1000;
     // A query's name once it was found, else its route's: the label never takes what a client made up.
-    this.parts.metrics.request(ctx.label ?? 'other', status, seconds, cache);
+    this.parts.metrics.request(ctx.label ?? 'other', status, seconds, outcome);
     if (!this.parts.logRequests) return;
     const caller = ctx.caller;
-    this.parts.log.info(`${req.method} ${what} ${status} ${Math.round(seconds * 1000)}ms cache=${cache} caller=${caller ? caller.quoted : '-'} id=${ctx.id}`);
+    this.parts.log.info(`${req.method} ${what} ${status} ${Math.round(seconds * 1000)}ms cache=${outcome?.log ?? '-'} caller=${caller ? caller.quoted : '-'} id=${ctx.id}`);
   }
 }
 

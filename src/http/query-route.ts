@@ -1,21 +1,18 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ageSeconds, fromCache } from '../calls/answer.js';
+import { answerFactsOf, type AnswerFacts } from '../calls/answer.js';
+import { outcomeNames } from '../calls/outcomes.js';
 import { BoundedMap } from '../bounded.js';
-import { QUERY_PREFIX } from './paths.js';
+import { QUERY_PREFIX, splitTarget } from './paths.js';
 import type { Access, Caller } from '../access/index.js';
 import { InputError, UnsupportedMediaTypeError } from '../errors.js';
 import { SQL_PARAM } from '../queries/sql.js';
 import type { PreparedCall, RunResult, Savedq } from '../library.js';
 import { render } from '../output/index.js';
 import type { RawParams } from '../queries/params.js';
-import type { Row } from '../queries/types.js';
-import { statisticsOf } from '../queries/json-schema.js';
 import { JSON_TYPE } from './answers.js';
 import type { Metrics } from './metrics.js';
 import { READ_METHODS, readBody, type Answered, type RequestContext, type Route, type RouteRequest } from './route.js';
 
-/** X-Cache of each outcome of a cached query: the store not reached is BYPASS (docs/scaling.md). */
-const X_CACHE: Partial<Record<RunResult['cache'], string>> = { hit: 'HIT', shared: 'HIT', miss: 'MISS', off: 'MISS', bypass: 'BYPASS' };
 
 /** Calls kept prepared, by path and query string: for each API key, and for each token (of which there may be thousands). */
 const PREPARED_CALLS = 1_000;
@@ -24,33 +21,39 @@ const PREPARED_CALLS_A_TOKEN = 64;
 const MAX_POST_BYTES = 1024 * 1024;
 /** The JSON renderer takes no width or colour. */
 const BODY_OPTIONS = { fields: [], color: false, width: undefined };
+/** Results whose rows' JSON is kept, by their key and when they were computed. */
+const BODIES_KEPT = 1_000;
 
 /**
- * An answer's body but its last two fields: the rows, `truncated` and `statistics`, made once a result
- * (docs/serve.md); `cached` and `age_seconds` close it per request.
+ * An answer's body but its facts: the rows as `run -f json` prints them, made once a result (a result
+ * is its key's computed at an instant: the same rows whoever serves them). The facts (calls/answer.ts:
+ * truncated, cached, age_seconds, statistics) close it per request, as MCP's result says them.
  */
 interface Body {
   readonly head: string;
   /** Its length in bytes. */
   readonly bytes: number;
-  /** The whole body last sent, by its age and outcome: a busy server sends the same one for a second. */
+  /** The whole body last sent, by its facts: a busy server sends the same one for a second. */
   last?: Whole;
 }
 
 interface Whole {
-  readonly age: number;
-  readonly hit: boolean;
-  readonly ageText: string;
+  readonly facts: string;
   readonly text: string;
   readonly length: string;
 }
 
-/** A body whole: its head, then whether it came from the cache and how old it is. */
-function wholeBody(body: Body, age: number, hit: boolean): Whole {
-  const ageText = String(age);
-  const tail = `${hit},"age_seconds":${ageText}}`;
-  return { age, hit, ageText, text: body.head + tail, length: String(body.bytes + tail.length) };
+/** A body whole: its head, then its facts (their JSON, its opening brace left out: the head has the envelope's). */
+function wholeBody(body: Body, facts: AnswerFacts): Whole {
+  const tail = JSON.stringify(facts).slice(1);
+  return body.last?.facts === tail ? body.last : (body.last = { facts: tail, text: body.head + tail, length: String(body.bytes + Buffer.byteLength(tail)) });
 }
+
+/** Which result a body is of: its call's key, and the instant it was computed. */
+const bodyKey = (call: PreparedCall, result: RunResult) => `${result.computedAt}\n${call.key}`;
+
+/** A call's address, as a caller's prepared calls are found by it: its path and query string. */
+const addressOf = (path: string, search: string) => `${path}?${search}`;
 
 /**
  * A caller's prepared calls by path and query string (at most `max`), the one found last looked at
@@ -139,14 +142,14 @@ export class QueryRoute implements Route {
   readonly credential = 'caller';
   #preparedFor;
   #calls = new WeakMap<Caller, PreparedCalls>();
-  readonly #bodies = new WeakMap<readonly Row[], Body>();
+  readonly #bodies = new BoundedMap<string, Body>(BODIES_KEPT);
 
   constructor(
     private readonly lib: Savedq,
     private readonly access: Access,
     private readonly takeCall: TakeCall,
   ) {
-    this.#preparedFor = { queries: lib.catalog, generation: lib.generation() };
+    this.#preparedFor = { queries: lib.catalog, generation: lib.generation.current().current };
   }
 
   matches(path: string): boolean {
@@ -165,8 +168,8 @@ export class QueryRoute implements Route {
     // Calls wait for the engine in turns fair across callers: each API key, each token's name.
     const call = req.method === 'POST' ? await this.#posted(req, caller, path, search) : await this.#prepared(caller, path, search);
     ctx.label = call.query.name;
-    const result = await this.lib.runPrepared(call, refresh ? 'refresh' : 'use', gone, caller.name);
-    return this.#reply(res, ctx, result, await this.#bodyOf(result));
+    const result = await this.lib.runPrepared(call, refresh ? 'refresh' : 'use', { signal: gone, caller: caller.name });
+    return this.#reply(res, ctx, result, await this.#bodyOf(call, result));
   }
 
   /** A GET answered from what was served a moment ago: no await, no promise; undefined when the full path must answer. */
@@ -175,32 +178,32 @@ export class QueryRoute implements Route {
     // Known callers without a limit only: the full path answers the others (401, 429, its headers).
     const caller = this.access.known(credential);
     if (!caller || caller.rps !== undefined || !this.#current()) return undefined;
-    const rawUrl = req.url ?? '/';
-    const call = this.#calls.get(caller)?.find(rawUrl.includes('?') ? rawUrl : `${rawUrl}?`);
+    const { path, search } = splitTarget(req.url ?? '/');
+    const call = this.#calls.get(caller)?.find(addressOf(path, search));
     if (!call) return undefined;
     ctx.caller = caller;
     const result = this.lib.answerRecent(call);
-    const body = result && this.#bodies.get(result.rows);
+    const body = result && this.#bodies.get(bodyKey(call, result));
     if (!result || !body) return undefined;
     return this.#reply(res, ctx, result, body);
   }
 
   #current(): boolean {
-    return this.#preparedFor.queries === this.lib.catalog && this.#preparedFor.generation === this.lib.generation();
+    return this.#preparedFor.queries === this.lib.catalog && this.#preparedFor.generation === this.lib.generation.current().current;
   }
 
   /** A call as this caller may make it: a token's scopes checked and its fixed parameters applied. */
   async #prepared(caller: Caller, path: string, search: string): Promise<PreparedCall> {
     if (!this.#current()) {
       this.#calls = new WeakMap();
-      this.#preparedFor = { queries: this.lib.catalog, generation: this.lib.generation() };
+      this.#preparedFor = { queries: this.lib.catalog, generation: this.lib.generation.current().current };
     }
     let mine = this.#calls.get(caller);
     if (!mine) {
       mine = new PreparedCalls(caller.kind === 'key' ? PREPARED_CALLS : PREPARED_CALLS_A_TOKEN);
       this.#calls.set(caller, mine);
     }
-    const key = `${path}?${search}`;
+    const key = addressOf(path, search);
     let call = mine.find(key);
     if (!call) {
       const [params, sql] = splitSql(search);
@@ -244,27 +247,26 @@ export class QueryRoute implements Route {
    */
   #reply(res: ServerResponse, ctx: RequestContext, result: RunResult, body: Body): Answered {
     ctx.label = result.query.name;
-    const hit = fromCache(result);
-    const age = ageSeconds(result.computedAt, this.lib.clock());
-    const whole = body.last?.age === age && body.last.hit === hit ? body.last : (body.last = wholeBody(body, age, hit));
-    const cache = result.query.cacheSeconds === 0 ? '-' : (X_CACHE[result.cache] ?? 'MISS');
-    const headers = cache === '-' ? ['Content-Type', JSON_TYPE, 'Content-Length', whole.length] : ['Content-Type', JSON_TYPE, 'Content-Length', whole.length, 'X-Cache', cache, 'Age', whole.ageText];
+    const facts = answerFactsOf(result, this.lib.clock());
+    const whole = wholeBody(body, facts);
+    const outcome = outcomeNames(result);
+    const headers = outcome.xCache === undefined ? ['Content-Type', JSON_TYPE, 'Content-Length', whole.length] : ['Content-Type', JSON_TYPE, 'Content-Length', whole.length, 'X-Cache', outcome.xCache, 'Age', String(facts.age_seconds)];
     if (!res.hasHeader('X-Request-Id')) headers.push('X-Request-Id', ctx.id);
     res.writeHead(200, headers);
     res.end(whole.text);
-    // The log and the metrics tell a shared answer from a hit; the caller is told it came from the cache.
-    return { what: result.query.name, cache: result.cache === 'shared' ? 'SHARED' : cache };
+    return { what: result.query.name, outcome };
   }
 
-  /** The body of a result: its rows as `run -f json` prints them, whether they were cut, what they cost (made once a result). */
-  async #bodyOf(result: RunResult): Promise<Body> {
-    let body = this.#bodies.get(result.rows);
+  /** The body of a result: its rows as `run -f json` prints them (made once a result). */
+  async #bodyOf(call: PreparedCall, result: RunResult): Promise<Body> {
+    const key = bodyKey(call, result);
+    let body = this.#bodies.get(key);
     if (!body) {
       // The rows as `run -f json` prints them, one a line, the envelope going on after the closing bracket.
       const rows = [...(await render('json', result.rows, BODY_OPTIONS))].join('').trimEnd();
-      const head = `{"result":${rows},"truncated":${result.truncated},"statistics":${JSON.stringify(statisticsOf(result.statistics))},"cached":`;
+      const head = `{"result":${rows},`;
       body = { head, bytes: Buffer.byteLength(head) };
-      this.#bodies.set(result.rows, body);
+      this.#bodies.set(key, body);
     }
     return body;
   }

@@ -1,3 +1,4 @@
+import type { OutcomeNames } from '../calls/outcomes.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Caller } from '../access/index.js';
 import { PayloadTooLargeError, UnauthorizedError } from '../errors.js';
@@ -11,10 +12,10 @@ export interface RequestContext {
   label: string | undefined;
 }
 
-/** What a route answered: the word of its log line, and the cache's part in it. */
+/** What a route answered: the word of its log line, and for a saved query's answer what the cache did (as said outside: calls/outcomes.ts). */
 export interface Answered {
   readonly what: string;
-  readonly cache: string;
+  readonly outcome?: OutcomeNames | undefined;
 }
 
 /** A request as a route gets it: its path and query string split, its caller once the route's credential is checked. */

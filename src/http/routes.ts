@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Access, Caller } from '../access/index.js';
 import type { SandboxRefusedError } from '../errors.js';
 import type { Savedq } from '../library.js';
+import { storeProcesses } from '../admin.js';
 import type { Log } from '../report.js';
 import { send } from './answers.js';
 import type { McpEndpoint } from './mcp.js';
@@ -95,7 +96,7 @@ export function serveRoutes(of: RoutesOf): ServeRoutes {
         // to an API key only (an address is not every caller's to learn).
         const queue = lib.engineQueue();
         const store = lib.store.up ? 'ok' : 'unreachable';
-        const shared = ctx.caller?.kind === 'key' ? { store_location: lib.store.location, processes: (await lib.storeProcesses()).map((p) => ({ ...p, seen: new Date(p.seen).toISOString() })) } : {};
+        const shared = ctx.caller?.kind === 'key' ? { store_location: lib.store.location, processes: (await storeProcesses(lib)).map((p) => ({ ...p, seen: new Date(p.seen).toISOString() })) } : {};
         send(res, 200, { status: 'ok', store, ...(queue ? { queue } : {}), ...shared });
       },
     },

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Access } from '../access/index.js';
 import type { Savedq } from '../library.js';
 import type { Log } from '../report.js';
+import type { ServeSettings } from '../config.js';
 import { holdConnections } from './connections.js';
 import { clientErrorAnswer, requestLineTooLong } from './answers.js';
 import { keyChecker } from './keys.js';
@@ -12,45 +13,25 @@ import { serveRoutes } from './routes.js';
 import { keepTickShape } from './tick-shape.js';
 import { startUpkeep } from './upkeep.js';
 
-/** How the HTTP mode runs. */
+/** How the HTTP mode runs: serve's settings, resolved once (config.ts), and what the command decides besides. */
 export interface ServeOptions {
-  readonly host: string;
-  readonly port: number;
-  readonly apiKeys: readonly string[];
-  /**
-   * The library's time limit of a query (the library enforces it): a request's own limit is this and
-   * half a minute more, so that a request never ends before the query it waits for does.
-   */
-  readonly timeoutSeconds: number;
+  readonly settings: ServeSettings;
   /** How often to warm the cache in this process; 0 = never. */
   readonly warmEveryMs: number;
-  /** How often to prune the cache in this process (retention, --cache-max-mb); 0 or absent = never. */
-  readonly pruneEveryMs?: number;
-  /** How often to evaluate the alerts that are due; 0 or absent = never. */
-  readonly alertsEveryMs?: number;
+  /** How often to prune the cache in this process (retention, --cache-max-mb); 0 = never. */
+  readonly pruneEveryMs: number;
+  /** How often to evaluate the alerts that are due; 0 = never. */
+  readonly alertsEveryMs: number;
   readonly version: string;
   /** Where log lines go (one per request; never a key or a parameter value). */
   readonly log: Log;
-  /** Whether each request is logged (default), or only warnings and failures. */
-  readonly logRequests?: boolean;
-  /** HTTP connections open at once; past it, a new one is closed at once (default 1000). */
-  readonly maxConnections?: number;
-  /** Seconds a request's headers may take (default 10). */
-  readonly headerTimeoutSeconds?: number;
-  /** The token secrets as keys (the first signs, every one verifies); none: tokens are refused. */
-  readonly tokenSecrets?: readonly Uint8Array[];
-  /** Calls a second for each caller without a limit of its own; undefined: none. */
-  readonly rateLimit?: number | undefined;
-  /** Origins whose pages may call the server (CORS); `*` any; none: no CORS header at all. */
-  readonly corsOrigins?: readonly string[];
-  /** The page for people at `/` (default); false: 404 there, as any unknown path. */
-  readonly ui?: boolean;
-  /** MCP at `/mcp` (default); false: 404 there. */
-  readonly mcp?: boolean;
-  /** Names /mcp answers a Host header of (--allowed-host), besides addresses and a loopback's localhost. */
-  readonly allowedHosts?: readonly string[];
+  /** Whether each request is logged, or only warnings and failures. */
+  readonly logRequests: boolean;
+  /** The page for people at `/`; false: 404 there, as any unknown path. */
+  readonly ui: boolean;
+  /** MCP at `/mcp`; false: 404 there. */
+  readonly mcp: boolean;
 }
-
 
 /** A running server. */
 export interface RunningServer {
@@ -64,31 +45,32 @@ export interface RunningServer {
 
 /** Starts `savedq serve`: the thin HTTP mode over the library. */
 export async function startServer(lib: Savedq, options: ServeOptions): Promise<RunningServer> {
-  const cors = options.corsOrigins && options.corsOrigins.length > 0 ? new Set(options.corsOrigins) : undefined;
+  const { settings } = options;
+  const cors = settings.corsOrigins.length > 0 ? new Set(settings.corsOrigins) : undefined;
   const metrics = await serveMetrics(() => lib.engineQueue(), lib.store);
   await keepTickShape();
   const access = new Access({
-    isKey: keyChecker(options.apiKeys),
-    secrets: options.tokenSecrets ?? [],
-    rateLimit: options.rateLimit,
+    isKey: keyChecker(settings.apiKeys),
+    secrets: settings.tokenSecrets.map((s) => new TextEncoder().encode(s)),
+    rateLimit: settings.rateLimit,
     clock: () => lib.clock(),
     // A caller's limit holds across every serve that shares the store.
     sharedBuckets: (bucket, used, rps, burst) => lib.store.takeFromBucket(bucket, used, rps, burst),
   });
-  const headerTimeoutSeconds = options.headerTimeoutSeconds ?? 10;
+  const { headerTimeoutSeconds } = settings;
   const routes = serveRoutes({
     lib,
     access,
     metrics,
     log: options.log,
     version: options.version,
-    ui: options.ui !== false,
-    mcp: options.mcp !== false,
+    ui: options.ui,
+    mcp: options.mcp,
     corsOrigins: cors,
-    allowedHosts: options.allowedHosts ?? [],
-    loopback: /^(127\.|::1$|localhost$)/.test(options.host),
+    allowedHosts: settings.allowedHosts,
+    loopback: /^(127\.|::1$|localhost$)/.test(settings.host),
   });
-  const pipeline = new RequestPipeline({ routes, access, metrics, log: options.log, logRequests: options.logRequests !== false, cors });
+  const pipeline = new RequestPipeline({ routes, access, metrics, log: options.log, logRequests: options.logRequests, cors });
 
   const server = createServer(
     {
@@ -97,11 +79,12 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
       // open); Node looks every second, so such a connection is closed about a second after.
       headersTimeout: headerTimeoutSeconds * 1000,
       connectionsCheckingInterval: 1000,
-      requestTimeout: Math.max(options.timeoutSeconds + 30, headerTimeoutSeconds + 1) * 1000,
+      // A request's own limit is the query's and half a minute more: a request never ends before the query it waits for.
+      requestTimeout: Math.max(lib.config.queryTimeoutSeconds + 30, headerTimeoutSeconds + 1) * 1000,
     },
     (req, res) => pipeline.handle(req, res),
   );
-  holdConnections(server, options.maxConnections ?? 1000);
+  holdConnections(server, settings.maxConnections);
   // Requests Node cannot parse never reach the handler: oversized headers get 431, anything else 400.
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     if (!socket.writable) {
@@ -115,12 +98,12 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(options.port, options.host, () => resolve());
+    server.listen(settings.port, settings.host, () => resolve());
   });
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
 
-  const upkeep = startUpkeep(lib, options.log, metrics, { warmMs: options.warmEveryMs, pruneMs: options.pruneEveryMs ?? 0, alertsMs: options.alertsEveryMs ?? 0 });
+  const upkeep = startUpkeep(lib, options.log, metrics, { warmMs: options.warmEveryMs, pruneMs: options.pruneEveryMs, alertsMs: options.alertsEveryMs });
   // What the engine read, counted once a run: warming's and other surfaces' runs in this process too.
   const stopCounting = lib.executor.onRun((query, s) => metrics.ran(query.name, s.rows_read, s.bytes_read));
 

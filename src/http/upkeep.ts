@@ -1,5 +1,6 @@
 import { stateWord } from '../alerts/index.js';
 import { warmCounts, type Savedq } from '../library.js';
+import { alertsOf } from '../admin.js';
 import type { Log } from '../report.js';
 import type { Metrics } from './metrics.js';
 import { StoreUnreachable } from '../store/health.js';
@@ -71,7 +72,7 @@ export function startUpkeep(lib: Savedq, log: Log, metrics: Metrics, every: Upke
  */
 async function alertsTurn(lib: Savedq, log: Log, metrics: Metrics, waiting: { store: boolean }): Promise<void> {
   try {
-    const alerts = await lib.alerts();
+    const alerts = await alertsOf(lib);
     const report = await alerts.check();
     if (waiting.store) log.info('alerts resume: the store answers again');
     waiting.store = false;

@@ -7,14 +7,14 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startServer, type RunningServer } from '../../src/http/server.js';
 import { keyChecker } from '../../src/http/keys.js';
 import { shareWarehouse } from '../../src/warehouse/share-server.js';
-import { binPath, cli, endpoints, engineQueue, eventually, findEndpoint, load, NO_CONFIG, startServe, tempDir, logInto, libraryOf } from '../helpers.js';
+import { binPath, cli, endpoints, engineQueue, eventually, findEndpoint, load, NO_CONFIG, startServe, tempDir, logInto, libraryOf, serveOptions } from '../helpers.js';
 import { has } from '../system.js';
 
 const dir = tempDir();
 const dataDir = join(dir, 'data');
 // The second has dots, as a token has: still a key.
 const KEYS = ['first-key-0123456789', 'second.key.abcdefghij'];
-const lib = libraryOf({ dataDir, cacheFile: join(dir, 'cache.sqlite') }, { ownsEngine: true });
+const lib = libraryOf({ dataDir, cacheFile: join(dir, 'cache.sqlite') }, { role: 'serve' });
 const logLines: string[] = [];
 let server: RunningServer;
 
@@ -40,15 +40,7 @@ beforeAll(async () => {
       metadata: { request: { url: `https://many-${i}.example/auth/v1/x`, path: '/auth/v1/x' } },
     })),
   ]);
-  server = await startServer(lib, {
-    host: '127.0.0.1',
-    port: 0,
-    apiKeys: KEYS,
-    timeoutSeconds: 30,
-    warmEveryMs: 0,
-    version: 'test',
-    log: logInto(logLines),
-  });
+  server = await startServer(lib, serveOptions({ apiKeys: KEYS }, { version: 'test', log: logInto(logLines) }));
 });
 
 afterAll(async () => {
@@ -236,7 +228,7 @@ describe('savedq serve faults', () => {
   it('answers 502 when the warehouse is unreachable, never showing the password', async () => {
     const broken = libraryOf({ url: 'http://u:hunter2@127.0.0.1:9', cacheFile: join(dir, 'b.sqlite') });
     const logged: string[] = [];
-    const s = await startServer(broken, { host: '127.0.0.1', port: 0, apiKeys: KEYS, timeoutSeconds: 30, warmEveryMs: 0, version: 't', log: logInto(logged) });
+    const s = await startServer(broken, serveOptions({ apiKeys: KEYS }, { version: 't', log: logInto(logged) }));
     const res = await fetch(`${s.url}/api/endpoints/query/logs.all?project=x`, { headers: { 'X-API-KEY': KEYS[0] as string } });
     const text = await res.text();
     await s.close();
@@ -254,7 +246,7 @@ describe('savedq serve faults', () => {
     mkdirSync(queries, { recursive: true });
     writeFileSync(join(queries, 'slow.sql'), 'SELECT count() AS n FROM numbers(10000000000)\n');
     const slow = libraryOf({ dataDir, cacheFile: join(dir, 'slow.sqlite'), timeout: '0.3', queries: [queries] });
-    const s = await startServer(slow, { host: '127.0.0.1', port: 0, apiKeys: KEYS, timeoutSeconds: 0.3, warmEveryMs: 0, version: 't', log: logInto() });
+    const s = await startServer(slow, serveOptions({ apiKeys: KEYS }, { version: 't', log: logInto() }));
     const res = await fetch(`${s.url}/api/endpoints/query/slow`, { headers: { 'X-API-KEY': KEYS[0] as string } });
     const body = (await res.json()) as unknown;
     await s.close();
@@ -271,7 +263,7 @@ describe('savedq serve faults', () => {
     holder.stdin.write('{"timestamp":"2026-01-01T00:00:00Z","project":"p"}\n');
     await eventually('the other process to hold the directory', () => existsSync(join(held, '.savedq.owner')));
     const waiting = libraryOf({ dataDir: held, cacheFile: join(dir, 'held.sqlite'), lockWait: '1.5', timeout: '0.5' });
-    const s = await startServer(waiting, { host: '127.0.0.1', port: 0, apiKeys: KEYS, timeoutSeconds: 0.5, warmEveryMs: 0, version: 't', log: logInto() });
+    const s = await startServer(waiting, serveOptions({ apiKeys: KEYS }, { version: 't', log: logInto() }));
     try {
       const res = await fetch(`${s.url}/api/endpoints/query/logs.all?project=p`, { headers: { 'X-API-KEY': KEYS[0] as string } });
       expect(res.status).toBe(503);
