@@ -21,7 +21,7 @@ async function counts(project: string, interval: string) {
       ['interval', interval],
     ],
     at: AT,
-    cache: 'bypass',
+    cache: 'skip',
   });
   return result.rows;
 }

@@ -1,7 +1,7 @@
 import { mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { memoDirOf, pruneMemo } from '../src/queries/memo.js';
+import { memoDirOf, pruneMemo } from '../src/store/memo.js';
 import { cli, startServe, tempDir } from './helpers.js';
 
 // Everything savedq writes stays bounded whichever surface a call comes through: the cache by

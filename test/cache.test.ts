@@ -20,7 +20,7 @@ function event(project: string, timestamp: string): object {
   return { timestamp, project, metadata: { request: { url: `https://${project}.example/rest/v1/x`, path: '/rest/v1/x' } } };
 }
 
-const counts = (project: string, cache: 'use' | 'bypass' | 'refresh' = 'use', extra: Array<[string, string]> = []) =>
+const counts = (project: string, cache: 'use' | 'skip' | 'refresh' = 'use', extra: Array<[string, string]> = []) =>
   lib.run({ nameOrId: 'usage.api-counts', params: [['project', project], ['interval', 'hourly'], ...extra], cache });
 
 /** Another library on the same data directory and cache file whose warehouse must not be asked: it can only answer from the cache. */
@@ -70,7 +70,7 @@ describe('results cache', () => {
   });
 
   it('--no-cache neither reads nor writes; --refresh recomputes and replaces', async () => {
-    expect((await counts('modes', 'bypass')).cache).toBe('off');
+    expect((await counts('modes', 'skip')).cache).toBe('off');
     expect((await counts('modes')).cache).toBe('miss');
     await load(lib, 'edge_logs', [event('modes', new Date(now - 5 * SECOND).toISOString())]);
     const stale = await counts('modes');
@@ -263,7 +263,7 @@ describe('the cache stays bounded', () => {
       now += SECOND;
     }
     now += 300 * SECOND;
-    const none = await other.warm(undefined, undefined, undefined, 0);
+    const none = await other.warm({ maxTimeMs: 0 });
     expect(none.map((o) => [o.call.params.project, o.left])).toEqual([['w3', 'time'], ['w2', 'time'], ['w1', 'time']]);
     const all = await other.warm();
     expect(all.map((o) => o.call.params.project)).toEqual(['w3', 'w2', 'w1']);
@@ -360,7 +360,7 @@ describe('a re-read of the cache file', () => {
   it('that ends after a newer result was computed leaves the newer one answered, not the older it read', async () => {
     const store = new SqliteStore(join(tempDir(), 'cache.sqlite'), () => undefined);
     const cache = new HeldRead(store);
-    const runner = new CallRunner(cache, lib.executor, () => now);
+    const runner = new CallRunner({ cache, store, executor: lib.executor, generation: lib.generation, clock: () => now, owner: 'test', waitMs: 30_000, maxBytes: 512 * 2 ** 20 });
     const call = await lib.prepare({ nameOrId: 'usage.api-counts', params: [['project', 'race'], ['interval', 'hourly']] });
     const first = await runner.run(call, 'use');
     expect(first.cache).toBe('miss');

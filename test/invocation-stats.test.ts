@@ -14,7 +14,7 @@ function invocation(project: string, timestamp: string, ms = 10, status = 200, f
 }
 
 async function stats(params: Record<string, string>) {
-  const result = await lib.run({ nameOrId: 'functions.invocation-stats', params: Object.entries(params), at: AT, cache: 'bypass' });
+  const result = await lib.run({ nameOrId: 'functions.invocation-stats', params: Object.entries(params), at: AT, cache: 'skip' });
   return result.rows;
 }
 

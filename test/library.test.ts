@@ -22,7 +22,7 @@ afterAll(() => lib.close());
 
 describe('identical calls that share one query', () => {
   it('one caller giving up does not fail the others: its abort ends its own wait, the query goes on', async () => {
-    const call = { nameOrId: 'slow', params: [] as [string, string][], cache: 'bypass' as const };
+    const call = { nameOrId: 'slow', params: [] as [string, string][], cache: 'skip' as const };
     const impatient = new AbortController();
     const first = lib.run({ ...call, signal: impatient.signal });
     const second = lib.run(call);
@@ -84,7 +84,7 @@ describe('the cache records', () => {
     const today = await lib.cachedCallOf({ nameOrId: 'cached', params: [['p', 'old']] });
     const stale = { ...today, params: { p: 'old', mode: 'nonsense' } };
     await lib.cache.markServed(cacheKey(stale), { call: stale, servedAt: now - 1000, computedAt: now - 400_000 });
-    const outcomes = await lib.warm([stale]);
+    const outcomes = await lib.warm({ calls: [stale] });
     expect(outcomes).toMatchObject([{ name: 'cached', rows: 1 }]);
     const later = await lib.run({ nameOrId: 'cached', params: [['p', 'old'], ['mode', 'nonsense']] });
     expect(later).toMatchObject({ cache: 'hit', rows: [{ p: 'old', mode: 'a' }] });

@@ -1,6 +1,7 @@
 import { BoundedMap } from '../bounded.js';
 import { InputError, QueryTimeoutError, type DefinitionError } from '../errors.js';
-import type { DefinitionMemo } from '../queries/catalog.js';
+import { memoKeys } from '../store/memo.js';
+import type { LocalMemo } from '../store/types.js';
 import type { SavedQuery } from '../queries/types.js';
 import { microsFromDate } from '../time.js';
 import type { Warehouse } from '../warehouse/index.js';
@@ -22,7 +23,7 @@ export interface ExecutorParts {
   readonly sandboxMaxMemoryBytes: number;
   readonly clock: Clock;
   /** Remembers the definitions the engine took, by digest. */
-  readonly memo: DefinitionMemo;
+  readonly memo: LocalMemo;
   /** Turns at the engine, fair across callers. */
   readonly turns: FairTurns;
 }
@@ -139,7 +140,7 @@ export class CallExecutor {
    */
   async refusal(query: SavedQuery, warehouse: Warehouse): Promise<DefinitionError | undefined> {
     if (!warehouse.embedded) return undefined;
-    const taken = `engine-took:${this.parts.source}:${query.digest}`;
+    const taken = memoKeys.engineTook(this.parts.source, query.digest);
     if (await this.parts.memo.get(taken)) return undefined;
     const { explainQuery, refusedDefinition } = await import('../queries/run.js');
     const objection = await explainQuery(warehouse, query, microsFromDate(this.parts.clock()));

@@ -16,7 +16,7 @@ export interface Joined<T> {
 }
 
 /** Identical work in flight, and how many of its callers still wait for it. */
-interface InFlight<T> {
+interface Entry<T> {
   readonly work: Promise<T>;
   /** Aborted when every caller has given up: work that has not begun is then never begun. */
   readonly controller: AbortController;
@@ -24,21 +24,21 @@ interface InFlight<T> {
 }
 
 /**
- * Identical work in flight, shared: a caller asking for work already under way (by key) joins it
- * rather than starting it again. A caller with a signal (an HTTP client, an interruptible command) may
+ * Identical work in flight, in this process: a caller asking for work already under way (by key) joins
+ * it rather than starting it again (across processes, a key's lease does: runner.ts). A caller with a signal (an HTTP client, an interruptible command) may
  * give up; when every caller has, the work is told so (`gone`): a query still waiting for its turn in
  * the engine is then never run, and the next identical call starts afresh. A caller without a signal
  * keeps the work going.
  */
-export class SharedWork<T> {
-  readonly #inFlight = new Map<string, InFlight<T>>();
+export class InFlight<T> {
+  readonly #inFlight = new Map<string, Entry<T>>();
 
   join(key: string, work: (gone: AbortSignal) => Promise<T>, signal?: AbortSignal): Joined<T> {
     let entry = this.#inFlight.get(key);
     const leader = entry === undefined;
     if (!entry) {
       const controller = new AbortController();
-      const made: InFlight<T> = {
+      const made: Entry<T> = {
         work: work(controller.signal).finally(() => {
           if (this.#inFlight.get(key) === made) this.#inFlight.delete(key);
         }),

@@ -1,25 +1,27 @@
 import type { CachedResult, ResultsCache } from '../cache/index.js';
 import { RecentResults, type RecentResult } from '../cache/recent.js';
 import type { NormalisedParams, Row, SavedQuery } from '../queries/types.js';
-import type { PreparedCall } from './prepare.js';
-import { SharedWork, type Joined } from './sharing.js';
+import type { Store } from '../store/types.js';
 import type { QueryStatistics } from '../warehouse/types.js';
+import type { DataGeneration } from './generation.js';
+import type { PreparedCall } from './prepare.js';
+import { InFlight, type Joined } from './in-flight.js';
 
 /** Where "now" comes from (epoch ms); tests give a fixed or moving clock. */
 export type Clock = () => number;
 
 /**
  * "Cache" names three things, each its own type: what a request asks of the cache (CacheMode), what
- * the cache did for a result (CacheOutcome), and what it holds of a call (cache/index.ts's CacheEntry,
- * a ServedRecord by its key, beside the CachedResult's rows).
+ * the cache did for a result (CacheOutcome, said outside the process by calls/outcomes.ts), and what it
+ * holds of a call (cache/index.ts's CacheEntry, a ServedRecord by its key, beside the CachedResult's rows).
  */
-/** What a run asks of the results cache. */
-export type CacheMode = 'use' | 'bypass' | 'refresh';
+/** What a run asks of the results cache: use it, skip it (`--no-cache`: neither read nor written), or refresh the entry. */
+export type CacheMode = 'use' | 'skip' | 'refresh';
 
 /**
  * What the cache did for a result: `hit`, served from it; `miss`, computed and stored; `shared`,
  * computed by another process for the same key meanwhile, and taken from the cache; `off`, not
- * cacheable, bypassed, or not kept (a load was changing the data); `bypass`, the store cannot be
+ * cacheable, skipped, or not kept (a load was changing the data); `bypass`, the store cannot be
  * reached, so the answer came from the warehouse uncached.
  */
 export type CacheOutcome = 'hit' | 'miss' | 'shared' | 'off' | 'bypass';
@@ -45,16 +47,6 @@ export interface Executor {
   inTurn(call: PreparedCall, gone: AbortSignal, caller: string): Promise<RunResult>;
 }
 
-/**
- * What the processes sharing a store do about one key (docs/scaling.md): one computes it under a lease,
- * renewed while it runs; the others wait for its answer, and compute it themselves when the lease is
- * no one's any more (its holder died).
- */
-export interface Sharing {
-  lease(name: string, owner: string, ms: number): Promise<boolean>;
-  release(name: string, owner: string): Promise<void>;
-}
-
 /** A lease on a key being computed lasts this long, renewed while the computing goes on; a dead holder's is free after it. */
 const COMPUTE_LEASE_MS = 5_000;
 const RENEW_EVERY_MS = 1_500;
@@ -77,52 +69,64 @@ const result = (call: PreparedCall, stored: CachedResult, cache: RunResult['cach
 });
 
 
+/** What a runner works with, handed to it whole: it reaches back into no one. */
+export interface RunnerParts {
+  readonly cache: ResultsCache;
+  /** What is kept between calls: whether it answers, and the leases of the processes sharing it. */
+  readonly store: Pick<Store, 'up' | 'lease' | 'release'>;
+  readonly executor: Executor;
+  /** The generation of the data calls read: an answer is kept only when it read the data of its key. */
+  readonly generation: DataGeneration;
+  readonly clock: Clock;
+  /** This process, as its leases name it to the others sharing the store. */
+  readonly owner: string;
+  /** The longest a process waits for another's answer before computing it itself (the query's time limit). */
+  readonly waitMs: number;
+  /** The cached answers' bound (--cache-max-mb), in bytes: kept after each answer stored. */
+  readonly maxBytes: number;
+}
+
+/** Who runs a call, and when they stop waiting. */
+export interface RunOptions {
+  /** When aborted, this caller stops waiting; the query runs on for any identical call that joined it. */
+  readonly signal?: AbortSignal | undefined;
+  /** Who asks (an API key, a token's name), for turns at the engine fair across callers. */
+  readonly caller?: string | undefined;
+}
+
+/** How a call is computed and stored (#refresh). */
+interface RefreshOptions extends RunOptions {
+  /** The key's lease is this process's already (warming took it). */
+  readonly leased?: boolean;
+  /** Whether a stored answer is one another process stored since this call began (then it is taken). */
+  readonly isAnothers?: (stored: CachedResult) => boolean;
+}
+
 /**
- * A prepared call's way through the results cache to the warehouse and back: what this process served
- * a moment ago, then the cache file, then the query; identical calls in flight share one lookup and one
- * run; every answer of a cached query is recorded as served (which keeps it in the warm set).
+ * A cached call's whole life, in one place (docs/development.md walks it): what this process served a
+ * moment ago, then the store, then the query; identical calls in flight joined, one process a key across
+ * those sharing the store; the outcome (`hit`, `miss`, `shared`, `off`, `bypass` when the store does
+ * not answer); whether an answer is kept (not when a load changed its data meanwhile); the cache kept
+ * within its bound after an answer is stored; and every answer of a cached query recorded as served
+ * (which keeps it in the warm set).
  */
 export class CallRunner {
-  readonly #cache: ResultsCache;
-  readonly #executor: Executor;
-  readonly #clock: Clock;
+  readonly #parts: RunnerParts;
   readonly #recent = new RecentResults();
-  /** Shared work, by cache key: runs that bypass the cache, cache lookups, and runs whose result is stored. */
-  readonly #uncached = new SharedWork<RunResult>();
-  readonly #lookups = new SharedWork<RunResult>();
-  readonly #refreshes = new SharedWork<RunResult>();
-  readonly #keeps: (call: PreparedCall) => Promise<boolean>;
-  readonly #sharing: Sharing | undefined;
-  /** This process, as a lease names it. */
-  readonly #owner: string;
-  /** The longest a process waits for another's answer before computing it itself (the query's time limit). */
-  readonly #waitMs: number;
-  /** Told once an answer computed here is stored (the library keeps the cache within its bound). */
-  readonly #stored: () => Promise<void>;
+  /** Work in flight, by cache key: runs that skip the cache, cache lookups, and runs whose result is stored. */
+  readonly #uncached = new InFlight<RunResult>();
+  readonly #lookups = new InFlight<RunResult>();
+  readonly #refreshes = new InFlight<RunResult>();
   /**
    * What follows an answer and the answer does not wait for: storing it, then letting go of its key's
    * lease (a process waiting on the lease then reads it), and recording it as served. `settled` waits for it.
    */
   readonly #afterwards = new Set<Promise<void>>();
+  /** The cache's bound being kept, once at a time. */
+  #bounding: Promise<void> | undefined;
 
-  /**
-   * @param keeps whether a call's answer, computed now, may be kept (not while a load changes its data).
-   * @param sharing the leases of the store the other processes share; none: this process alone.
-   */
-  constructor(
-    cache: ResultsCache,
-    executor: Executor,
-    clock: Clock,
-    options: { keeps?: (call: PreparedCall) => Promise<boolean>; sharing?: Sharing; owner?: string; waitMs?: number; stored?: () => Promise<void> } = {},
-  ) {
-    this.#cache = cache;
-    this.#executor = executor;
-    this.#clock = clock;
-    this.#keeps = options.keeps ?? (async () => true);
-    this.#sharing = options.sharing;
-    this.#owner = options.owner ?? `${process.pid}`;
-    this.#waitMs = options.waitMs ?? 30_000;
-    this.#stored = options.stored ?? (async () => undefined);
+  constructor(parts: RunnerParts) {
+    this.#parts = parts;
   }
 
   /**
@@ -142,32 +146,44 @@ export class CallRunner {
     this.#afterwards.add(tracked);
   }
 
-  /** Forgets what was served lately (the saved queries changed). */
+  /** Forgets what was served lately (the saved queries changed, or another process cleared the cache). */
   forgetRecent(): void {
     this.#recent.clear();
   }
 
-  /** @param caller who asks (an API key, a token's name), for turns at the engine fair across callers. */
-  async run(call: PreparedCall, mode: CacheMode, signal?: AbortSignal, caller = ''): Promise<RunResult> {
-    if (call.query.cacheSeconds === 0 || mode === 'bypass') {
-      return this.#uncached.join(call.key, (gone) => this.#executor.inTurn(call, gone, caller), signal).work;
-    }
+  /**
+   * Runs a call in a mode: its answer, and what the cache did for it. A store that does not answer
+   * (before the call, or on the way) makes it `bypass`: the answer straight from the warehouse, nothing kept.
+   */
+  async run(call: PreparedCall, mode: CacheMode, options: RunOptions = {}): Promise<RunResult> {
+    const cached = call.query.cacheSeconds > 0 && mode !== 'skip';
+    if (cached && !this.#parts.store.up) return { ...(await this.#skipping(call, options)), cache: 'bypass' };
+    const result = cached ? await this.#cached(call, mode, options) : await this.#skipping(call, options);
+    return cached && !this.#parts.store.up && result.cache !== 'hit' ? { ...result, cache: 'bypass' } : result;
+  }
+
+  /** A call answered from the warehouse alone, shared with an identical one in flight here. */
+  #skipping(call: PreparedCall, { signal, caller = '' }: RunOptions): Promise<RunResult> {
+    return this.#uncached.join(call.key, (gone) => this.#parts.executor.inTurn(call, gone, caller), signal).work;
+  }
+
+  async #cached(call: PreparedCall, mode: 'use' | 'refresh', options: RunOptions): Promise<RunResult> {
     if (mode === 'use') {
       const recent = this.answerRecent(call);
       if (recent) return recent;
     }
     // In 'use' mode the cache lookup is shared too: a request that read the cache before an identical
     // run stored its result would otherwise start that run again after it had finished.
-    const since = this.#clock();
+    const since = this.#parts.clock();
     const joined: Joined<RunResult> =
       mode === 'use'
-        ? this.#lookups.join(call.key, (gone) => this.#lookup(call, gone, caller), signal)
+        ? this.#lookups.join(call.key, (gone) => this.#lookup(call, { signal: gone, caller: options.caller }), options.signal)
         : // --refresh: another process's answer will do only when its run began after this call.
-          this.#refresh(call, caller, signal, false, (stored) => stored.computedAt > since);
+          this.#refresh(call, { ...options, isAnothers: (stored) => stored.computedAt > since });
     const answer = await joined.work;
     // The caller that ran the query records it as served; those that joined it go by the throttle. An
     // answer not kept (computed while a load ran) is not remembered either.
-    if (answer.cache !== 'off') this.#served(call, answer, this.#clock(), answer.cache !== 'hit' && joined.leader);
+    if (answer.cache !== 'off') this.#served(call, answer, this.#parts.clock(), answer.cache !== 'hit' && joined.leader);
     return answer;
   }
 
@@ -178,14 +194,14 @@ export class CallRunner {
    */
   answerRecent(call: PreparedCall): RunResult | undefined {
     if (call.query.cacheSeconds === 0) return undefined;
-    const now = this.#clock();
+    const now = this.#parts.clock();
     const recent = this.#recent.get(call.key);
     if (!recent || !fresh(call, recent.result, now)) return undefined;
     // Trusted for a moment from when it was read, however often it is served meanwhile; then the cache
     // file is read again while it is still answered, so a result another process (a cron warm) stored
     // is taken a moment later.
     if (this.#recent.reread(recent, now)) void this.#reread(call, recent);
-    if (this.#recent.due(recent, now)) this.#after(() => this.#cache.markServed(call.key, { call: call.cached, servedAt: now, computedAt: recent.result.computedAt }));
+    if (this.#recent.due(recent, now)) this.#after(() => this.#parts.cache.markServed(call.key, { call: call.cached, servedAt: now, computedAt: recent.result.computedAt }));
     return result(call, recent.result, 'hit');
   }
 
@@ -196,10 +212,10 @@ export class CallRunner {
    * the call up itself.
    */
   async #reread(call: PreparedCall, recent: RecentResult): Promise<void> {
-    const stored = await this.#cache.get(call.key);
+    const stored = await this.#parts.cache.get(call.key);
     // A result computed or read meanwhile (a refresh) is newer than what this read began with.
     if (this.#recent.get(call.key) !== recent) return;
-    const now = this.#clock();
+    const now = this.#parts.clock();
     if (!stored || !fresh(call, stored, now)) {
       this.#recent.forget(call.key);
       return;
@@ -213,48 +229,49 @@ export class CallRunner {
    * with an identical run under way here.
    */
   async refresh(call: PreparedCall, caller: string, than?: number): Promise<RunResult | undefined> {
-    const lease = `compute:${call.key}`;
-    if (this.#sharing && !(await this.#sharing.lease(lease, this.#owner, COMPUTE_LEASE_MS))) return undefined;
-    const stored = than === undefined ? undefined : await this.#cache.get(call.key);
+    const { store, cache, owner } = this.#parts;
+    const lease = leaseOf(call);
+    if (!(await store.lease(lease, owner, COMPUTE_LEASE_MS))) return undefined;
+    const stored = than === undefined ? undefined : await cache.get(call.key);
     if (stored && stored.computedAt > (than ?? Infinity)) {
-      await this.#sharing?.release(lease, this.#owner);
+      await store.release(lease, owner);
       return undefined;
     }
-    return this.#refresh(call, caller, undefined, true).work;
+    return this.#refresh(call, { caller, leased: true }).work;
   }
 
-  async #lookup(call: PreparedCall, gone: AbortSignal, caller: string): Promise<RunResult> {
-    const { result: hit, servedAt } = await this.#cache.lookup(call.key);
-    const now = this.#clock();
+  async #lookup(call: PreparedCall, options: RunOptions): Promise<RunResult> {
+    const { result: hit, servedAt } = await this.#parts.cache.lookup(call.key);
+    const now = this.#parts.clock();
     if (hit && fresh(call, hit, now)) {
       // The served record is written again only when the one kept is SERVED_EVERY_MS old (recent.ts).
       this.#recent.read(call.key, hit, now, servedAt);
       return result(call, hit, 'hit');
     }
     // Any answer stored since this lookup (none, or the stale one it found) is another process's.
-    return this.#refresh(call, caller, gone, false, (stored) => stored.computedAt !== hit?.computedAt).work;
+    return this.#refresh(call, { ...options, isAnothers: (stored) => stored.computedAt !== hit?.computedAt }).work;
   }
 
   /**
    * Computes a call and stores its answer, one process at a time across those sharing the store: when
    * another holds the key's lease, its answer is waited for (`shared`); when it dies, the lease is
-   * free a moment later and taken here. `leased`: the lease is this process's already (warming's).
-   * `another`: whether a stored answer is one another process stored since this call began.
+   * free a moment later and taken here.
    */
-  #refresh(call: PreparedCall, caller: string, signal?: AbortSignal, leased = false, another: (stored: CachedResult) => boolean = () => false): Joined<RunResult> {
+  #refresh(call: PreparedCall, { signal, caller = '', leased = false, isAnothers = () => false }: RefreshOptions): Joined<RunResult> {
     return this.#refreshes.join(
       call.key,
       async (gone) => {
-        const lease = `compute:${call.key}`;
+        const { store, owner, executor, cache } = this.#parts;
+        const lease = leaseOf(call);
         if (!leased) {
-          const shared = await this.#waitForOthers(call, lease, gone, another);
+          const shared = await this.#waitForOthers(call, lease, gone, isAnothers);
           if (shared) return shared;
         }
-        const renew = this.#sharing ? setInterval(() => void this.#sharing?.lease(lease, this.#owner, COMPUTE_LEASE_MS), RENEW_EVERY_MS) : undefined;
-        renew?.unref();
+        const renew = setInterval(() => void store.lease(lease, owner, COMPUTE_LEASE_MS), RENEW_EVERY_MS);
+        renew.unref();
         let keep: RunResult | undefined;
         try {
-          const computed = await this.#executor.inTurn(call, gone, caller);
+          const computed = await executor.inTurn(call, gone, caller);
           // Asked once the answer is in: a load that began meanwhile may have changed what it read.
           if (!(await this.#keeps(call))) return { ...computed, cache: 'off' as const };
           keep = computed;
@@ -266,12 +283,12 @@ export class CallRunner {
           this.#after(async () => {
             try {
               if (stored) {
-                await this.#cache.set(call.key, { rows: stored.rows, truncated: stored.truncated, computedAt: stored.computedAt, statistics: stored.statistics });
-                await this.#stored();
+                await cache.set(call.key, { rows: stored.rows, truncated: stored.truncated, computedAt: stored.computedAt, statistics: stored.statistics });
+                await this.#keepBound();
               }
             } finally {
               clearInterval(renew);
-              await this.#sharing?.release(lease, this.#owner);
+              await store.release(lease, owner);
             }
           });
         }
@@ -280,21 +297,35 @@ export class CallRunner {
     );
   }
 
+  /** Whether an answer computed now may be kept: the store answers, and no load changed its data (none under way, none ended since it was keyed). */
+  async #keeps(call: PreparedCall): Promise<boolean> {
+    const data = await this.#parts.generation.fresh();
+    return this.#parts.store.up && !data.loading && data.current === (call.cached.generation ?? '');
+  }
+
+  /** The cache brought back within its bound when an answer stored took it past (the pages in use: one statement), once at a time. */
+  #keepBound(): Promise<void> {
+    this.#bounding ??= (async () => {
+      const { cache, maxBytes } = this.#parts;
+      if ((await cache.liveBytes()) > maxBytes) await cache.prune(maxBytes);
+    })().finally(() => (this.#bounding = undefined));
+    return this.#bounding;
+  }
+
   /**
    * Takes the key's lease, or, while another process holds it, waits for the answer it stores: that
    * answer, or undefined once the lease is this process's (the other finished without storing one, or
    * died) or the wait has lasted the query's time limit. The store is read once the lease is taken too:
    * the other may have stored its answer and let go of the lease between two looks.
    */
-  async #waitForOthers(call: PreparedCall, lease: string, gone: AbortSignal, another: (stored: CachedResult) => boolean): Promise<RunResult | undefined> {
-    const sharing = this.#sharing;
-    if (!sharing) return undefined;
-    const until = Date.now() + this.#waitMs;
+  async #waitForOthers(call: PreparedCall, lease: string, gone: AbortSignal, isAnothers: (stored: CachedResult) => boolean): Promise<RunResult | undefined> {
+    const { store, cache, owner, waitMs, clock } = this.#parts;
+    const until = Date.now() + waitMs;
     for (;;) {
-      const taken = await sharing.lease(lease, this.#owner, COMPUTE_LEASE_MS);
-      const stored = await this.#cache.get(call.key);
-      if (stored && another(stored) && fresh(call, stored, this.#clock())) {
-        if (taken) await sharing.release(lease, this.#owner);
+      const taken = await store.lease(lease, owner, COMPUTE_LEASE_MS);
+      const stored = await cache.get(call.key);
+      if (stored && isAnothers(stored) && fresh(call, stored, clock())) {
+        if (taken) await store.release(lease, owner);
         return result(call, stored, 'shared');
       }
       if (taken || Date.now() >= until) return undefined;
@@ -306,9 +337,12 @@ export class CallRunner {
   /** Remembers an answer just served, and records it as served when that is due (after the answer). */
   #served(call: PreparedCall, answer: CachedResult, now: number, force = false): void {
     const due = this.#recent.served(call.key, { rows: answer.rows, truncated: answer.truncated, computedAt: answer.computedAt, statistics: answer.statistics }, now, force);
-    if (due) this.#after(() => this.#cache.markServed(call.key, { call: call.cached, servedAt: now, computedAt: answer.computedAt }));
+    if (due) this.#after(() => this.#parts.cache.markServed(call.key, { call: call.cached, servedAt: now, computedAt: answer.computedAt }));
   }
 }
+
+/** The lease of a key being computed, across the processes sharing the store. */
+const leaseOf = (call: PreparedCall) => `compute:${call.key}`;
 
 /** Whether a stored result is young enough to serve for this call. */
 function fresh(call: PreparedCall, stored: CachedResult, now: number): boolean {

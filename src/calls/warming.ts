@@ -4,6 +4,7 @@ import { cacheKey, type CacheEntry, type CachedCall, type ResultsCache } from '.
 import type { QueryCatalog } from '../queries/catalog.js';
 import type { NormalisedParams } from '../queries/types.js';
 import { prepareCall } from './prepare.js';
+import type { DataGeneration } from './generation.js';
 import type { CallRunner, Clock } from './runner.js';
 
 /** What `warm` did for one call. */
@@ -42,10 +43,8 @@ export interface WarmingParts {
   readonly catalog: QueryCatalog;
   /** The data source this library reads: only its entries are warmed. */
   readonly source: string;
-  /** The generation of the source's data now (warehouse/generation.ts). */
-  readonly generation: () => string;
-  /** Whether a load is changing the source's data now: nothing computed meanwhile is kept. */
-  readonly loading: () => boolean;
+  /** The generation of the source's data (read fresh before warming), and whether a load is changing it now: nothing computed meanwhile is kept. */
+  readonly generation: DataGeneration;
   readonly cache: ResultsCache;
   readonly runner: CallRunner;
   readonly clock: Clock;
@@ -62,7 +61,7 @@ export interface DueCall extends CacheEntry {
  */
 export async function dueForWarming({ catalog, source, generation, cache, clock }: WarmingParts): Promise<DueCall[]> {
   const now = clock();
-  const current = generation();
+  const current = generation.current().current;
   const { byId } = await catalog.scan();
   // One entry a call, as of the data now: a call served before and after a load has a record of each
   // generation; the one of the data now (else the last served) is the one to keep fresh.
@@ -96,19 +95,26 @@ export function warmCounts(outcomes: readonly WarmOutcome[]): { refreshed: numbe
   return { refreshed: outcomes.length - failed - left - another, failed, left, loading: outcomes.some((o) => o.left === 'loading'), another };
 }
 
+/** How a warm runs. */
+export interface WarmOptions {
+  /** The calls to refresh; default: the warm set. */
+  readonly calls?: readonly CachedCall[] | undefined;
+  /** When aborted, warming stops before its next call. */
+  readonly signal?: AbortSignal | undefined;
+  /** Told of each call's outcome as it comes, with its place among them. */
+  readonly onOutcome?: ((outcome: WarmOutcome, index: number, total: number) => void) | undefined;
+  /** How long warming may take (ms): the calls left then are left for the next run. Default: no end. */
+  readonly maxTimeMs?: number | undefined;
+}
+
 /**
  * Re-runs the given calls (default: the warm set) and stores fresh results, one after another. A
  * failure is reported in its outcome, never thrown, so one bad call does not stop the others. Each
  * call is prepared again today (its parameters checked and normalised), and the key refreshed is the
  * one a call of today reads.
  */
-export async function warm(
-  parts: WarmingParts,
-  calls: readonly CachedCall[] | undefined,
-  signal: AbortSignal | undefined,
-  onOutcome?: (outcome: WarmOutcome, index: number, total: number) => void,
-  untilMs = Infinity,
-): Promise<WarmOutcome[]> {
+export async function warm(parts: WarmingParts, { calls, signal, onOutcome, maxTimeMs = Infinity }: WarmOptions = {}): Promise<WarmOutcome[]> {
+  const untilMs = Date.now() + maxTimeMs;
   // The most recently served first: when the time runs out, what people use most has been refreshed.
   const due = calls === undefined ? (await dueForWarming(parts)).sort((a, b) => b.servedAt - a.servedAt) : [];
   const todo = calls ?? due.map((e) => e.call);
@@ -119,13 +125,13 @@ export async function warm(
     let outcome: WarmOutcome;
     const name = byId.get(call.query)?.name ?? call.query;
     // While a load changes the data, nothing computed would be kept: the next run warms it.
-    const left = Date.now() >= untilMs ? 'time' : parts.loading() ? 'loading' : undefined;
+    const left = Date.now() >= untilMs ? 'time' : parts.generation.current().loading ? 'loading' : undefined;
     if (left) {
       outcomes.push({ call, name, left });
       continue;
     }
     try {
-      const prepared = await prepareCall(parts.catalog, { name: parts.source, generation: parts.generation() }, { nameOrId: call.query, params: Object.entries(call.params), at: asOfStored(call.at) });
+      const prepared = await prepareCall(parts.catalog, { name: parts.source, generation: parts.generation.current().current }, { nameOrId: call.query, params: Object.entries(call.params), at: asOfStored(call.at) });
       // One process a cycle refreshes a call: one that another is refreshing, or has since the due
       // entry was computed, is left to it.
       const result = await parts.runner.refresh(prepared, 'warm', calls === undefined ? (due[index]?.computedAt ?? 0) : undefined);
@@ -155,7 +161,7 @@ export async function warm(
 /** The calls the cache holds, for `cache list`: ages in seconds, by query name. */
 export async function cachedCallViews({ catalog, source, generation, cache, clock }: WarmingParts): Promise<CachedCallView[]> {
   const now = clock();
-  const data = generation();
+  const data = generation.current().current;
   const { byId, byName } = await catalog.scan();
   const views = (await cache.entries()).map((entry): CachedCallView => {
     const query = byId.get(entry.call.query);

@@ -1,6 +1,7 @@
 import { durationText, stateWord, type AlertState, type CheckReport, type Evaluation, type GoneAlert } from '../alerts/index.js';
 import { AlertsNotOkError, InputError } from '../errors.js';
 import type { Savedq } from '../library.js';
+import { alertsOf } from '../admin.js';
 import { displayPath, problemText } from '../queries/catalog.js';
 import type { Row } from '../queries/types.js';
 import type { AsOf } from '../time.js';
@@ -45,7 +46,7 @@ function stateText(state: AlertState | null, format: string): string | null {
 /** `savedq alerts`: each alert, its state and since when, its last evaluation, and what it still owes. */
 export async function alertsListCommand(lib: Savedq, options: CommonOptions & { format?: string | undefined }, io: Io): Promise<Row[]> {
   const format = outputFormat(io, options.format, ['table', 'json', 'ndjson', 'csv']);
-  const { alerts, broken, gone, folders } = await (await lib.alerts()).list();
+  const { alerts, broken, gone, folders } = await (await alertsOf(lib)).list();
   const rows: Row[] = alerts.map((a) => ({
     alert: a.name,
     state: stateText(a.state, format),
@@ -77,7 +78,7 @@ function changeLine(e: Evaluation): string {
  */
 export async function alertsCheckCommand(lib: Savedq, options: AlertsCheckOptions, io: Io): Promise<CheckReport> {
   const json = options.format === 'json';
-  const alerts = await lib.alerts();
+  const alerts = await alertsOf(lib);
   const result = await alerts.check({ at: options.at, names: options.names, force: options.force === true, signal: options.signal });
   await lib.announce('alerts check');
   checkInterrupted(options.signal);
@@ -138,14 +139,14 @@ function goneLine(g: GoneAlert, folders: readonly string[], lib: Savedq): string
 
 /** `savedq alerts forget <name>`: drops what is kept of an alert whose file is gone. */
 export async function alertsForgetCommand(lib: Savedq, options: CommonOptions & { name: string }, io: Io): Promise<GoneAlert> {
-  const forgotten = await (await lib.alerts()).forget(options.name);
+  const forgotten = await (await alertsOf(lib)).forget(options.name);
   report(io, options, `forgot ${forgotten.name} (was ${stateWord(forgotten.state)}): its state, history and undelivered notifications.`);
   return forgotten;
 }
 
 /** `savedq alerts test <name>`: evaluates one alert now and prints the JSON it would send, sending nothing and changing nothing. */
 export async function alertsTestCommand(lib: Savedq, options: CommonOptions & { name: string; at?: AsOf }, io: Io): Promise<Evaluation> {
-  const evaluation = await (await lib.alerts()).test(options.name, options.at);
+  const evaluation = await (await alertsOf(lib)).test(options.name, options.at);
   await writeOut(io.stdout, `${JSON.stringify(evaluation.notification, null, 2)}\n`);
   const sends = evaluation.wouldSend
     ? `would send this to ${evaluation.targets.join(', ')}`
@@ -166,7 +167,7 @@ export async function alertsHistoryCommand(lib: Savedq, options: CommonOptions &
   const format = outputFormat(io, options.format, ['table', 'json', 'ndjson', 'csv']);
   const limit = options.limit === undefined ? 20 : Number(options.limit);
   if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new InputError(`invalid --limit ${JSON.stringify(options.limit)}: a whole number from 1 to 1000.`);
-  const alerts = await lib.alerts();
+  const alerts = await alertsOf(lib);
   const { name } = alerts.find(options.name);
   const rows: Row[] = (await alerts.history(name, limit)).map((c) => ({
     at: instant(c.at, format),

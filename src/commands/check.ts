@@ -1,4 +1,5 @@
 import type { Savedq } from '../library.js';
+import { alertsOf, checkTests } from '../admin.js';
 import { displayPath, problemText } from '../queries/catalog.js';
 import { DefinitionError, InputError } from '../errors.js';
 import { sourceLine } from '../queries/run.js';
@@ -41,17 +42,17 @@ export async function checkCommand(lib: Savedq, options: CheckOptions, io: Io): 
   const checked: CheckedDefinition[] = [];
   for (const query of queries) {
     options.signal?.throwIfAborted();
-    const objection = await lib.explain(query);
+    const objection = await lib.executor.explain(query);
     const source = objection && sourceLine(query, objection.line);
     const problems = objection ? [{ file: query.file, ...objection, ...(source !== undefined ? { source } : {}) }] : [];
     checked.push({ kind: 'definition', file: query.file, name: query.name, id: query.id, ok: problems.length === 0, problems });
   }
   for (const b of broken) checked.push({ kind: 'definition', file: b.file, name: null, id: null, ok: false, problems: b.problems });
-  for (const t of await lib.checkTests()) {
+  for (const t of await checkTests(lib)) {
     checked.push({ kind: 'test', file: t.file, name: t.query?.name ?? null, id: t.query?.id ?? null, ok: t.problems.length === 0, problems: t.problems });
   }
 
-  for (const a of await (await lib.alerts()).checkFiles()) {
+  for (const a of await (await alertsOf(lib)).checkFiles()) {
     options.signal?.throwIfAborted();
     checked.push({ kind: 'alert', file: a.file, name: a.name, id: null, ok: a.problems.length === 0, problems: a.problems });
   }

@@ -45,7 +45,7 @@ export async function runCommand(lib: Savedq, options: RunOptions, io: Io): Prom
   // A table ends with its count: the note does not say it again.
   else statusNote(lib, result, cut || format === 'table', options, io);
   // An empty answer on a new machine: said where a person reads it, and why, only when it is so.
-  const empty = result.rows.length === 0 && noting(io, options) ? await lib.withoutEvents().catch(() => undefined) : undefined;
+  const empty = result.rows.length === 0 && noting(io, options) ? await lib.emptyWarehouse().catch(() => undefined) : undefined;
   if (empty !== undefined) note(io, options, wrapped(`(the log tables of ${empty} hold no events yet: savedq load --sample loads sample ones)`, 0, 1, proseWidth(io)));
 }
 

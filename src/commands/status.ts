@@ -1,4 +1,5 @@
-import type { Savedq, StatusReport } from '../library.js';
+import type { Savedq } from '../library.js';
+import { statusOf, type StatusReport } from '../admin.js';
 import type { Row } from '../queries/types.js';
 import { StoreUnreachable } from '../store/health.js';
 import { plural } from '../words.js';
@@ -27,7 +28,7 @@ const BACKENDS = { sqlite: 'the SQLite file', postgres: 'PostgreSQL' } as const;
  * store does not answer (what a monitor's check wants), after saying what it could.
  */
 export async function statusCommand(lib: Savedq, options: StatusOptions, io: Io): Promise<StatusReport> {
-  const status = await lib.status();
+  const status = await statusOf(lib);
   const now = Date.now();
   const processes: Row[] = (status.processes ?? []).map((p) => ({ host: p.host, pid: p.pid, version: p.version, role: p.role, seen_seconds_ago: Math.max(0, Math.round((now - p.seen) / 1000)) }));
   const { probe } = status.store;

@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { DefinitionError, InputError, TestsFailedError } from '../errors.js';
 import type { Savedq } from '../library.js';
+import { runTests } from '../admin.js';
 import { TEST_FORMATS } from './choices.js';
 import { colorOf, note, proseWidth, report, type CommonOptions, type Io } from './io.js';
 
@@ -31,7 +32,7 @@ export async function testCommand(lib: Savedq, options: TestCommandOptions, io: 
   const color = colorOf(io, options);
   const text = format === 'text';
   const started = performance.now();
-  const results = await lib.test({
+  const results = await runTests(lib, {
     names: options.names,
     builtin: options.builtin === true,
     update: options.update === true,

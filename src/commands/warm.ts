@@ -34,16 +34,16 @@ export async function warmCommand(lib: Savedq, options: WarmOptions, io: Io): Pr
   const maxTimeMs = resolveSeconds(options.maxTime, '--max-time', 240) * 1000;
   const log = commandLog(io, options);
   void lib.announce('warm');
-  const outcomes = await lib.warm(
+  const outcomes = await lib.warm({
     calls,
-    options.signal,
-    (outcome, index, total) => {
+    signal: options.signal,
+    onOutcome: (outcome, index, total) => {
       const n = `[${index + 1}/${total}]`;
       if (outcome.error) log.error(`${n} failed ${describeCall(outcome)}: ${outcome.error.message}`);
       else log.info(`${n} refreshed ${describeCall(outcome)} (${outcome.rows} rows)`);
     },
     maxTimeMs,
-  );
+  });
   checkInterrupted(options.signal);
   // A store that did not answer hid what is due (and took nothing refreshed): cron's monitor must see a failure, not "0 refreshed".
   if (!lib.store.up) throw new StoreUnreachable(`the cache at ${lib.store.location} cannot be used now: nothing was warmed.`);

@@ -5,17 +5,9 @@ import { errnoText } from '../errno.js';
 import { closest } from '../suggest.js';
 import type { DefinitionProblem, ReadDefinition } from './definition.js';
 import type { SavedQuery } from './types.js';
+import { memoKeys } from '../store/memo.js';
+import type { LocalMemo } from '../store/types.js';
 
-/**
- * Where the catalog keeps what it has read (a key-value store; the library gives it one in the cache
- * file): each valid definition's reading, by the file's whole text, and each folder set's index of
- * names and ids, by its files' identity. Neither is ever stale: a reading is a pure function of its
- * text, and an index is taken only for files that have not changed since it was made.
- */
-export interface DefinitionMemo {
-  get(key: string): Promise<unknown>;
-  set(key: string, value: unknown): Promise<void>;
-}
 
 /** Changes whenever reading a definition changes, so a memo of an older reading is never used. */
 const READER_VERSION = 2;
@@ -130,10 +122,10 @@ const SETTLED_MS = 2_000;
  */
 export class QueryCatalog {
   readonly folders: QueryFolders;
-  readonly #memo: DefinitionMemo | undefined;
+  readonly #memo: LocalMemo | undefined;
   #scan: IndexedScan | undefined;
 
-  constructor(folders: QueryFolders, memo?: DefinitionMemo) {
+  constructor(folders: QueryFolders, memo?: LocalMemo) {
     this.folders = folders;
     this.#memo = memo;
   }
@@ -217,7 +209,7 @@ export class QueryCatalog {
     const identity = this.#memo ? this.#identity() : undefined;
     // Kept by the folders (a short key), the identity inside: 200 files' identities hashed into a memo
     // file's name on every run took longer than reading them.
-    const indexKey = identity === undefined ? undefined : `index:${READER_VERSION}:${this.#dirs().map(([dir]) => dir).join('\n')}`;
+    const indexKey = identity === undefined ? undefined : memoKeys.index(READER_VERSION, this.#dirs().map(([dir]) => dir));
     const kept = indexKey === undefined ? undefined : ((await this.#memo?.get(indexKey)) as Partial<FolderIndex> | undefined);
     const index = kept?.identity === identity ? (kept as FolderIndex) : undefined;
     if (!index) {
@@ -276,7 +268,7 @@ export class QueryCatalog {
     const stem = stemOf(file);
     const text = fileText(file);
     if ('problem' in text) return { file, stem, builtin, problems: [text.problem] };
-    const key = `definition:${READER_VERSION}:${builtin ? 'b' : 'u'}:${stem}:${text.text}`;
+    const key = memoKeys.definition(READER_VERSION, builtin, stem, text.text);
     const known = (await this.#memo?.get(key)) as (Omit<SavedQuery, 'file'> & { lines: ReadFile['lines'] }) | undefined;
     if (known) {
       const { lines, ...query } = known;

@@ -2,7 +2,19 @@ import { readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync 
 import { dirname, join } from 'node:path';
 import { BoundedMap } from '../bounded.js';
 import { makePrivateDirectory, ownDirectory, sqlitePathCheck } from '../fs.js';
-import type { DefinitionMemo } from './catalog.js';
+import type { LocalMemo } from './types.js';
+
+/**
+ * The kinds of key a local memo holds, each made here alone: a definition's reading by its file's whole
+ * text (and the reader's version), a folder set's index of names and ids, a pattern RE2 compiled, and a
+ * definition the engine took (by its digest, on a source).
+ */
+export const memoKeys = {
+  definition: (version: number, builtin: boolean, stem: string, text: string) => `definition:${version}:${builtin ? 'b' : 'u'}:${stem}:${text}`,
+  index: (version: number, dirs: readonly string[]) => `index:${version}:${dirs.join('\n')}`,
+  pattern: (pattern: string) => `pattern:${pattern}`,
+  engineTook: (source: string, digest: string) => `engine-took:${source}:${digest}`,
+};
 
 /** A memo file's name (fileNameOf's), or one being written (`.<pid>.tmp`): all pruning ever removes. */
 const MEMO_FILE = /^[0-9a-z]+-[0-9a-z]+\.json(\.\d+\.tmp)?$/;
@@ -28,14 +40,14 @@ function fileNameOf(key: string): string {
 }
 
 /**
- * What the catalog remembers (definitions' readings, folders' indexes, patterns that compile), one
- * small file a key in a folder of the user's own (0700, beside the cache file: memoDirOf): read without
+ * What this machine remembers (memoKeys: definitions' readings, folders' indexes, patterns that compile,
+ * definitions the engine took), one small file a key in a folder of the user's own (0700, beside the cache file: memoDirOf): read without
  * opening SQLite, so a run that needs no cached result (`--no-cache`) pays for no database. Each file
  * keeps its whole key, compared on reading: two keys that share a file name only ever make a miss. A
  * folder that others may write to is not used (a planted reading would be run), nor one beside a cache
  * file's path that is not savedq's to use (`--cache-file /dev/null`: nothing is written in /dev).
  */
-export function fileMemo(cacheFile: string, cacheFileProblem = sqlitePathCheck(cacheFile)): DefinitionMemo {
+export function fileMemo(cacheFile: string, cacheFileProblem = sqlitePathCheck(cacheFile)): LocalMemo {
   const dir = memoDirOf(cacheFile);
   // Checked (and made, 0700, its parent too when missing) on first use, once.
   let usable: boolean | undefined;
@@ -78,7 +90,7 @@ export function fileMemo(cacheFile: string, cacheFileProblem = sqlitePathCheck(c
 }
 
 /** A memo in this process's memory, of at most `maxEntries` keys (the least recently written go first). */
-export function memoryMemo(maxEntries: number): DefinitionMemo {
+export function memoryMemo(maxEntries: number): LocalMemo {
   const kept = new BoundedMap<string, unknown>(maxEntries);
   return {
     async get(key) {

@@ -226,3 +226,13 @@ export interface Store {
   observe(listener: (operation: string, seconds: number, up: boolean) => void): () => void;
   close(): Promise<void>;
 }
+
+/**
+ * What this machine remembers of its own files and checks, beside the cache file's path (store/memo.ts:
+ * a file a key, or a bounded map in a server's memory): never stale, each key naming what it is of
+ * (memoKeys). Not kept in a team's store: what a machine read of its own files is its own.
+ */
+export interface LocalMemo {
+  get(key: string): Promise<unknown>;
+  set(key: string, value: unknown): Promise<void>;
+}

@@ -10,7 +10,7 @@ import { errnoText } from '../errno.js';
 import { loadEvents } from '../load/index.js';
 import type { QueryCatalog } from '../queries/catalog.js';
 import type { DefinitionProblem } from '../queries/definition.js';
-import { memoryMemo } from '../queries/memo.js';
+import { memoryMemo } from '../store/memo.js';
 import type { SavedQuery } from '../queries/types.js';
 import { toIsoMicros } from '../time.js';
 import { openWarehouse, type Warehouse } from '../warehouse/index.js';

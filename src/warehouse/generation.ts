@@ -1,24 +1,21 @@
 import { readFileSync, renameSync, watch, writeFileSync, type FSWatcher } from 'node:fs';
 import { join } from 'node:path';
 import { nodeCrypto } from '../lazy.js';
+import type { GenerationState } from '../store/types.js';
 
 /** The file in an embedded data directory that names the generation of its data. */
 export const GENERATION_FILE = 'savedq-generation';
 
-/**
- * The generation of an embedded data directory's data, and whether a load is changing it now. The
- * generation is a word that every `savedq load` into the directory changes when it ends; every cache
- * key carries it, so after a load no answer computed before it is served for that directory, and
- * `warm` computes the served calls anew. While a load runs, the generation stays the last complete
- * data's, so its answers are still served from the cache (with no engine), and `loading` says that no
- * answer computed meanwhile may be kept. A load whose process is gone (killed) left data half changed:
- * its mark is then a generation of its own. '' before the first load. A file, not a row of the
- * warehouse, so that a cache hit never opens the engine.
+/*
+ * The generation of an embedded data directory's data (GenerationState), and whether a load is
+ * changing it now. The generation is a word that every `savedq load` into the directory changes when
+ * it ends; every cache key carries it, so after a load no answer computed before it is served for that
+ * directory, and `warm` computes the served calls anew. While a load runs, the generation stays the
+ * last complete data's, so its answers are still served from the cache (with no engine), and `loading`
+ * says that no answer computed meanwhile may be kept. A load whose process is gone (killed) left data
+ * half changed: its mark is then a generation of its own. '' before the first load. A file, not a row
+ * of the warehouse, so that a cache hit never opens the engine.
  */
-export interface GenerationState {
-  readonly current: string;
-  readonly loading: boolean;
-}
 
 const NONE: GenerationState = { current: '', loading: false };
 

@@ -108,15 +108,15 @@ describe('an empty answer before anything is loaded', () => {
   const tablesThere = async () => Number((await (await inProcess.warehouse()).query("SELECT count() AS n FROM system.tables WHERE database = currentDatabase() AND name IN ('edge_logs', 'function_edge_logs')", {}))[0]?.n);
 
   it('is given only when both log tables exist and hold no row, and asking makes no table', async () => {
-    expect(await inProcess.withoutEvents()).toBeUndefined();
+    expect(await inProcess.emptyWarehouse()).toBeUndefined();
     expect(await tablesThere()).toBe(0);
-    await inProcess.run({ nameOrId: 'logs.all', params: [['project', 'x']], cache: 'bypass' }); // a query makes them
+    await inProcess.run({ nameOrId: 'logs.all', params: [['project', 'x']], cache: 'skip' }); // a query makes them
     expect(await tablesThere()).toBe(2);
-    expect(await inProcess.withoutEvents()).toMatch(/^the embedded engine at \/.+\/data$/);
+    expect(await inProcess.emptyWarehouse()).toMatch(/^the embedded engine at \/.+\/data$/);
     const line = JSON.stringify({ timestamp: new Date().toISOString(), project: 'x', event_message: 'one', metadata: {} });
     expect((await inProcess.load('edge_logs', [`${line}\n`])).loaded).toBe(1);
     // A load names a new generation: asked no more, and the engine would say the same.
-    expect(await inProcess.withoutEvents()).toBeUndefined();
+    expect(await inProcess.emptyWarehouse()).toBeUndefined();
     expect(await logTablesEmpty(await inProcess.warehouse())).toBe(false);
   });
 });
