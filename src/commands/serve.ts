@@ -2,7 +2,7 @@ import { resolveServeSettings, type ServeFlags } from '../config.js';
 import { DefinitionError, InputError } from '../errors.js';
 import { problemText } from '../queries/catalog.js';
 import { startServer, type RunningServer } from '../http/server.js';
-import type { EngineShare } from '../warehouse/share-server.js';
+import type { EngineSocketServer } from '../warehouse/engine-socket-server.js';
 import type { Savedq } from '../library.js';
 import type { CommonOptions, Io } from './io.js';
 import type { Log, ServerLog } from '../report.js';
@@ -47,11 +47,11 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
   const log = options.log;
   // The engine is opened now and kept while the server runs: no request waits for it to start, and every
   // other savedq process on this data directory sends its statements here instead of waiting its turn.
-  let share: EngineShare | undefined;
+  let share: EngineSocketServer | undefined;
   if (lib.config.url === undefined) {
     const warehouse = await lib.warehouse();
-    const { shareWarehouse } = await import('../warehouse/share-server.js');
-    share = await shareWarehouse(warehouse, lib.config.dataDir, log);
+    const { EngineSocketServer } = await import('../warehouse/engine-socket-server.js');
+    share = await EngineSocketServer.listen(warehouse, lib.config.dataDir, log);
   }
   let server: RunningServer;
   try {

@@ -6,7 +6,7 @@ import { StoreHealth, StoreUnreachable, reasonOf, withDeadline, type Warn } from
 import { alertRecords } from './records.js';
 import { generations, NAMESPACE } from './marks.js';
 import { loadPgDriver, type PgDriver } from './load-pg.js';
-import { KeptAlike, type EntryKind } from './shared.js';
+import { CommonStore, type EntryKind } from './common.js';
 import { sessionWhenReady, withTables, type SqlSession } from './sql.js';
 import type { AlertRecords, ServedRecord, Store, StoreProbe, StoreSignal } from './types.js';
 
@@ -102,7 +102,7 @@ const MISSING = new Set(['42P01', '3F000']);
  * A store that does not answer within a second is down for the process: calls are answered from the
  * warehouse uncached, a warning is said once a minute, and it is tried again every few seconds.
  */
-export class PostgresStore extends KeptAlike implements Store {
+export class PostgresStore extends CommonStore implements Store {
   readonly backend = 'postgres' as const;
   readonly #options: PostgresOptions;
   readonly #health: StoreHealth;

@@ -7,7 +7,7 @@ import { generations, NAMESPACE } from './marks.js';
 import { loadingSqlite } from './sqlite-module.js';
 import { reasonOf, StoreHealth, type Warn } from './health.js';
 import { alertRecords } from './records.js';
-import { KeptAlike, type EntryKind } from './shared.js';
+import { CommonStore, type EntryKind } from './common.js';
 import { sessionWhenReady, withTables, type SqlSession } from './sql.js';
 import type { AlertRecords, ServedRecord, Store, StoreProbe, StoreSignal } from './types.js';
 
@@ -91,7 +91,7 @@ CREATE INDEX IF NOT EXISTS savedq_alert_outbox_of ON savedq_alert_outbox (source
  * process (it will not become usable while it runs); a damaged database is moved aside and rebuilt,
  * and a path that is not a database's (a folder, a device, a file of other text) is left as it is.
  */
-export class SqliteStore extends KeptAlike implements Store {
+export class SqliteStore extends CommonStore implements Store {
   readonly backend = 'sqlite' as const;
   readonly file: string;
   readonly #warn: Warn;

@@ -10,7 +10,7 @@ import { BASE_SETTINGS, clientRun } from './client.js';
 import { toWarehouseError } from './errors.js';
 import { inLane } from './lane.js';
 import { GENERATION_FILE } from './generation.js';
-import { connectShared, SOCKET, socketPath } from './share.js';
+import { connectToServe, SOCKET, socketPath } from './engine-socket.js';
 import { stagedSource } from './staging.js';
 import { LOCK_FILE, lockDataDir, OWNER_FILE, StopWaiting } from './lock.js';
 import type { StagedLines, Statements } from './types.js';
@@ -125,7 +125,7 @@ export async function openEmbedded(options: EmbeddedOptions): Promise<Statements
   prepareDataDir(dataDir);
   const useShared = options.useShared !== false;
   for (;;) {
-    const shared = await connectShared(dataDir, options.timeoutSeconds);
+    const shared = await connectToServe(dataDir, options.timeoutSeconds);
     if (shared && useShared) return shared;
     if (shared) {
       // Another serve would wait for the directory for as long as this one runs: say so at once.
@@ -133,7 +133,7 @@ export async function openEmbedded(options: EmbeddedOptions): Promise<Statements
       throw new WarehouseError(`data directory ${dataDir} is already served by a running savedq serve: one serve a data directory (stop that one, or give this one a --data-dir of its own).`);
     }
     try {
-      // A socket there now answers no one (connectShared found none that does): the wait below ends
+      // A socket there now answers no one (connectToServe found none that does): the wait below ends
       // only for a socket made since, by a serve that has begun to share the engine.
       const stale = socketIdentity(dataDir);
       return await openEngine(options, useShared ? () => socketIdentity(dataDir) !== stale : undefined);

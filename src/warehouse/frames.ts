@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
 
-// The messages between a `savedq serve` and the processes it shares its engine with (share.ts): on a
+// The messages between a `savedq serve` and the processes it shares its engine with (engine-socket.ts, engine-socket-server.ts): on a
 // Unix socket, each message a frame of a JSON header and an optional body of bytes (a batch of lines),
 // each preceded by its length. Not HTTP: node:http's client and parser, compiled cold, would cost a CLI
 // run about what the whole statement takes; plain frames cost little (docs/performance.md).

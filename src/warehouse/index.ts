@@ -1,6 +1,6 @@
 import { isUnknownTable } from './errors.js';
 import { makeTables } from './schema.js';
-import { warehouseOf, type Statements, type Warehouse } from './types.js';
+import { warehouseOf, wrapped, type Statements, type Warehouse } from './types.js';
 
 export type { LinesFormat, StagedLines, StatementParams, Warehouse, WarehouseRow } from './types.js';
 
@@ -38,8 +38,7 @@ export async function openWarehouse(options: WarehouseOptions): Promise<Warehous
 
 /** Statements that make the log tables when one finds a table missing, then run once more. */
 function tablesOnFirstUse(statements: Statements): Statements {
-  return {
-    ...statements,
+  return wrapped(statements, {
     run: async (kind, statement) => {
       try {
         return await statements.run(kind, statement);
@@ -49,5 +48,5 @@ function tablesOnFirstUse(statements: Statements): Statements {
         return statements.run(kind, statement);
       }
     },
-  };
+  });
 }

@@ -1,4 +1,4 @@
-import type { EngineQueue, StagedLines, Statements } from './types.js';
+import { wrapped, type EngineQueue, type StagedLines, type Statements } from './types.js';
 
 /** What a statement is for: answering a query, or storing a batch of a load. */
 type Kind = 'query' | 'load';
@@ -66,8 +66,7 @@ export function inLane(engine: Statements): Statements {
       queue.push({ kind, start });
       if (!busy) next();
     });
-  return {
-    ...engine,
+  return wrapped(engine, {
     run: (kind, statement) => inTurn('query', () => engine.run(kind, { ...statement, signal: undefined }), statement.signal),
     queue: (): EngineQueue => ({ running: busy ? 1 : 0, waiting: queue.length, dropped }),
     async stage(lines): Promise<StagedLines> {
@@ -83,5 +82,5 @@ export function inLane(engine: Statements): Statements {
       await engineIdle();
       await engine.close();
     },
-  };
+  });
 }

@@ -111,15 +111,26 @@ export interface Warehouse extends Statements {
   command(sql: string, params?: StatementParams, settings?: ClickHouseSettings): Promise<void>;
 }
 
-/** A warehouse of its statements: each method a kind of `run`. */
-export function warehouseOf(statements: Statements): Warehouse {
+/**
+ * Statements wrapped: those given in `replaced` (a wrapper's own run, stage, queue or close), the rest
+ * the wrapped ones', each bound to them (a class's methods are not an object's own: no spread copies them).
+ */
+export function wrapped(statements: Statements, replaced: Partial<Pick<Statements, 'run' | 'stage' | 'queue' | 'close'>>): Statements {
+  const queue = replaced.queue ?? (statements.queue ? () => statements.queue?.() ?? { running: 0, waiting: 0, dropped: 0 } : undefined);
   return {
     location: statements.location,
     embedded: statements.embedded,
-    run: (kind, statement) => statements.run(kind, statement),
-    stage: (lines) => statements.stage(lines),
-    ...(statements.queue ? { queue: () => statements.queue?.() ?? { running: 0, waiting: 0, dropped: 0 } } : {}),
-    close: () => statements.close(),
+    run: replaced.run ?? ((kind, statement) => statements.run(kind, statement)),
+    stage: replaced.stage ?? ((lines) => statements.stage(lines)),
+    ...(queue ? { queue } : {}),
+    close: replaced.close ?? (() => statements.close()),
+  };
+}
+
+/** A warehouse of its statements: each method a kind of `run`. */
+export function warehouseOf(statements: Statements): Warehouse {
+  return {
+    ...wrapped(statements, {}),
     query: (sql, params, settings, signal) => statements.run('query', { sql, params, settings, signal }),
     measure: (sql, params, settings, signal) => statements.run('measure', { sql, params, settings, signal }),
     explainAst: (sql, params) => statements.run('explain', { sql, params }),

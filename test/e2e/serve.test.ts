@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startServer, type RunningServer } from '../../src/http/server.js';
 import { keyChecker } from '../../src/http/keys.js';
-import { shareWarehouse } from '../../src/warehouse/share-server.js';
+import { EngineSocketServer } from '../../src/warehouse/engine-socket-server.js';
 import { binPath, cli, endpoints, engineQueue, eventually, findEndpoint, load, NO_CONFIG, startServe, tempDir, logInto, libraryOf, serveOptions } from '../helpers.js';
 import { has } from '../system.js';
 
@@ -67,7 +67,7 @@ describe('savedq serve', () => {
       'Cache-Control': 'no-cache',
     });
     // The server keeps the engine and shares it: the CLI's statements run here, not after a wait.
-    const share = await shareWarehouse(await lib.warehouse(), dataDir, logInto());
+    const share = await EngineSocketServer.listen(await lib.warehouse(), dataDir, logInto());
     const fromCli = await cli(['run', 'usage.api-counts', '-p', 'project=http-proj', '-p', 'interval=hourly', '--no-cache'], {
       env: { SAVEDQ_DATA_DIR: dataDir, SAVEDQ_CACHE_FILE: join(dir, 'cli.sqlite') },
     });

@@ -1,10 +1,11 @@
 import type { ClickHouseSettings } from '@clickhouse/client';
 import { lstatSync } from 'node:fs';
+import type { Socket } from 'node:net';
 import { join } from 'node:path';
 import { BusyError, InputError, InterruptedError, QueryTimeoutError, SavedqError, WarehouseError, type EngineFailure } from '../errors.js';
 import { inDirectory } from '../fs.js';
 import { stagedSource } from './staging.js';
-import type { Answers, LinesFormat, StatementKind, StatementParams, Statements, WarehouseRow } from './types.js';
+import type { Answers, LinesFormat, StagedLines, StatementKind, StatementParams, Statements, WarehouseRow } from './types.js';
 
 // A `savedq serve` owns the embedded engine of its data directory for as long as it runs, and shares it
 // with every other savedq process: they send their statements here instead of waiting for the
@@ -114,16 +115,22 @@ export interface Answer {
   readonly more?: true;
 }
 
+/** A request sent, waiting for its answer: the parts of an answer sent in several frames, gathered. */
+interface Waiting {
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (err: SavedqError) => void;
+  readonly timer: NodeJS.Timeout;
+  readonly parts: Buffer[];
+}
+
 /**
  * The engine a `savedq serve` shares on this data directory, or undefined when none answers there (no
  * socket, or one a serve that died left behind). Statements then run in the serve process, in its
  * turn with its own requests; a serve that stops or dies under a statement is a clear WarehouseError.
  */
-export async function connectShared(dataDir: string, timeoutSeconds: number): Promise<Statements | undefined> {
+export async function connectToServe(dataDir: string, timeoutSeconds: number): Promise<Statements | undefined> {
   if (!hasSocket(dataDir)) return undefined;
-  const [{ connect }, { readFrames, writeFrame }] = await Promise.all([import('node:net'), import('./frames.js')]);
-  // Only a savedq serve makes this socket (and removes it when it stops): a connection is its answer.
-  const location = `savedq serve at ${dataDir}`;
+  const [{ connect }, frames] = await Promise.all([import('node:net'), import('./frames.js')]);
   const socket = atSocket(dataDir, (at) => connect(at));
   const connected = await new Promise<NodeJS.ErrnoException | undefined>((resolve) => {
     const timer = setTimeout(() => resolve(Object.assign(new Error('it did not take the connection in time'), { code: 'ETIMEDOUT' })), timeoutSeconds * 1000);
@@ -142,90 +149,111 @@ export async function connectShared(dataDir: string, timeoutSeconds: number): Pr
     if (connected.code === 'ECONNREFUSED' || connected.code === 'ENOENT') return undefined;
     throw new WarehouseError(`cannot reach savedq serve at ${dataDir}: ${connected.code ?? connected.message}.`, { cause: connected });
   }
-  socket.unref(); // waiting on an answer keeps the process alive; an idle connection does not
+  // Only a savedq serve makes this socket (and removes it when it stops): a connection is its answer.
+  return new EngineSocketClient(socket, dataDir, timeoutSeconds, frames);
+}
 
-  const waiting = new Map<number, { resolve: (value: unknown) => void; reject: (err: SavedqError) => void; timer: NodeJS.Timeout; parts: Buffer[] }>();
-  let ids = 0;
-  let gone: SavedqError | undefined;
-  const lost = (why: string, cause?: unknown): SavedqError => new WarehouseError(`${location} stopped answering (${why}); run the command again.`, { cause });
-  const fail = (err: SavedqError) => {
-    gone ??= err;
-    for (const [id, w] of waiting) {
-      clearTimeout(w.timer);
-      waiting.delete(id);
-      w.reject(gone);
-    }
-  };
-  readFrames(
-    socket,
-    (header, body) => {
-      const answer = header as Answer;
-      const w = waiting.get(answer.id);
-      if (!w) return;
-      if (answer.more) {
-        w.parts.push(body);
-        return;
-      }
-      waiting.delete(answer.id);
-      clearTimeout(w.timer);
-      if (waiting.size === 0) socket.unref();
-      if (answer.error) { w.reject(fromWire(answer.error)); return; }
-      const json = w.parts.length === 0 ? body : Buffer.concat([...w.parts, body]);
-      w.resolve(json.length === 0 ? undefined : (JSON.parse(json.toString('utf8')) as unknown));
-    },
-    (reason) => {
-      fail(lost(`it sent ${reason}`));
+/** The statements of this process sent to serve's engine on its socket, each answered on its id. */
+class EngineSocketClient implements Statements {
+  readonly location: string;
+  readonly embedded = true;
+  readonly #socket: Socket;
+  readonly #writeFrame: typeof import('./frames.js').writeFrame;
+  readonly #waiting = new Map<number, Waiting>();
+  #ids = 0;
+  /** Why the socket is no use any more: every request after it fails so. */
+  #gone: SavedqError | undefined;
+  /** A query's answer is waited for as long as the query may run (--timeout), and a little more: a serve that does not answer by then is taken as gone. */
+  readonly #queryWaitMs: number;
+  /** A load's batches may take longer. */
+  readonly #loadWaitMs = 30 * 60_000;
+
+  constructor(socket: Socket, dataDir: string, timeoutSeconds: number, frames: typeof import('./frames.js')) {
+    this.#socket = socket;
+    this.location = `savedq serve at ${dataDir}`;
+    this.#writeFrame = frames.writeFrame;
+    this.#queryWaitMs = (timeoutSeconds + 5) * 1000;
+    socket.unref(); // waiting on an answer keeps the process alive; an idle connection does not
+    frames.readFrames(socket, (header, body) => this.#answered(header as Answer, body), (reason) => {
+      this.#fail(this.#lost(`it sent ${reason}`));
       socket.destroy();
-    },
-  );
-  socket.on('error', (err: NodeJS.ErrnoException) => fail(lost(err.code === 'ECONNRESET' || err.code === 'EPIPE' ? 'it closed the connection' : (err.code ?? err.message), err)));
-  socket.on('close', () => fail(lost('it closed the connection')));
+    });
+    socket.on('error', (err: NodeJS.ErrnoException) => this.#fail(this.#lost(err.code === 'ECONNRESET' || err.code === 'EPIPE' ? 'it closed the connection' : (err.code ?? err.message), err)));
+    socket.on('close', () => this.#fail(this.#lost('it closed the connection')));
+  }
 
-  const call = <T>(request: Omit<Request, 'id'>, waitMs: number, body?: Buffer): Promise<T> => {
-    if (gone) return Promise.reject(gone);
-    const id = ++ids;
+  // The signal stays here: serve runs the statement for whoever still waits, and drops it unrun when this process goes.
+  run<K extends StatementKind>(kind: K, { sql, params, settings }: { sql: string; params?: StatementParams | undefined; settings?: ClickHouseSettings | undefined }): Promise<Answers[K]> {
+    return this.#call<Answers[K]>({ op: 'run', kind, statement: statementOf(sql, params, settings) }, this.#queryWaitMs);
+  }
+
+  async stage(lines: Buffer): Promise<StagedLines> {
+    const staged = await this.#call<string>({ op: 'stage' }, this.#loadWaitMs, lines);
+    return {
+      source: stagedSource,
+      insert: async (sql, format, params, settings) => {
+        await this.#call({ op: 'insert', staged, statement: statementOf(sql, params, settings, format) }, this.#loadWaitMs);
+      },
+      query: (sql, params, settings) => this.#call<WarehouseRow[]>({ op: 'query-staged', staged, statement: statementOf(sql, params, settings) }, this.#loadWaitMs),
+      release: async () => {
+        await this.#call({ op: 'release', staged }, this.#loadWaitMs).catch(() => undefined);
+      },
+    };
+  }
+
+  async close(): Promise<void> {
+    this.#socket.destroy();
+  }
+
+  #lost(why: string, cause?: unknown): SavedqError {
+    return new WarehouseError(`${this.location} stopped answering (${why}); run the command again.`, { cause });
+  }
+
+  /** Fails every request waiting, and every one after, with why the socket is no use. */
+  #fail(err: SavedqError): void {
+    this.#gone ??= err;
+    for (const [id, w] of this.#waiting) {
+      clearTimeout(w.timer);
+      this.#waiting.delete(id);
+      w.reject(this.#gone);
+    }
+  }
+
+  /** An answer's frame: a part of it, or its end (its value, or its failure). */
+  #answered(answer: Answer, body: Buffer): void {
+    const w = this.#waiting.get(answer.id);
+    if (!w) return;
+    if (answer.more) {
+      w.parts.push(body);
+      return;
+    }
+    this.#waiting.delete(answer.id);
+    clearTimeout(w.timer);
+    if (this.#waiting.size === 0) this.#socket.unref();
+    if (answer.error) {
+      w.reject(fromWire(answer.error));
+      return;
+    }
+    const json = w.parts.length === 0 ? body : Buffer.concat([...w.parts, body]);
+    w.resolve(json.length === 0 ? undefined : (JSON.parse(json.toString('utf8')) as unknown));
+  }
+
+  #call<T>(request: Omit<Request, 'id'>, waitMs: number, body?: Buffer): Promise<T> {
+    if (this.#gone) return Promise.reject(this.#gone);
+    const id = ++this.#ids;
     return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(() => {
-        waiting.delete(id);
-        reject(lost('it did not answer in time'));
+        this.#waiting.delete(id);
+        reject(this.#lost('it did not answer in time'));
       }, waitMs);
-      waiting.set(id, { resolve: resolve as (value: unknown) => void, reject, timer, parts: [] });
-      socket.ref();
-      writeFrame(socket, { ...request, id }, body);
+      this.#waiting.set(id, { resolve: resolve as (value: unknown) => void, reject, timer, parts: [] });
+      this.#socket.ref();
+      this.#writeFrame(this.#socket, { ...request, id }, body);
     });
-  };
+  }
+}
 
-  // A query's answer is waited for as long as the query may run (--timeout), and a little more: a serve
-  // that does not answer by then is taken as gone. A load's batches may take longer.
-  const queryWaitMs = (timeoutSeconds + 5) * 1000;
-  const loadWaitMs = 30 * 60_000;
-  const statement = (sql: string, params: StatementParams | undefined, settings: ClickHouseSettings | undefined, format?: LinesFormat): StatementRequest => ({
-    sql,
-    params: params ?? {},
-    settings: settings ?? {},
-    ...(format ? { format } : {}),
-  });
-  return {
-    location,
-    embedded: true,
-    // The signal stays here: serve runs the statement for whoever still waits, and drops it unrun when this process goes.
-    run: <K extends StatementKind>(kind: K, { sql, params, settings }: { sql: string; params?: StatementParams | undefined; settings?: ClickHouseSettings | undefined }) =>
-      call<Answers[K]>({ op: 'run', kind, statement: statement(sql, params, settings) }, queryWaitMs),
-    async stage(lines) {
-      const staged = await call<string>({ op: 'stage' }, loadWaitMs, lines);
-      return {
-        source: stagedSource,
-        insert: async (sql, format, params, settings) => {
-          await call({ op: 'insert', staged, statement: statement(sql, params, settings, format) }, loadWaitMs);
-        },
-        query: (sql, params, settings) => call<WarehouseRow[]>({ op: 'query-staged', staged, statement: statement(sql, params, settings) }, loadWaitMs),
-        release: async () => {
-          await call({ op: 'release', staged }, loadWaitMs).catch(() => undefined);
-        },
-      };
-    },
-    async close() {
-      socket.destroy();
-    },
-  };
+/** A statement as it travels to serve: empty parameters and settings said, not left out. */
+function statementOf(sql: string, params: StatementParams | undefined, settings: ClickHouseSettings | undefined, format?: LinesFormat): StatementRequest {
+  return { sql, params: params ?? {}, settings: settings ?? {}, ...(format ? { format } : {}) };
 }

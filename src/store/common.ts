@@ -16,7 +16,7 @@ const LOOK_EVERY_MS = 500;
  * keyv and its tables, guarded (a store out of use answers the operation's fallback), and how it tells
  * the others (signal).
  */
-export abstract class KeptAlike {
+export abstract class CommonStore {
   /** An operation through keyv, guarded: a store that fails answers `fallback`. */
   protected abstract kv<T>(operation: string, fallback: T, op: (keyv: Keyv) => Promise<T>): Promise<T>;
   /** An operation of savedq's own SQL, guarded the same way. */
