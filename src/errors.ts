@@ -1,6 +1,6 @@
 /**
  * The error family of savedq. The library throws these; each surface maps them once: the CLI to an exit
- * code and a short message (cli.ts), HTTP to a status and the JSON error envelope (http/answers.ts), MCP
+ * code and a short message (cli/main.ts), HTTP to a status and the JSON error envelope (http/answers.ts), MCP
  * to a tool result with isError and the message a caller may read (mcp/session.ts).
  */
 export class SavedqError extends Error {

@@ -133,8 +133,8 @@ export function isoNow(): string {
 
 /**
  * A time in milliseconds as ISO 8601 (as `toISOString` says it): its date and second made once a
- * second, the milliseconds added to them. `toISOString` costs about 6,500 instructions, which every
- * request paid in a serve answering one request a millisecond or less.
+ * second, the milliseconds added to them, as a busy serve says the time of every log line and answer
+ * (what `toISOString` costs: docs/performance.md).
  */
 let second = { start: NaN, text: '' };
 export function isoAt(ms: number): string {

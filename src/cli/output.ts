@@ -18,7 +18,8 @@ const onStderrError = (): void => undefined;
 /**
  * Standard output or error as the CLI's commands meet it (an OutStream), Node's stream of it made only
  * when something beyond writing text to a pipe or a file is asked of it. For a pipe, Node's stream is a
- * net.Socket: loading the stream and net modules took about 4 ms of a cache hit, to write one answer.
+ * net.Socket: loading the stream and net modules is much of a cache hit, to write one answer
+ * (docs/performance.md).
  *
  * A pipe, a socket or a file is no terminal, which its type (fstat) tells without the tty module (which
  * loads net); anything else (a terminal, /dev/null, a descriptor that is not open) is Node's stream from

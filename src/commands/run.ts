@@ -51,7 +51,7 @@ export async function runCommand(lib: Savedq, options: RunOptions, io: Io): Prom
 
 /** What the answer was, from the cache or computed now, for a person watching; its count unless `counted` already (a table's last line, a cut answer's). */
 function statusNote(lib: Savedq, result: RunResult, counted: boolean, options: RunOptions, io: Io): void {
-  // Not made for no one: a count's grouping loads the locale's data (a few ms) the first time.
+  // Not made for no one: a count's grouping loads the locale's data the first time.
   if (!noting(io, options)) return;
   if (result.cache === 'hit') {
     note(io, options, `${result.query.name}: from cache, computed ${ageSeconds(result.computedAt, lib.clock())} s ago`);

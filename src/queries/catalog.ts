@@ -239,7 +239,7 @@ export class QueryCatalog {
   #identity(): string | undefined {
     const parts: string[] = [];
     // In milliseconds (with their fraction), not nanoseconds as BigInts: a change after the index was
-    // made is seconds after anything it trusted (SETTLED_MS), and 200 BigInt stats cost a run 1.5 ms.
+    // made is seconds after anything it trusted (SETTLED_MS), and BigInt stats cost a run more (docs/performance.md).
     const settled = Date.now() - SETTLED_MS;
     for (const [dir] of this.#dirs()) {
       let names: string[];

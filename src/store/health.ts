@@ -70,7 +70,7 @@ export class StoreHealth {
 
   async #run<T>(operation: string, fallback: T, work: () => Promise<T>): Promise<T> {
     if (!this.#up && (this.#options.retryMs === undefined || Date.now() < this.#retryAt)) return fallback;
-    // Timed only for an observer (serve's metrics): a run's first performance.now() loads perf_hooks (about 1.5 ms).
+    // Timed only for an observer (serve's metrics): a run's first performance.now() loads perf_hooks.
     const started = this.#observers.size > 0 ? performance.now() : undefined;
     try {
       const value = this.#options.deadlineMs === undefined ? await work() : await withDeadline(work(), this.#options.deadlineMs);

@@ -330,7 +330,7 @@ class SqliteSession implements SqlSession {
   /**
    * A statement of savedq's SQL (a few fixed texts, values bound), prepared once: run again, it is one
    * trip to SQLite's thread, where a statement made for each use takes a second one to be prepared
-   * (about 75 µs; a lease is taken before every uncached call). One that failed is made anew.
+   * (a lease is taken before every uncached call: docs/performance.md). One that failed is made anew.
    */
   #statement(sql: string): Statement {
     let statement = this.#statements.get(sql);
