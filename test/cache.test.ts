@@ -70,12 +70,18 @@ describe('results cache', () => {
   });
 
   it('--no-cache neither reads nor writes; --refresh recomputes and replaces', async () => {
+    // Nothing cached: a skipped run writes nothing (the next run is a miss, not a hit).
     expect((await counts('modes', 'skip')).cache).toBe('off');
-    expect((await counts('modes')).cache).toBe('miss');
+    const first = await counts('modes');
+    expect(first.cache).toBe('miss');
+    // An answer cached that the data no longer says: a skipped run does not read it (it has the new row)…
     await load(lib, 'edge_logs', [event('modes', new Date(now - 5 * SECOND).toISOString())]);
+    now += SECOND;
+    const skipped = await counts('modes', 'skip');
+    expect([skipped.cache, skipped.rows.length]).toEqual(['off', 1]);
+    // …nor write its answer over it: the cached answer is the one from before the row, as it was computed.
     const stale = await counts('modes');
-    expect(stale.cache).toBe('hit');
-    expect(stale.rows).toEqual([]);
+    expect([stale.cache, stale.rows, stale.computedAt]).toEqual(['hit', [], first.computedAt]);
     const fresh = await counts('modes', 'refresh');
     expect(fresh.cache).toBe('miss');
     expect(fresh.rows).toHaveLength(1);
@@ -249,9 +255,22 @@ describe('the cache stays bounded', () => {
     const db = new sqlite3.Database(file);
     const exec = (sql: string) => new Promise<void>((resolve, reject) => db.run(sql, (e: Error | null) => (e ? reject(e) : resolve())));
     await exec(`UPDATE keyv SET value = json_set(value, '$.expires', 1) WHERE key LIKE 'savedq:%"old"%'`);
+    // A damaged entry, which can never be read: a result and a served record whose values are not JSON.
+    await exec(`INSERT INTO keyv (key, value) VALUES ('savedq:result:damaged', '{"value": tru'), ('savedq:served:damaged', 'not json')`);
+    const left = () =>
+      new Promise<string[]>((resolve, reject) => {
+        const reader = new sqlite3.Database(file);
+        reader.all("SELECT key FROM keyv WHERE key LIKE 'savedq:%damaged%'", (e: Error | null, rows: { key: string }[]) => {
+          reader.close();
+          if (e) reject(e);
+          else resolve(rows.map((r) => r.key));
+        });
+      });
     await new Promise<void>((resolve) => db.close(() => resolve()));
+    expect(await left()).toHaveLength(2);
     const pruned = await other.pruneCache();
-    expect(pruned.expired).toBe(2); // the result and its served record
+    expect(pruned.expired).toBe(4); // the old result and its served record, and the two damaged entries
+    expect(await left()).toEqual([]);
     expect((await other.cachedCalls()).map((c) => c.params.project)).toEqual(['kept']);
     await other.close();
   });

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { InputError, NotFoundError } from '../src/errors.js';
 import { checkValue, normaliseParams, parsePairs } from '../src/queries/params.js';
 import { toClickHouseParams } from '../src/queries/sql.js';
@@ -9,7 +9,7 @@ import { asOfMicros } from '../src/calls/prepare.js';
 import { QueryCatalog } from '../src/queries/catalog.js';
 import type { ParamDefinition, SavedQuery } from '../src/queries/types.js';
 import { builtinQueriesDir, examplesDir } from '../src/package.js';
-import { builtins, endpoints, findEndpoint } from './helpers.js';
+import { builtins, endpoints, findEndpoint, testLibrary } from './helpers.js';
 
 describe('timestamps', () => {
   it('reads Z, offsets and no zone (UTC) to the microsecond', () => {
@@ -148,12 +148,22 @@ describe('patterns', () => {
 
 describe('built-in queries and SQL', () => {
   it('finds endpoints by name or id and suggests a name for a typo', async () => {
-    for (const e of endpoints) expect(await builtins.find(e.id)).toBe(e);
+    for (const e of endpoints) {
+      expect(await builtins.find(e.id)).toBe(e);
+      expect(await builtins.find(e.name)).toBe(e);
+      expect(await builtins.find(e.id.toUpperCase())).toBe(e);
+    }
     await expect(builtins.find('logs.al')).rejects.toThrow(NotFoundError);
     await expect(builtins.find('logs.al')).rejects.toThrow(/Did you mean logs.all\?/);
   });
 
   it('has fixed, distinct UUIDs, 1000 max rows, and caching as the spec sets', () => {
+    // The ids every release has kept, written out: a change of any is a break of every client's address.
+    expect(endpoints.map((e) => [e.name, e.id])).toEqual([
+      ['functions.invocation-stats', '5a9d3e71-2c84-4b6f-8e1d-7c0b9a4f2e12'],
+      ['logs.all', '0f4c6b2e-7f3a-4a51-9a8e-3d2b1c5e6f01'],
+      ['usage.api-counts', 'c3e8f1a0-6b2d-4d7e-a9f5-1e4b8c2d7a23'],
+    ]);
     expect(new Set(endpoints.map((e) => e.id)).size).toBe(3);
     // In file-name order: the built-ins are files of sql/queries now.
     expect(endpoints.map((e) => [e.name, e.maxRows, e.cacheSeconds, e.warmSeconds])).toEqual([
@@ -171,10 +181,19 @@ describe('built-in queries and SQL', () => {
     expect(() => toClickHouseParams('SELECT @nope', types)).toThrow(/undeclared parameter @nope/);
   });
 
-  it('uses only declared parameters in every saved query, and pastes no values', () => {
+  it('uses only declared parameters in every saved query, and pastes no value into the statement the engine is sent', async () => {
     for (const e of endpoints) {
       expect(e.boundSql).not.toMatch(/@[a-z_]/);
       for (const p of e.params) expect(e.sql).toContain(`@${p.name}`);
     }
+    // A value that would be SQL were it pasted: the statement sent holds none of it, its parameters all of it.
+    const lib = testLibrary();
+    const measure = vi.spyOn(await lib.warehouse(), 'measure');
+    const hostile = "x' OR 1=1; DROP TABLE edge_logs; --";
+    await lib.run({ nameOrId: 'logs.all', params: [['project', hostile]], cache: 'skip' });
+    const [sql, values] = measure.mock.calls[0] as [string, Record<string, unknown>];
+    expect(sql).not.toContain('OR 1=1');
+    expect(sql).toContain('{project:String}');
+    expect(values.project).toBe(hostile);
   });
 });
