@@ -12,7 +12,7 @@ import { wrapped } from './output/wrap.js';
 import { sayErrors } from './cli/guess.js';
 import { collect, examples, formatOption, withSettings } from './cli/help.js';
 import { main } from './cli/main.js';
-import { afterOutput, standardOutput, streamsFromNowOn } from './cli/output.js';
+import { afterOutput, commanderThrough, standardOutput, streamsFromNowOn } from './cli/output.js';
 import { interrupt, interruptible, servingNow } from './cli/signals.js';
 
 // The command line: each command registered with its options, help and action, which loads the
@@ -428,6 +428,7 @@ function cliShape(): CliShape {
   return { commands: program.commands.map(commandShape), globalOptions: program.options.map(optionShape) };
 }
 
+commanderThrough(program);
 sayErrors(program);
 interruptible(io.stderr);
 void main(program, process.argv, io, (command) => lib(command.optsWithGlobals<GlobalFlags>()).catalog, async () => library?.close()).then((code) => {

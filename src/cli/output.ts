@@ -1,4 +1,5 @@
 import { fstatSync, writeSync } from 'node:fs';
+import type { Command } from 'commander';
 import type { OutStream } from '../commands/io.js';
 import { wrapped } from '../output/wrap.js';
 
@@ -122,6 +123,21 @@ const stderr = new Output(2, () => process.stderr, onStderrError);
 
 /** The CLI's standard output and error (see Output). */
 export const standardOutput = { stdout: stdout.view, stderr: stderr.view };
+
+/**
+ * Commander's own output (help, the version, its errors) through the CLI's standard output and error,
+ * for this command and its subcommands: help read by `| head -n 1` ends quietly as any output does, and
+ * a pipe's width is known without Node's stream of it.
+ */
+export function commanderThrough(command: Command): void {
+  command.configureOutput({
+    writeOut: (text) => void stdout.view.write(text),
+    writeErr: (text) => void stderr.view.write(text),
+    getOutHelpWidth: () => (stdout.view.isTTY === true && stdout.view.columns !== undefined ? stdout.view.columns : 80),
+    getErrHelpWidth: () => (stderr.view.isTTY === true && stderr.view.columns !== undefined ? stderr.view.columns : 80),
+  });
+  command.commands.forEach(commanderThrough);
+}
 
 /**
  * From now on, standard output and error are Node's streams: for a command that runs for long (`serve`,

@@ -59,6 +59,14 @@ describe('a reader that closes the pipe early', () => {
       expect(r.stderr, args.join(' ')).toBe('');
     }
   });
+
+  it("ends quietly from commander's own output: help and the version, to a reader that reads none of it", () => {
+    for (const args of [['--help'], ['run', '--help'], ['alerts', 'list', '--help'], ['--version']]) {
+      const r = piped(args, 'true');
+      expect([0, 141], args.join(' ')).toContain(r.code);
+      expect(r.stderr, args.join(' ')).toBe('');
+    }
+  });
 });
 
 describe('an answer written to the descriptor (cli/output.ts)', () => {
