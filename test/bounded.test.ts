@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { memoDirOf, pruneMemo } from '../src/store/memo.js';
@@ -57,7 +57,7 @@ describe('what the catalog remembers', () => {
     expect(readdirSync(memo).sort()).toEqual(['m0-x.json', 'm1-x.json', 'm2-x.json', 'old-notes.txt', 'readme.json']);
   });
 
-  it('writes nothing beside a cache file that is a folder or a device', async () => {
+  it('writes nothing beside a cache file that is a folder', async () => {
     const folder = join(dir, 'a-folder');
     mkdirSync(folder);
     const r = await cli(['run', 'wide.rows', '-p', 'n=1', '-f', 'json'], { env: { ...env, SAVEDQ_CACHE_FILE: folder } });
@@ -65,5 +65,16 @@ describe('what the catalog remembers', () => {
     expect(r.stderr).toMatch(/is a folder, not a file/);
     expect(readdirSync(dir)).not.toContain('a-folder-definitions');
     expect(readdirSync(dir)).not.toContain('definitions');
+  });
+
+  it.each(['/dev/null', '/dev/zero'])('writes nothing beside a device given as the cache file (%s), whoever runs it', async (device) => {
+    const r = await cli(['run', 'wide.rows', '-p', 'n=1', '-f', 'json'], { env: { ...env, SAVEDQ_CACHE_FILE: device } });
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toHaveLength(500);
+    expect(r.stderr).toMatch(/is a device or a pipe, not a file/);
+    // The tests run as root in CI, who could write there (and a broken build's folder is taken away).
+    const made = existsSync(memoDirOf(device));
+    rmSync(memoDirOf(device), { recursive: true, force: true });
+    expect(made).toBe(false);
   });
 });

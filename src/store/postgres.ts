@@ -380,7 +380,7 @@ export class PostgresStore extends CommonStore implements Store {
 
   prune(maxBytes: number, now: number): Promise<{ expired: number; evicted: number }> {
     return this.sql('prune', { expired: 0, evicted: 0 }, async (db) => {
-      const expired = await db.run("DELETE FROM {keyv} WHERE (key LIKE 'savedq:result:%' OR key LIKE 'savedq:served:%') AND expires < ?", [now]);
+      const expired = callsIn(await db.all<{ key: string }>("DELETE FROM {keyv} WHERE (key LIKE 'savedq:result:%' OR key LIKE 'savedq:served:%') AND expires < ? RETURNING key", [now]));
       const excess = (await this.#bytes(db)) - maxBytes;
       if (excess <= 0) return { expired, evicted: 0 };
       // The least recently served first, each result with its served record, until they free the excess.
@@ -394,8 +394,7 @@ export class PostgresStore extends CommonStore implements Store {
          DELETE FROM {keyv} WHERE key IN (SELECT 'savedq:served:' || h FROM victims UNION ALL SELECT 'savedq:result:' || h FROM victims) RETURNING key`,
         [excess],
       );
-      const evicted = gone.filter((row) => row.key.startsWith('savedq:served:')).length;
-      return { expired, evicted };
+      return { expired, evicted: callsIn(gone) };
     });
   }
 
@@ -409,10 +408,9 @@ export class PostgresStore extends CommonStore implements Store {
   }
 
   async clear(): Promise<number> {
-    const n = await this.sql('clear', 0, async (db) => db.run("DELETE FROM {keyv} WHERE key LIKE 'savedq:served:%' OR key LIKE 'savedq:result:%'"));
+    const n = await this.sql('clear', 0, async (db) => callsIn(await db.all<{ key: string }>("DELETE FROM {keyv} WHERE key LIKE 'savedq:served:%' OR key LIKE 'savedq:result:%' RETURNING key")));
     await this.signal({ kind: 'cleared' });
-    // Results and served records went together: the calls are the records.
-    return Math.ceil(n / 2);
+    return n;
   }
 
   /** NOTIFY on savedq's channel (the schema's), and, for `cleared`, a count the others can look at. */
@@ -535,3 +533,7 @@ function isMissing(err: unknown): boolean {
   return MISSING.has(e.code ?? '') || /does not exist/.test(e.message ?? '');
 }
 
+/** How many calls deleted rows were of: a result and its served record (`savedq:<kind>:<key>`) are one. */
+function callsIn(deleted: { key: string }[]): number {
+  return new Set(deleted.map((row) => row.key.slice('savedq:result:'.length))).size;
+}

@@ -198,7 +198,8 @@ export class SqliteStore extends CommonStore implements Store {
   async prune(maxBytes: number, now: number): Promise<{ expired: number; evicted: number }> {
     // A value that is not JSON (damaged) can never be read: it goes too.
     const past = "(key LIKE 'savedq:result:%' OR key LIKE 'savedq:served:%') AND CASE WHEN json_valid(value) THEN json_extract(value, '$.expires') < ? ELSE 1 END";
-    const expired = await this.#table<{ n: number }>('prune', [], `SELECT count(*) AS n FROM keyv WHERE ${past}`, now);
+    // Counted as calls, as evictions are: a result and its served record are one.
+    const expired = await this.#table<{ n: number }>('prune', [], `SELECT count(DISTINCT substr(key, 15)) AS n FROM keyv WHERE ${past}`, now);
     await this.#table('prune', [], `DELETE FROM keyv WHERE ${past}`, now);
     let evicted = 0;
     const [size] = await this.#table<{ bytes: number | null }>('prune', [], 'SELECT sum(length(key) + length(value)) AS bytes FROM keyv');

@@ -1,14 +1,15 @@
 import { request } from 'node:http';
+import { writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
+import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InputError, NotFoundError } from '../../src/errors.js';
 import { normaliseParams, parsePairs } from '../../src/queries/params.js';
-import { querySettings } from '../../src/queries/run.js';
 import { startServer, type RunningServer } from '../../src/http/server.js';
 import { parseQueryString } from '../../src/http/query-route.js';
 import { parseIsoTimestamp, toIsoMicros } from '../../src/time.js';
-import { builtins, endpoints, findEndpoint, load, testLibrary, logInto, serveOptions } from '../helpers.js';
+import { builtins, endpoints, findEndpoint, load, testLibrary, logInto, serveOptions, tempDir, cli } from '../helpers.js';
 
 const lib = testLibrary();
 const KEY = 'hostile-test-key';
@@ -74,12 +75,18 @@ describe('hostile parameter values', () => {
     expect(r.rows.reduce((n, row) => n + (row.total_rest_requests as number), 0)).toBe(1);
   });
 
-  it('saved queries run read-only: the same settings refuse a write', async () => {
-    const warehouse = await lib.warehouse();
-    const settings = querySettings(findEndpoint('logs.all'), 30);
-    expect(settings).toMatchObject({ readonly: '2', max_execution_time: 30, limit: '1001' }); // max_rows and one more, read to know a result was cut
-    await expect(warehouse.query('INSERT INTO edge_logs (timestamp, project) SELECT now64(6), \'w\'', {}, settings)).rejects.toThrow(/readonly/i);
-    await expect(warehouse.query('DROP TABLE edge_logs', {}, settings)).rejects.toThrow(/readonly/i);
+  it('saved queries run read-only: one that asks the engine to lift it is refused, on the way every run takes', async () => {
+    const queries = tempDir();
+    writeFileSync(join(queries, 'w.unlock.sql'), '/*\nparams: {}\n*/\nSELECT count() AS n FROM edge_logs SETTINGS readonly = 0\n');
+    writeFileSync(join(queries, 'w.bounded.sql'), '/*\nparams: {}\n*/\nSELECT count() AS n FROM edge_logs SETTINGS max_threads = 1\n');
+    const dir = tempDir();
+    const env = { SAVEDQ_DATA_DIR: join(dir, 'data'), SAVEDQ_CACHE_FILE: join(dir, 'cache.sqlite'), SAVEDQ_QUERIES: queries };
+    // Settings other than readonly are the query's to choose (readonly=2), so the refusal is the engine's.
+    const bounded = await cli(['run', 'w.bounded', '-f', 'json'], { env });
+    expect([bounded.code, JSON.parse(bounded.stdout)]).toEqual([0, [{ n: 0 }]]);
+    const unlock = await cli(['run', 'w.unlock', '-f', 'json'], { env });
+    expect([unlock.code, unlock.stdout]).toEqual([2, '']);
+    expect(unlock.stderr).toMatch(/Cannot modify 'readonly' setting in readonly mode/);
   });
 });
 
