@@ -164,11 +164,15 @@ program
     await warmCommand(lib(flags), { ...flags, nameOrId, params: opts.param ?? [], at: opts.at, maxTime: opts.maxTime, signal: interrupt.signal }, io);
   }));
 
-const cache = program.command('cache').description('inspect or clear the results cache');
+const cache = program
+  .command('cache')
+  .description('inspect or clear the results cache')
+  .addHelpText('after', examples('savedq cache list', 'savedq cache list -f json | jq \'.[] | select(.query == "logs.all")\'', 'savedq cache clear'));
 cache
   .command('list')
   .description('list cached calls: query, parameters, age, last served, expiry')
   .addOption(formatOption())
+  .addHelpText('after', examples('savedq cache list', 'savedq cache list -f json | jq \'map(select(.served_seconds_ago > 3600)) | length\'', 'savedq --store postgres://savedq@db.internal/savedq cache list -f csv'))
   .action(action(async (flags, opts: { format?: string }) => {
     const { cacheListCommand } = await import('./commands/cache.js');
     await cacheListCommand(lib(flags), { ...flags, format: opts.format }, io);
@@ -176,6 +180,7 @@ cache
 cache
   .command('clear')
   .description('remove every cached result')
+  .addHelpText('after', examples('savedq cache clear', 'savedq --store postgres://savedq@db.internal/savedq cache clear'))
   .action(action(async (flags) => {
     const { cacheClearCommand } = await import('./commands/cache.js');
     await cacheClearCommand(lib(flags), flags, io);
@@ -202,6 +207,7 @@ alerts
   .command('list', { isDefault: true })
   .description('each alert, its state and since when, its last evaluation (what savedq alerts does)')
   .addOption(formatOption(['table', 'json', 'ndjson', 'csv']))
+  .addHelpText('after', examples('savedq alerts list', 'savedq alerts list -f json | jq -r \'.[] | select(.state != "ok") | .alert\''))
   .action(action(async (flags, opts: { format?: string }) => {
     const { alertsListCommand } = await import('./commands/alerts.js');
     await alertsListCommand(lib(flags), { ...flags, format: opts.format }, io);
@@ -291,7 +297,16 @@ program
     await mcpCommand(lib(flags), { ...flags, version, signal: interrupt.signal }, io);
   }));
 
-const token = program.command('token').description('signed tokens for serve: one project, some queries, a rate limit');
+const token = program
+  .command('token')
+  .description('signed tokens for serve: one project, some queries, a rate limit')
+  .addHelpText(
+    'after',
+    examples(
+      'TOKEN=$(savedq token create --name acme-dashboard --query logs.all --fix project=acme-shop --ttl 30d)',
+      'savedq token inspect "$TOKEN"',
+    ),
+  );
 token
   .command('create')
   .description('print a signed token that opens some saved queries, with parameters fixed and a rate limit')
@@ -320,6 +335,7 @@ token
   .description('show a token\'s claims, whether it verifies with the configured secrets, and when it expires')
   .argument('<token>', 'the token')
   .option(SETTINGS.tokenSecretFile.flag, settingHelp(SETTINGS.tokenSecretFile))
+  .addHelpText('after', examples('savedq token inspect "$TOKEN"', 'savedq token inspect --token-secret-file ~/.config/savedq/token-secrets "$TOKEN"'))
   .action(async (value: string, opts: { tokenSecretFile?: string }) => {
     const { tokenInspectCommand } = await import('./commands/token.js');
     await tokenInspectCommand(value, opts, io);

@@ -15,31 +15,48 @@ const dir = tempDir();
 const env = { SAVEDQ_DATA_DIR: join(dir, 'data'), SAVEDQ_CACHE_FILE: join(dir, 'c.sqlite') };
 
 describe('help that teaches', () => {
-  it('gives every command a purpose, options and examples', async () => {
-    const commands = ['run', 'list', 'describe', 'load', 'warm', 'serve', 'schema', 'init', 'completion', 'mcp', 'test'];
-    const helps = await Promise.all([cli(['--help']), ...commands.map((c) => cli([c, '--help']))]);
-    for (const [i, h] of helps.entries()) {
-      const name = i === 0 ? 'savedq' : `savedq ${commands[i - 1]}`;
+  /** Every command's help, walked from savedq's own as a user would (each group's Commands: section): none kept by hand. */
+  const everyHelp = async (): Promise<Map<string, string>> => {
+    const helps = new Map<string, string>();
+    const walk = async (path: string[]): Promise<void> => {
+      const h = await cli([...path, '--help']);
+      const name = ['savedq', ...path].join(' ');
       expect(h.code, name).toBe(0);
-      expect(h.stdout, name).toContain(`Usage: ${name}`);
-      expect(h.stdout, name).toContain('Options:');
-      expect(h.stdout, name).toMatch(/Examples:\n {2}\$ \S/);
-      expect(h.stdout, name).not.toContain('(default: [])'); // a repeatable option's empty list is no default to tell
+      helps.set(name, h.stdout);
+      const listed = /\nCommands:\n([^]*?)\n\n/.exec(h.stdout)?.[1] ?? '';
+      const subcommands = [...listed.matchAll(/^ {2}([a-z]+)/gm)].map((m) => m[1] as string).filter((c) => c !== 'help');
+      await Promise.all(subcommands.map((c) => walk([...path, c])));
+    };
+    await walk([]);
+    return helps;
+  };
+
+  it('gives every command a purpose, options and examples of itself', async () => {
+    const helps = await everyHelp();
+    // The walk found the groups' commands as well as the top level's.
+    expect([...helps.keys()]).toEqual(expect.arrayContaining(['savedq run', 'savedq serve', 'savedq cache list', 'savedq cache clear', 'savedq alerts list', 'savedq token inspect']));
+    expect(helps.size).toBeGreaterThan(20);
+    for (const [name, help] of helps) {
+      expect(help, name).toMatch(new RegExp(`^Usage: ${name} .*\n\n\\S.{10,}`));
+      expect(help, name).toContain('Options:');
+      expect(help, name).not.toContain('(default: [])'); // a repeatable option's empty list is no default to tell
+      // Examples fit the help's width (80 in a pipe), broken with ` \` as a shell reads one line, an option with its value;
+      // no word of one (a URL) is longer than a line, for a terminal to cut.
+      expect(help.split('\n').filter((line) => line.length > 80), name).toEqual([]);
+      const examples = /\nExamples:\n([^]*)$/.exec(help)?.[1]?.replace(/ \\\n +/g, ' ') ?? '';
+      const shown = examples.split('\n').filter((line) => line.startsWith('  $ '));
+      expect(shown.length, `${name} has examples`).toBeGreaterThan(0);
+      // One of them at least is of the command itself (its words in order; global options may come between).
+      const words = name.split(' ').slice(1);
+      expect(shown.some((line) => new RegExp(`savedq (?:-\\S+ \\S+ )*${words.join(' ')}`).test(line)), `${name}: ${shown.join(' | ')}`).toBe(true);
     }
-    // Examples fit the help's width (80 in a pipe), broken with ` \` as a shell reads one line, an option with its value;
-    // no word of one (a URL) is longer than a line, for a terminal to cut.
-    const more = await Promise.all([['token', 'create'], ['token', 'inspect'], ['alerts', 'check'], ['cache', 'list']].map((c) => cli([...c, '--help'])));
-    for (const [i, h] of [...helps, ...more].entries()) {
-      const long = h.stdout.split('\n').filter((line) => line.length > 80);
-      expect(long, `${i}: ${h.stdout.split('\n')[0]}`).toEqual([]);
-    }
-    const run = helps[1]?.stdout ?? '';
+    const run = helps.get('savedq run') ?? '';
     expect(run).toContain('  $ savedq run logs.all -p project=acme-shop -p project_tier=PRO \\\n      -p iso_timestamp_start=2026-11-21T00:00:00Z\n');
     expect(run.replace(/ \\\n +/g, ' ')).toContain('$ savedq run 0f4c6b2e-7f3a-4a51-9a8e-3d2b1c5e6f01 -p project=acme-shop --at 2026-11-21T12:00:00Z -f csv\n');
-    expect(helps[1]?.stdout).toContain('--no-cache');
+    expect(run).toContain('--no-cache');
     // list reads the files; a query the engine refuses is found by check, which list's help names.
-    expect(helps[2]?.stdout.replace(/\s+/g, ' ')).toContain("only check asks the engine whether it takes each query's SQL");
-    expect(helps[6]?.stdout).toMatch(/--port <port>\s+port to listen on \(0 = any free port; default\s+4000\)/);
+    expect(helps.get('savedq list')?.replace(/\s+/g, ' ')).toContain("only check asks the engine whether it takes each query's SQL");
+    expect(helps.get('savedq serve')).toMatch(/--port <port>\s+port to listen on \(0 = any free port; default\s+4000\)/);
   });
 
   it('names every setting with its default and its variable, as the one table of settings says them', async () => {
