@@ -454,7 +454,7 @@ describe('one evaluation of an alert at a time', () => {
 });
 
 describe('serve', () => {
-  it('evaluates the alerts on its schedule', async () => {
+  it('evaluates the alerts as it starts, logs what it notified, and tells Prometheus (the turns after: alerts-schedule.test.ts)', async () => {
     const hook = await receiver();
     const now = Date.now();
     await loadInvocations([invocation('served', new Date(now - 10 * MINUTE).toISOString(), 503)]);
