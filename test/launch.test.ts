@@ -59,45 +59,62 @@ describe('start-up from the code cache', () => {
 
 describe('what a run loads', () => {
   /** The modules of Node's own a CLI run loaded (`process.moduleLoadList`), and the files it required, as it exits. */
-  function loadedBy(args: readonly string[], env: Record<string, string>): { node: string[]; files: string[] } {
+  function loadedBy(args: readonly string[], env: Record<string, string>): { node: string[]; files: string[]; stdout: string } {
     const dir = tempDir();
     const preload = join(dir, 'modules.cjs');
     writeFileSync(preload, "process.on('exit', () => require('node:fs').writeFileSync(process.env.MODULES_FILE, JSON.stringify({ node: process.moduleLoadList, files: Object.keys(require.cache) })));\n");
     const file = join(dir, 'modules.json');
     // Standard output and error are pipes, as in a shell pipeline or a program's call.
-    execFileSync(process.execPath, ['-r', preload, join(root, 'bin/savedq.js'), ...args], { env: { PATH: process.env.PATH ?? '', ...env, MODULES_FILE: file }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const stdout = execFileSync(process.execPath, ['-r', preload, join(root, 'bin/savedq.js'), ...args], { env: { PATH: process.env.PATH ?? '', ...env, MODULES_FILE: file }, stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
     const loaded = JSON.parse(readFileSync(file, 'utf8')) as { node: string[]; files: string[] };
-    return { node: loaded.node.filter((m) => m.startsWith('NativeModule ')).map((m) => m.slice('NativeModule '.length)), files: loaded.files };
+    return { node: loaded.node.filter((m) => m.startsWith('NativeModule ')).map((m) => m.slice('NativeModule '.length)), files: loaded.files, stdout };
   }
 
   const dir = tempDir();
   const env = { SAVEDQ_DATA_DIR: join(dir, 'data'), SAVEDQ_CACHE_FILE: join(dir, 'cache.sqlite'), XDG_CONFIG_HOME: join(dir, 'config') };
   const call = ['run', 'usage.api-counts', '-p', 'project=acme', '-p', 'interval=daily', '-f', 'json'];
-  /** The call, cached (once). */
-  let cached = false;
+  /** The call's answer as the engine gave it, cached by that first run (once). */
+  let answered: string | undefined;
+  /** The engine's package, which a cache hit never loads. */
+  const engine = (files: string[]) => files.filter((f) => /[\\/]chdb[\\/]/.test(f));
+  /** The call, cached; what a run of it loaded, checked to be a cache hit: the answer the engine gave, without the engine. */
   const hit = () => {
-    if (!cached) execFileSync(process.execPath, [join(root, 'bin/savedq.js'), ...call], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: 'ignore' });
-    cached = true;
+    answered ??= execFileSync(process.execPath, [join(root, 'bin/savedq.js'), ...call], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'ignore'], encoding: 'utf8' });
     return call;
   };
+  const measured = (args: readonly string[]) => {
+    const loaded = loadedBy(args, env);
+    if (args === call) {
+      expect(loaded.stdout).toBe(answered);
+      expect(engine(loaded.files), 'a cache hit').toEqual([]);
+    }
+    return loaded;
+  };
+
+  it('tells a cache hit from a miss by what it loads: a miss (--no-cache) loads the engine', () => {
+    hit();
+    const miss = loadedBy([...call, '--no-cache'], env);
+    expect(JSON.parse(miss.stdout)).toEqual(expect.any(Array));
+    expect(engine(miss.files)).not.toEqual([]);
+  });
 
   it("loads neither child_process (commander's, for subcommands savedq has none of) nor fs/promises on --version or a cache hit", () => {
     for (const args of [['--version'], hit()]) {
-      const { node } = loadedBy(args, env);
+      const { node } = measured(args);
       expect(node, args.join(' ')).toContain('fs'); // the list is read
       expect(node.filter((m) => /child_process|fs\/promises/.test(m)), args.join(' ')).toEqual([]);
     }
   });
 
   it("a cache hit takes SQLite's native module by its path, without the search of the bindings package, and times nothing (perf_hooks)", () => {
-    const { node, files } = loadedBy(hit(), env);
+    const { node, files } = measured(hit());
     expect(files.filter((f) => f.endsWith('.node')).map((f) => f.split(/[\\/]/).slice(-4).join('/'))).toEqual(['sqlite3/build/Release/node_sqlite3.node']);
     expect(files.filter((f) => /[\\/](bindings|file-uri-to-path)[\\/]/.test(f))).toEqual([]);
     expect(node).not.toContain('perf_hooks');
   });
 
   it('a cache hit into pipes makes no stream of standard output or error (for a pipe, a net.Socket: the stream and net modules)', () => {
-    const { node } = loadedBy(hit(), env);
+    const { node } = measured(hit());
     expect(node.filter((m) => m === 'net' || m === 'stream' || m === 'tty')).toEqual([]);
   });
 
