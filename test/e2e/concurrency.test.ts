@@ -33,35 +33,53 @@ const calls: string[][] = [
   ['logs.all', '-p', 'project=umbrella-labs', '-p', 'project_tier=PRO'],
 ];
 
+/** The first call's answer before the load below, cached. */
+let before: Row[] = [];
+type Row = { total_rest_requests: number };
+const restRequests = (rows: Row[]) => rows.reduce((n, row) => n + row.total_rest_requests, 0);
+
 beforeAll(async () => {
   const r = await cli(['load', '--sample'], { env });
   expect(r.code, r.stderr).toBe(0);
   const warmed = await cli(['run', ...(calls[0] as string[]), '--at', AT], { env });
   expect(warmed.code, warmed.stderr).toBe(0);
+  before = JSON.parse(warmed.stdout) as Row[];
 }, LONG_TEST_MS);
 
 describe('many processes on one cache file and one data directory', () => {
   it('8 runs, a warm and a load at once all succeed with the right rows, and the cache stays sound', async () => {
+    // A REST request of the first call's project an hour before its instant: the load changes its answer.
     const file = join(dir, 'more.ndjson');
-    writeFileSync(file, `${JSON.stringify({ timestamp: '2026-01-01T00:00:00Z', project: 'late', event_message: 'x' })}\n`);
+    writeFileSync(file, `${JSON.stringify({ timestamp: '2026-11-20T11:00:00Z', project: 'acme', event_message: 'x', metadata: { request: { url: 'https://acme.example/rest/v1/late', path: '/rest/v1/late' } } })}\n`);
     const results = await Promise.all([
       ...calls.map((c) => cli(['run', ...c, '--at', AT], { env })),
       cli(['warm'], { env }),
       cli(['load', 'edge_logs', file], { env }),
     ]);
     for (const r of results) expect(r.code, r.stderr).toBe(0);
-    // The same calls, one at a time and straight from the engine, give the same rows.
-    for (const [i, c] of calls.entries()) {
+    // The same calls, one at a time and straight from the engine, give the same rows; the first, run
+    // while the load ran, the rows before it or after it.
+    const after = JSON.parse((await cli(['run', ...(calls[0] as string[]), '--at', AT, '--no-cache'], { env })).stdout) as Row[];
+    expect(restRequests(after)).toBe(restRequests(before) + 1);
+    expect([before, after]).toContainEqual(JSON.parse(results[0]?.stdout ?? ''));
+    for (const [i, c] of calls.slice(1).entries()) {
       const direct = await cli(['run', ...c, '--at', AT, '--no-cache'], { env });
-      expect(JSON.parse(results[i]?.stdout ?? ''), c.join(' ')).toEqual(JSON.parse(direct.stdout));
+      expect(JSON.parse(results[i + 1]?.stdout ?? ''), c.join(' ')).toEqual(JSON.parse(direct.stdout));
     }
+    // What the cache answers now is the answer after the load, whichever answer it kept while the load ran.
+    const cached = await cli(['run', ...(calls[0] as string[]), '--at', AT, '--verbose'], { env });
+    expect(JSON.parse(cached.stdout)).toEqual(after);
     expect(await integrityCheck(env.SAVEDQ_CACHE_FILE)).toBe('ok');
     const list = await cli(['cache', 'list', '-f', 'json'], { env });
-    // At most the seven calls of cached endpoints, one entry each: an answer computed while the load ran is not kept.
-    const listed = (JSON.parse(list.stdout) as { query: string; params: Record<string, string> }[]).map((e) => JSON.stringify([e.query, e.params]));
-    expect(new Set(listed).size).toBe(listed.length);
-    expect(listed.length).toBeLessThanOrEqual(7);
-    expect(listed.every((e) => !e.includes('logs.all'))).toBe(true);
+    // At most the seven calls of cached endpoints, one answer each that may still be served: one
+    // computed of the data before the load is listed as never served again (no expiry), and the first
+    // call's is the one computed after it.
+    const entries = JSON.parse(list.stdout) as { query: string; params: Record<string, string>; expires_in_seconds: number | null }[];
+    const live = entries.filter((e) => e.expires_in_seconds !== null).map((e) => JSON.stringify([e.query, e.params]));
+    expect(new Set(live).size).toBe(live.length);
+    expect(live.length).toBeLessThanOrEqual(7);
+    expect(live).toContain(JSON.stringify(['usage.api-counts', { project: 'acme', interval: 'daily' }]));
+    expect(entries.every((e) => e.query !== 'logs.all')).toBe(true);
   }, LONG_TEST_MS);
 
   it('a second process waits for the data directory, then fails naming the holder', async () => {
