@@ -128,15 +128,20 @@ export class SqliteStore extends CommonStore implements Store {
     const connect = async (): Promise<Keyv> => {
       const store = new KeyvSqlite({ uri: `sqlite://${this.file}`, busyTimeout: BUSY_TIMEOUT_MS, iterationLimit: 1000 });
       store.on('error', () => undefined); // failures reach us through the rejected query below
-      await store.query('PRAGMA journal_mode = WAL');
-      await store.query('PRAGMA synchronous = NORMAL');
+      try {
+        await store.query('PRAGMA journal_mode = WAL');
+        await store.query('PRAGMA synchronous = NORMAL');
+      } catch (err) {
+        await store.disconnect().catch(() => undefined);
+        throw err;
+      }
       // throwOnErrors: keyv otherwise turns a failed read into a silent miss, and we want to warn.
       const keyv = new KeyvClass({ store, namespace: NAMESPACE, throwOnErrors: true });
       keyv.on('error', () => undefined);
       return keyv;
     };
     try {
-      return await connect();
+      return await whileBusy(connect);
     } catch (err) {
       if (!isCorrupt(err)) throw err;
       // A damaged database: keep the old file for inspection and start a new one.
@@ -156,12 +161,17 @@ export class SqliteStore extends CommonStore implements Store {
     return this.kv(operation, fallback, (keyv) => (keyv.store as { query(sql: string, ...params: unknown[]): Promise<T[]> }).query(statement, ...params));
   }
 
-  /** The connection of savedq's own tables, made on first use (the file checked as keyv's is). */
+  /**
+   * The connection of savedq's own tables, made on first use (the file checked as keyv's is), once
+   * keyv's is open: one connection makes a new file WAL and its first table, the other then finds it so
+   * (two at once, one was refused 'database is locked', which waits for no busy timeout).
+   */
   #session(): Promise<SqliteSession> {
     this.#sql ??= (async () => {
       const unsafe = this.#pathProblem() ?? ownFile(this.file);
       if (unsafe !== undefined) throw new UnusableFile(unsafe);
-      return SqliteSession.open(this.file);
+      await (this.#keyv ??= this.#open());
+      return whileBusy(() => SqliteSession.open(this.file));
     })();
     return this.#sql;
   }
@@ -308,11 +318,16 @@ class SqliteSession implements SqlSession {
     // so a process's crash loses nothing, and a power cut at most the last decisions, each whole (an
     // alert decided again at its next turn, a notification sent once more). The lease an uncached call
     // takes, and lets go of, would otherwise wait on the disk twice per call.
-    await session.#exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL');
-    await session.#exec(SCHEMA);
-    await session.#giveAlertsSources();
-    await session.#exec(INDEXES);
-    return session;
+    try {
+      await session.#exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL');
+      await session.#exec(SCHEMA);
+      await session.#giveAlertsSources();
+      await session.#exec(INDEXES);
+      return session;
+    } catch (err) {
+      await session.close();
+      throw err;
+    }
   }
 
   /** A file's alert tables from a savedq before alerts had a source, brought up to date once (whoever opens it first). */
@@ -413,6 +428,27 @@ class SqliteSession implements SqlSession {
 }
 
 const table = (sql: string) => withTables(sql, (name) => `savedq_${name}`);
+
+/** How long opening the file is tried again while SQLite says another connection is making it (see whileBusy). */
+const OPEN_BUSY_MS = 5_000;
+
+/**
+ * Opening the file (`open`), again while SQLite refuses it as busy: a new file made WAL, or its tables
+ * made, by another connection at the same moment (another process, or this one's other connection) is
+ * refused at once, SQLite's busy timeout waiting only for a write under way. Then the open is made
+ * anew a few milliseconds on, for OPEN_BUSY_MS at most; any other failure is thrown at once.
+ */
+async function whileBusy<T>(open: () => Promise<T>): Promise<T> {
+  const until = Date.now() + OPEN_BUSY_MS;
+  for (let pause = 5; ; pause = Math.min(pause * 2, 200)) {
+    try {
+      return await open();
+    } catch (err) {
+      if ((err as { code?: unknown } | undefined)?.code !== 'SQLITE_BUSY' || Date.now() >= until) throw err;
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+  }
+}
 
 function isCorrupt(err: unknown): boolean {
   const code = (err as { code?: unknown } | undefined)?.code;
