@@ -127,6 +127,23 @@ describe.each(backends)('the store, as the %s', (backend, place) => {
     await Promise.all([a.close(), b.close()]);
   });
 
+  it.runIf(runs)("leases a name and reads a call's result in one statement: the result stored before, none past its time, nothing read when another holds it", async () => {
+    const open = place();
+    const [a, b] = [open(), open()];
+    const key = `q:${'x'.repeat(3000)}`; // PostgreSQL keeps a long key by its hash
+    expect(await a.leaseReading('compute:k', 'one', 60_000, key)).toEqual({ taken: true });
+    await b.setResult(key, result(7), 60_000);
+    // Held by another: not taken, and nothing read.
+    expect(await b.leaseReading('compute:k', 'two', 60_000, key)).toEqual({ taken: false });
+    await a.release('compute:k', 'one');
+    expect(await b.leaseReading('compute:k', 'two', 60_000, key)).toEqual({ taken: true, result: result(7) });
+    await b.release('compute:k', 'two');
+    await b.setResult('short', result(8), 1);
+    await eventually('the short-lived result to be past its time', async () => (await a.getResult('short')) === undefined);
+    expect(await a.leaseReading('compute:short', 'one', 60_000, 'short')).toEqual({ taken: true });
+    await Promise.all([a.close(), b.close()]);
+  });
+
   it.runIf(runs)('shares a token bucket: what one process takes the next sees, refilled as time passes, owed below zero', async () => {
     const open = place();
     const [a, b] = [open(), open()];

@@ -73,7 +73,7 @@ const result = (call: PreparedCall, stored: CachedResult, cache: RunResult['cach
 export interface RunnerParts {
   readonly cache: ResultsCache;
   /** What is kept between calls: whether it answers, and the leases of the processes sharing it. */
-  readonly store: Pick<Store, 'up' | 'lease' | 'release'>;
+  readonly store: Pick<Store, 'up' | 'lease' | 'leaseReading' | 'release'>;
   readonly executor: Executor;
   /** The generation of the data calls read: an answer is kept only when it read the data of its key. */
   readonly generation: DataGeneration;
@@ -315,15 +315,17 @@ export class CallRunner {
   /**
    * Takes the key's lease, or, while another process holds it, waits for the answer it stores: that
    * answer, or undefined once the lease is this process's (the other finished without storing one, or
-   * died) or the wait has lasted the query's time limit. The store is read once the lease is taken too:
-   * the other may have stored its answer and let go of the lease between two looks.
+   * died) or the wait has lasted the query's time limit. The store is read once the lease is taken too,
+   * in the same statement (Store.leaseReading): the other may have stored its answer and let go of the
+   * lease between two looks.
    */
   async #waitForOthers(call: PreparedCall, lease: string, gone: AbortSignal, isAnothers: (stored: CachedResult) => boolean): Promise<RunResult | undefined> {
     const { store, cache, owner, waitMs, clock } = this.#parts;
     const until = Date.now() + waitMs;
     for (;;) {
-      const taken = await store.lease(lease, owner, COMPUTE_LEASE_MS);
-      const stored = await cache.get(call.key);
+      const read = await store.leaseReading(lease, owner, COMPUTE_LEASE_MS, call.key);
+      const taken = read.taken;
+      const stored = taken ? read.result : await cache.get(call.key);
       if (stored && isAnothers(stored) && fresh(call, stored, clock())) {
         if (taken) await store.release(lease, owner);
         return result(call, stored, 'shared');

@@ -1,6 +1,6 @@
 import type Keyv from 'keyv';
-import { generationOf, generations } from './marks.js';
-import { beat, processes, releaseLease, takeFromBucket, takeLease } from './records.js';
+import { generationOf, generations, NAMESPACE } from './marks.js';
+import { beat, processes, releaseLease, takeFromBucket, takeLease, takeLeaseReading } from './records.js';
 import type { SqlSession } from './sql.js';
 import type { CachedResult, GenerationState, Lookup, ServedRecord, Store, StoreSignal } from './types.js';
 
@@ -65,6 +65,19 @@ export abstract class CommonStore {
   lease(name: string, owner: string, ms: number): Promise<boolean> {
     // A store out of use leases nothing to anyone: each process computes its own answers.
     return this.sql('lease', true, (db) => takeLease(db, name, owner, ms));
+  }
+
+  async leaseReading(name: string, owner: string, ms: number, key: string): Promise<{ taken: boolean; result?: CachedResult }> {
+    // A store out of use leases nothing to anyone, and has nothing stored.
+    const read = await this.sql('lease', { value: null }, (db) => takeLeaseReading(db, name, owner, ms, `${NAMESPACE}:${this.entryKey('result', key)}`));
+    if (read === undefined) return { taken: false };
+    if (read.value === null) return { taken: true };
+    const text = read.value;
+    const result = await this.kv('get', undefined, async (keyv) => {
+      const data = await keyv.deserializeData<CachedResult>(text);
+      return data && (typeof data.expires !== 'number' || data.expires > Date.now()) ? data.value : undefined;
+    });
+    return result === undefined ? { taken: true } : { taken: true, result };
   }
 
   async release(name: string, owner: string): Promise<void> {

@@ -157,6 +157,21 @@ export async function takeLease(db: SqlSession, name: string, owner: string, ms:
   return changed > 0;
 }
 
+/**
+ * Takes a lease as takeLease does and, in the same statement, reads keyv's value under `key` (a call's
+ * result): its text, read once the lease is this owner's; undefined (not read) when another holds it.
+ * Another process stores its answer before it lets go of the lease, so what it stored is seen, but
+ * for PostgreSQL's snapshot, taken as the statement began: a lease let go of while the statement
+ * waited on it may leave an answer stored just before unseen, and the call is computed once more.
+ */
+export async function takeLeaseReading(db: SqlSession, name: string, owner: string, ms: number, key: string, now = Date.now()): Promise<{ value: string | null } | undefined> {
+  const [row] = await db.all<{ value: string | null }>(
+    'INSERT INTO {leases} AS l (name, owner, until) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, until = excluded.until WHERE l.until < ? OR l.owner = excluded.owner RETURNING (SELECT value FROM {keyv} WHERE key = ?) AS value',
+    [name, owner, now + ms, now, key],
+  );
+  return row;
+}
+
 export async function releaseLease(db: SqlSession, name: string, owner: string): Promise<void> {
   await db.run('DELETE FROM {leases} WHERE name = ? AND owner = ?', [name, owner]);
 }

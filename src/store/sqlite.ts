@@ -427,7 +427,8 @@ class SqliteSession implements SqlSession {
   }
 }
 
-const table = (sql: string) => withTables(sql, (name) => `savedq_${name}`);
+/** savedq's tables are savedq_<name> in the file; keyv's is keyv. */
+const table = (sql: string) => withTables(sql, (name) => (name === 'keyv' ? name : `savedq_${name}`));
 
 /** How long opening the file is tried again while SQLite says another connection is making it (see whileBusy). */
 const OPEN_BUSY_MS = 5_000;

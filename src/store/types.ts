@@ -201,6 +201,12 @@ export interface Store {
 
   /** Takes a lease for `owner` for `ms` when no other owner holds it now; whether it was taken. */
   lease(name: string, owner: string, ms: number): Promise<boolean>;
+  /**
+   * Takes a lease as `lease` does, and reads a call's stored result in the same statement, once the
+   * lease is taken (another process stores its answer before it lets go of the lease): one trip to
+   * the store where a lease and a read took two. `result` is read only when the lease is taken.
+   */
+  leaseReading(name: string, owner: string, ms: number, key: string): Promise<{ taken: boolean; result?: CachedResult }>;
   release(name: string, owner: string): Promise<void>;
 
   /** Takes `used` calls from a caller's shared bucket (`perSecond`, bursts of `burst`), refilled as time passes. */
