@@ -6,3 +6,13 @@ export function splitTarget(rawUrl: string): { readonly path: string; readonly s
   const q = rawUrl.indexOf('?');
   return q < 0 ? { path: rawUrl, search: '' } : { path: rawUrl.slice(0, q), search: rawUrl.slice(q + 1) };
 }
+
+/** A call's address, as a caller's prepared calls are found by it: its path and query string (`path?search`). */
+export function addressOf(path: string, search: string): string {
+  return `${path}?${search}`;
+}
+
+/** The address of a request's target as it came (addressOf of its splitTarget), made without splitting it. */
+export function addressOfTarget(rawUrl: string): string {
+  return rawUrl.includes('?') ? rawUrl : `${rawUrl}?`;
+}

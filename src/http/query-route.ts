@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { answerFactsOf, type AnswerFacts } from '../calls/answer.js';
+import { ageSeconds, answerFactsOf, fromCache } from '../calls/answer.js';
 import { outcomeNames } from '../calls/outcomes.js';
 import { BoundedMap } from '../bounded.js';
-import { QUERY_PREFIX, splitTarget } from './paths.js';
+import { addressOf, addressOfTarget, QUERY_PREFIX, splitTarget } from './paths.js';
 import type { Access, Caller } from '../access/index.js';
 import { InputError, UnsupportedMediaTypeError } from '../errors.js';
 import { SQL_PARAM } from '../queries/sql.js';
@@ -21,7 +21,7 @@ const PREPARED_CALLS_A_TOKEN = 64;
 const MAX_POST_BYTES = 1024 * 1024;
 /** The JSON renderer takes no width or colour. */
 const BODY_OPTIONS = { fields: [], color: false, width: undefined };
-/** Results whose rows' JSON is kept, by their key and when they were computed. */
+/** Results whose rows' JSON is kept, by their call's key (the result of the instant it was computed). */
 const BODIES_KEPT = 1_000;
 
 /**
@@ -30,6 +30,8 @@ const BODIES_KEPT = 1_000;
  * truncated, cached, age_seconds, statistics) close it per request, as MCP's result says them.
  */
 interface Body {
+  /** When the result was computed: a body is its call's result of that instant. */
+  readonly computedAt: number;
   readonly head: string;
   /** Its length in bytes. */
   readonly bytes: number;
@@ -38,22 +40,25 @@ interface Body {
 }
 
 interface Whole {
-  readonly facts: string;
+  readonly age: number;
+  readonly cached: boolean;
   readonly text: string;
   readonly length: string;
 }
 
-/** A body whole: its head, then its facts (their JSON, its opening brace left out: the head has the envelope's). */
-function wholeBody(body: Body, facts: AnswerFacts): Whole {
-  const tail = JSON.stringify(facts).slice(1);
-  return body.last?.facts === tail ? body.last : (body.last = { facts: tail, text: body.head + tail, length: String(body.bytes + Buffer.byteLength(tail)) });
+/**
+ * A body whole: its head, then its facts at `now` (their JSON, its opening brace left out: the head has
+ * the envelope's). Only its age and whether it came from the cache change while it is served: the
+ * facts are made again when either does (a busy server sends the same whole body for a second).
+ */
+function wholeBody(body: Body, result: RunResult, now: number): Whole {
+  const age = ageSeconds(result.computedAt, now);
+  const cached = fromCache(result);
+  const last = body.last;
+  if (last !== undefined && last.age === age && last.cached === cached) return last;
+  const tail = JSON.stringify(answerFactsOf(result, now)).slice(1);
+  return (body.last = { age, cached, text: body.head + tail, length: String(body.bytes + Buffer.byteLength(tail)) });
 }
-
-/** Which result a body is of: its call's key, and the instant it was computed. */
-const bodyKey = (call: PreparedCall, result: RunResult) => `${result.computedAt}\n${call.key}`;
-
-/** A call's address, as a caller's prepared calls are found by it: its path and query string. */
-const addressOf = (path: string, search: string) => `${path}?${search}`;
 
 /**
  * A caller's prepared calls by path and query string (at most `max`), the one found last looked at
@@ -178,13 +183,13 @@ export class QueryRoute implements Route {
     // Known callers without a limit only: the full path answers the others (401, 429, its headers).
     const caller = this.access.known(credential);
     if (!caller || caller.rps !== undefined || !this.#current()) return undefined;
-    const { path, search } = splitTarget(req.url ?? '/');
-    const call = this.#calls.get(caller)?.find(addressOf(path, search));
+    const call = this.#calls.get(caller)?.find(addressOfTarget(req.url ?? '/'));
     if (!call) return undefined;
     ctx.caller = caller;
     const result = this.lib.answerRecent(call);
-    const body = result && this.#bodies.get(bodyKey(call, result));
-    if (!result || !body) return undefined;
+    // The call's key is the one string each time (its hash kept by the engine), the map's key.
+    const body = result && this.#bodies.get(call.key);
+    if (!result || body?.computedAt !== result.computedAt) return undefined;
     return this.#reply(res, ctx, result, body);
   }
 
@@ -247,10 +252,9 @@ export class QueryRoute implements Route {
    */
   #reply(res: ServerResponse, ctx: RequestContext, result: RunResult, body: Body): Answered {
     ctx.label = result.query.name;
-    const facts = answerFactsOf(result, this.lib.clock());
-    const whole = wholeBody(body, facts);
+    const whole = wholeBody(body, result, this.lib.clock());
     const outcome = outcomeNames(result);
-    const headers = outcome.xCache === undefined ? ['Content-Type', JSON_TYPE, 'Content-Length', whole.length] : ['Content-Type', JSON_TYPE, 'Content-Length', whole.length, 'X-Cache', outcome.xCache, 'Age', String(facts.age_seconds)];
+    const headers = outcome.xCache === undefined ? ['Content-Type', JSON_TYPE, 'Content-Length', whole.length] : ['Content-Type', JSON_TYPE, 'Content-Length', whole.length, 'X-Cache', outcome.xCache, 'Age', String(whole.age)];
     if (!res.hasHeader('X-Request-Id')) headers.push('X-Request-Id', ctx.id);
     res.writeHead(200, headers);
     res.end(whole.text);
@@ -259,14 +263,13 @@ export class QueryRoute implements Route {
 
   /** The body of a result: its rows as `run -f json` prints them (made once a result). */
   async #bodyOf(call: PreparedCall, result: RunResult): Promise<Body> {
-    const key = bodyKey(call, result);
-    let body = this.#bodies.get(key);
-    if (!body) {
+    let body = this.#bodies.get(call.key);
+    if (body?.computedAt !== result.computedAt) {
       // The rows as `run -f json` prints them, one a line, the envelope going on after the closing bracket.
       const rows = [...(await render('json', result.rows, BODY_OPTIONS))].join('').trimEnd();
       const head = `{"result":${rows},`;
-      body = { head, bytes: Buffer.byteLength(head) };
-      this.#bodies.set(key, body);
+      body = { computedAt: result.computedAt, head, bytes: Buffer.byteLength(head) };
+      this.#bodies.set(call.key, body);
     }
     return body;
   }
