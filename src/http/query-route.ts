@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ageSeconds, answerFactsOf, fromCache } from '../calls/answer.js';
 import { outcomeNames } from '../calls/outcomes.js';
 import { BoundedMap } from '../bounded.js';
-import { addressOf, addressOfTarget, QUERY_PREFIX, splitTarget } from './paths.js';
+import { addressOf, addressOfTarget, QUERY_PREFIX } from './paths.js';
 import type { Access, Caller } from '../access/index.js';
 import { InputError, UnsupportedMediaTypeError } from '../errors.js';
 import { SQL_PARAM } from '../queries/sql.js';

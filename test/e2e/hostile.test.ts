@@ -9,7 +9,7 @@ import { normaliseParams, parsePairs } from '../../src/queries/params.js';
 import { startServer, type RunningServer } from '../../src/http/server.js';
 import { parseQueryString } from '../../src/http/query-route.js';
 import { parseIsoTimestamp, toIsoMicros } from '../../src/time.js';
-import { builtins, endpoints, findEndpoint, load, testLibrary, logInto, serveOptions, tempDir, cli } from '../helpers.js';
+import { builtins, endpoints, load, testLibrary, logInto, serveOptions, tempDir, cli } from '../helpers.js';
 
 const lib = testLibrary();
 const KEY = 'hostile-test-key';
