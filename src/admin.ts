@@ -8,6 +8,7 @@ import { PostgresStore } from './store/postgres.js';
 import type { ProcessRecord, Store, StoreProbe } from './store/types.js';
 import type { CheckedTestFile, FileResult, TestOptions } from './testing/index.js';
 import type { Alerts } from './alerts/index.js';
+import type { HostStatus } from './warehouse/types.js';
 
 // What savedq does besides answering calls, over the library: making a team's store and a server's
 // tables (init, schema), saying where things are and how they answer (status), running the saved
@@ -19,6 +20,8 @@ export interface StatusReport {
   readonly store: { readonly backend: Store['backend']; readonly location: string; readonly probe: StoreProbe };
   /** Where the data is: the data directory, or the server's URL without its password. */
   readonly warehouse: string;
+  /** A server warehouse's hosts, each asked now whether it answers. */
+  readonly hosts?: readonly HostStatus[];
   /** Left out when the store does not answer. */
   readonly data?: GenerationState;
   readonly cached?: { readonly calls: number; readonly bytes: number; readonly maxBytes: number };
@@ -39,11 +42,14 @@ export async function statusOf(lib: Savedq): Promise<StatusReport> {
   await lib.settled();
   const probe = await lib.store.probe();
   const store = { backend: lib.store.backend, location: lib.store.location, probe };
-  const warehouse = lib.config.url === undefined ? lib.config.dataDir : redactUrl(lib.config.url);
+  const warehouse = lib.config.urls.length === 0 ? lib.config.dataDir : lib.config.urls.map(redactUrl).join(', ');
+  // A server's hosts are asked (their /ping: no engine is started, no query run).
+  const probed = lib.config.urls.length === 0 ? undefined : await (await lib.warehouse()).probeHosts?.();
+  const where = { warehouse, ...(probed ? { hosts: probed.hosts } : {}) };
   // Tables not made yet: nothing kept to tell (and asking would make them: savedq init --store's work).
-  if (!probe.up || (probe.tables !== undefined && probe.tables.version === undefined)) return { store, warehouse };
+  if (!probe.up || (probe.tables !== undefined && probe.tables.version === undefined)) return { store, ...where };
   const [data, served, bytes, processes] = await Promise.all([lib.generation.fresh(), lib.store.served(), lib.cache.size(), storeProcesses(lib)]);
-  return { store, warehouse, data, cached: { calls: served.length, bytes, maxBytes: lib.config.cacheMaxBytes }, processes };
+  return { store, ...where, data, cached: { calls: served.length, bytes, maxBytes: lib.config.cacheMaxBytes }, processes };
 }
 
 /** The DDL of the log tables, for a server or (with a name) a cluster. */
@@ -59,21 +65,22 @@ export async function schemaOf(cluster?: string): Promise<string[]> {
 export async function init(lib: Savedq, cluster: string | undefined, onApplied?: (step: string) => void): Promise<void> {
   const { config } = lib;
   const store = lib.store instanceof PostgresStore ? lib.store : undefined;
-  if (config.url === undefined && store === undefined) {
+  if (config.urls.length === 0 && store === undefined) {
     throw new InputError(
       'init needs a ClickHouse server (--url or SAVEDQ_CLICKHOUSE_URL) or a store (--store or SAVEDQ_STORE_URL): the embedded engine and the cache file make their tables themselves.',
     );
   }
-  if (cluster !== undefined && config.url === undefined) throw new InputError('--cluster needs a ClickHouse server: give --url or SAVEDQ_CLICKHOUSE_URL.');
+  if (cluster !== undefined && config.urls.length === 0) throw new InputError('--cluster needs a ClickHouse server: give --url or SAVEDQ_CLICKHOUSE_URL.');
   if (store !== undefined) {
     const made = await store.create();
     const done = { made: "made savedq's tables", upgraded: "brought savedq's tables up to this version", there: "savedq's tables are there already" }[made];
     onApplied?.(`store ${store.location}: ${done} (schema ${store.schema})`);
   }
-  if (config.url === undefined) return;
+  if (config.urls.length === 0) return;
   const [{ openWarehouse }, statements] = await Promise.all([import('./warehouse/index.js'), schemaOf(cluster)]);
-  const { url, dataDir, lockWaitMs, queryTimeoutSeconds } = config;
-  const warehouse = await openWarehouse({ url, dataDir, lockWaitMs, timeoutSeconds: queryTimeoutSeconds, createTables: false });
+  const { urls, loadBalance, dataDir, lockWaitMs, queryTimeoutSeconds } = config;
+  // One host takes the DDL (on a cluster, ON CLUSTER takes it to every node).
+  const warehouse = await openWarehouse({ urls, loadBalance, dataDir, lockWaitMs, timeoutSeconds: queryTimeoutSeconds, createTables: false });
   try {
     for (const statement of statements) {
       await warehouse.command(statement);

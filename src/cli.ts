@@ -53,6 +53,7 @@ function action<A extends unknown[]>(run: (flags: GlobalFlags, ...args: A) => Pr
 const program = withSettings(
   new Command('savedq').description('Run saved, parameterised analytics queries over platform log data.').version(version, '-V, --version'),
   'url',
+  'loadBalance',
   'passwordFile',
   'dataDir',
   'cacheFile',

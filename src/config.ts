@@ -39,7 +39,8 @@ export interface NumberBounds {
  * them, and resolveConfig and resolveServeSettings read their variables and defaults from them.
  */
 export const SETTINGS = {
-  url: { flag: '--url <url>', env: 'SAVEDQ_CLICKHOUSE_URL', shown: 'the embedded engine', help: 'ClickHouse server URL' },
+  url: { flag: '--url <url>', env: 'SAVEDQ_CLICKHOUSE_URL', shown: 'the embedded engine', help: 'ClickHouse server URL; given again, another host of the same warehouse (repeatable; the variable comma-separated)', repeatable: true },
+  loadBalance: { flag: '--load-balance <order>', env: 'SAVEDQ_LOAD_BALANCE', default: 'in-order', help: 'which of several --url hosts a process uses: in-order (the first that answers) or random (one picked, then kept)' },
   passwordFile: { flag: '--password-file <file>', env: 'SAVEDQ_CLICKHOUSE_PASSWORD_FILE', help: "the ClickHouse server's password: the file's first line (readable by you alone)" },
   dataDir: { flag: '--data-dir <dir>', env: 'SAVEDQ_DATA_DIR', shown: '$XDG_DATA_HOME/savedq, else ~/.local/share/savedq', help: 'embedded engine data directory' },
   cacheFile: { flag: '--cache-file <file>', env: 'SAVEDQ_CACHE_FILE', shown: '$XDG_CACHE_HOME/savedq/results.sqlite, else ~/.cache/savedq/results.sqlite', help: 'results cache file' },
@@ -93,8 +94,13 @@ function flagName(setting: Setting): string {
 
 /** Everything the library needs to know about where things are. */
 export interface Config {
-  /** ClickHouse server URL (may carry user, password, database); undefined = the embedded engine. */
-  readonly url: string | undefined;
+  /**
+   * The hosts of a ClickHouse server warehouse, each URL with its user, password (or --password-file's)
+   * and database; none: the embedded engine.
+   */
+  readonly urls: readonly string[];
+  /** Which of several hosts a process uses: the first that answers, or one picked at random. */
+  readonly loadBalance: 'in-order' | 'random';
   /** Data directory of the embedded engine. */
   readonly dataDir: string;
   /** SQLite file of the results cache (and, beside it, what the catalog remembers, whatever the store). */
@@ -115,7 +121,8 @@ export interface Config {
   readonly newQueriesDir: string;
   /**
    * The data source results belong to, which every cache key carries: the embedded engine's data
-   * directory by its real path, or the server's URL without its password.
+   * directory by its real path, or the warehouse: its hosts' URLs without passwords, in one order
+   * whatever order they were given in (any host's answer is the warehouse's).
    */
   readonly source: string;
   /** What the user should hear about the configuration itself (a password on the command line), once. */
@@ -137,7 +144,9 @@ export type StoreConfig =
 
 /** Command-line flags that override the environment. */
 export interface ConfigFlags {
-  url?: string | undefined;
+  /** --url, repeatable (one as a string, as a test gives it). */
+  url?: string | readonly string[] | undefined;
+  loadBalance?: string | undefined;
   dataDir?: string | undefined;
   cacheFile?: string | undefined;
   lockWait?: string | undefined;
@@ -196,16 +205,20 @@ export function resolveConfig(flags: ConfigFlags = {}, env: Env = process.env): 
   const dataHome = text(env.XDG_DATA_HOME) ?? join(home, '.local', 'share');
   const cacheHome = text(env.XDG_CACHE_HOME) ?? join(home, '.cache');
   const configHome = text(env.XDG_CONFIG_HOME) ?? join(home, '.config');
-  const given = settingOf(SETTINGS.url, flags.url, env);
-  if (given !== undefined && !/^https?:\/\//i.test(given)) {
-    throw new InputError(`invalid ClickHouse URL: expected http:// or https://.`);
-  }
+  const urlFlags = typeof flags.url === 'string' ? [flags.url] : flags.url;
+  const given = listSetting(SETTINGS.url, urlFlags, env);
+  for (const url of given) checkServerUrl(url);
+  if (new Set(given.map(redactUrl)).size < given.length) throw new InputError(`a ClickHouse URL is given twice (${given.map(redactUrl).join(', ')}): each host of the warehouse once.`);
   const warnings: string[] = [];
-  if (text(flags.url) !== undefined && hasPassword(flags.url as string)) {
+  if ((urlFlags ?? []).some(hasPassword)) {
     warnings.push('a password in --url can be read by every user of this machine (ps); give it in SAVEDQ_CLICKHOUSE_URL or with --password-file instead.');
   }
   const passwordFile = settingOf(SETTINGS.passwordFile, flags.passwordFile, env);
-  const url = given !== undefined && passwordFile !== undefined ? withPassword(given, passwordOf(passwordFile)) : given;
+  const password = passwordFile !== undefined && given.some((u) => !hasPassword(u)) ? passwordOf(passwordFile) : undefined;
+  // --password-file gives the password to the hosts without one of their own.
+  const urls = given.map((u) => (password !== undefined && !hasPassword(u) ? withPassword(u, password) : u));
+  const loadBalance = settingOf(SETTINGS.loadBalance, flags.loadBalance, env) ?? 'in-order';
+  if (loadBalance !== 'in-order' && loadBalance !== 'random') throw new InputError(`invalid --load-balance ${JSON.stringify(loadBalance)}: in-order or random.`);
   const dataDir = path(settingOf(SETTINGS.dataDir, flags.dataDir, env) ?? join(dataHome, 'savedq'));
   const store = storeConfig(flags, env, warnings);
   const cacheFile = path(settingOf(SETTINGS.cacheFile, flags.cacheFile, env) ?? join(cacheHome, 'savedq', 'results.sqlite'));
@@ -214,7 +227,7 @@ export function resolveConfig(flags: ConfigFlags = {}, env: Env = process.env): 
     const underHome = (given: string | undefined, xdg: string | undefined) => given === undefined && text(xdg) === undefined;
     const queriesGiven = [...(flags.queries ?? []), ...(env[SETTINGS.queries.env] ?? '').split(':')].some((dir) => dir !== '');
     const guessed = [
-      url === undefined && underHome(settingOf(SETTINGS.dataDir, flags.dataDir, env), env.XDG_DATA_HOME) ? `the data directory ${dataDir} (--data-dir)` : undefined,
+      urls.length === 0 && underHome(settingOf(SETTINGS.dataDir, flags.dataDir, env), env.XDG_DATA_HOME) ? `the data directory ${dataDir} (--data-dir)` : undefined,
       underHome(settingOf(SETTINGS.cacheFile, flags.cacheFile, env), env.XDG_CACHE_HOME) ? `the cache file ${cacheFile} (--cache-file)` : undefined,
       underHome(queriesGiven ? 'given' : undefined, env.XDG_CONFIG_HOME)
         ? `${folders.queryFolders.length > 0 ? 'the queries folder' : 'no queries folder, as there is no'} ${folders.newQueriesDir} (--queries)`
@@ -223,9 +236,10 @@ export function resolveConfig(flags: ConfigFlags = {}, env: Env = process.env): 
     if (guessed.length > 0) warnings.push(`HOME is not set, so savedq takes ${home} for it: ${guessed.join('; ')}. Set HOME, or give each of these.`);
   }
   return {
-    url,
+    urls,
+    loadBalance,
     // A data directory is one machine's: in a store that machines share, it is named with its host.
-    source: url === undefined ? `embedded:${store.kind === 'postgres' ? `${hostname()}:` : ''}${realPath(dataDir)}` : `server:${redactUrl(url)}`,
+    source: urls.length === 0 ? `embedded:${store.kind === 'postgres' ? `${hostname()}:` : ''}${realPath(dataDir)}` : `server:${urls.map(redactUrl).sort().join(',')}`,
     store,
     warnings,
     dataDir,
@@ -287,6 +301,23 @@ function libpqSsl(url: string): string {
   }
   parsed.searchParams.set('uselibpqcompat', 'true');
   return parsed.href;
+}
+
+/**
+ * A ClickHouse URL as a host of the warehouse must be (http or https, a host, nothing after #), or
+ * refused naming it without its password.
+ */
+function checkServerUrl(url: string): void {
+  // What the URL parser will not read is shown with anything between :// and @ taken for credentials.
+  const shown = () => url.replace(/^([a-z][a-z0-9+.-]*:\/\/)([^@/]*)@/i, (_, scheme: string, who: string) => `${scheme}${who.split(':')[0] ?? ''}@`);
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new InputError(`invalid ClickHouse URL ${shown()}: not a URL (http://user@host:8123/database).`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new InputError(`invalid ClickHouse URL ${redactUrl(url)}: expected http:// or https://.`);
+  if (parsed.hostname === '') throw new InputError(`invalid ClickHouse URL ${redactUrl(url)}: no host.`);
 }
 
 /** A URL with its password removed, for messages and for naming a data source. */

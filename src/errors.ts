@@ -59,6 +59,11 @@ export class BadSqlError extends InputError {
   override readonly code = 'bad_sql';
 }
 
+/** A query passed a limit its definition sets (`limits:`): a narrower call may answer. */
+export class LimitError extends InputError {
+  override readonly code = 'limit_exceeded';
+}
+
 /** A saved query, a table or an HTTP path that does not exist. */
 export class NotFoundError extends SavedqError {
   override readonly exitCode = 2;
@@ -103,6 +108,12 @@ export class WarehouseError extends SavedqError {
     this.engine = options?.engine;
   }
 }
+
+/**
+ * No host of the warehouse answered: refused, unreachable, reset, or down since its probe failed. A
+ * call with an answer in the store may then be answered with it, marked stale (calls/runner.ts).
+ */
+export class WarehouseUnreachableError extends WarehouseError {}
 
 /** A query ran past its time limit. */
 export class QueryTimeoutError extends SavedqError {

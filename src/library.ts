@@ -5,7 +5,7 @@ import { StoreUnreachable } from './store/health.js';
 import { fileMemo, memoKeys, memoryMemo, pruneMemo } from './store/memo.js';
 import type { LocalMemo, Store } from './store/types.js';
 import { prepareCall, type CallRequest, type PreparedCall } from './calls/prepare.js';
-import { CallRunner, type CacheMode, type Clock, type RunResult } from './calls/runner.js';
+import { CallRunner, type CacheMode, type Clock, type RunOptions, type RunResult } from './calls/runner.js';
 import { CallExecutor } from './calls/execute.js';
 import { FairTurns } from './calls/turns.js';
 import { embeddedGeneration, serverGeneration, type DataGeneration } from './calls/generation.js';
@@ -20,7 +20,7 @@ import { brokenText, QueryCatalog, type CatalogScan } from './queries/catalog.js
 import type { PatternMemo } from './queries/params.js';
 import { SILENT, type Reporter } from './report.js';
 import type { Warehouse } from './warehouse/index.js';
-import type { EngineQueue } from './warehouse/types.js';
+import type { EngineQueue, WarehouseHosts } from './warehouse/types.js';
 import type { TableName } from './warehouse/schema.js';
 
 export type { CallRequest, PreparedCall } from './calls/prepare.js';
@@ -38,6 +38,10 @@ export interface RunRequest extends CallRequest {
    * it began, it is not run.
    */
   readonly signal?: AbortSignal | undefined;
+  /** The request's id (serve's X-Request-Id), which the warehouse's query log is told; absent: the run's own. */
+  readonly requestId?: string | undefined;
+  /** A caller's W3C trace context (traceparent, tracestate), passed on to the warehouse. */
+  readonly trace?: RunOptions['trace'];
 }
 
 /**
@@ -126,7 +130,7 @@ export class Savedq {
     this.#warehouse = new WarehouseHandle(config, { owns: serving, signal: options.signal, reporter: this.reporter });
     // Unique enough beside the host and pid, and no node:crypto for it (a cache hit loads none).
     this.owner = `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 10)}`;
-    this.generation = config.url === undefined ? embeddedGeneration(config.dataDir, serving) : serverGeneration(this.store, config.source, this.owner);
+    this.generation = config.urls.length === 0 ? embeddedGeneration(config.dataDir, serving) : serverGeneration(this.store, config.source, this.owner);
     this.executor = new CallExecutor({
       warehouse: () => this.#warehouse.open(),
       source: config.source,
@@ -201,7 +205,7 @@ export class Savedq {
    * (calls/runner.ts). serve's HTTP keeps the calls it prepared, and runs them with runPrepared.
    */
   async run(request: RunRequest): Promise<RunResult> {
-    return this.runPrepared(await this.prepare(request), request.cache ?? 'use', { signal: request.signal, caller: request.caller?.name });
+    return this.runPrepared(await this.prepare(request), request.cache ?? 'use', { signal: request.signal, caller: request.caller?.name, requestId: request.requestId, trace: request.trace });
   }
 
   /**
@@ -209,7 +213,7 @@ export class Savedq {
    * (serve: an API key, for turns at the engine fair across callers) and until when they wait. What
    * follows the answer (storing it, recording it as served) is done after it (`settled`).
    */
-  runPrepared(call: PreparedCall, mode: CacheMode = 'use', options: { signal?: AbortSignal | undefined; caller?: string | undefined } = {}): Promise<RunResult> {
+  runPrepared(call: PreparedCall, mode: CacheMode = 'use', options: RunOptions = {}): Promise<RunResult> {
     return this.#runner.run(call, mode, options);
   }
 
@@ -225,6 +229,11 @@ export class Savedq {
     // Calls waiting for their turn here, and the statements queued in the engine's lane (the others' too).
     const turns = this.turns.state();
     return { running: lane.running, waiting: lane.waiting + turns.waiting, dropped: lane.dropped + turns.dropped };
+  }
+
+  /** The hosts of a server warehouse and whether each answers, once the warehouse is open (serve's /health, /metrics). */
+  warehouseHosts(): WarehouseHosts | undefined {
+    return this.#warehouse.hosts();
   }
 
   /** The warehouse, opened on first use and kept until `close()`. */

@@ -1,7 +1,7 @@
 import type { Config } from './config.js';
 import type { Reporter } from './report.js';
 import type { Warehouse, WarehouseOptions } from './warehouse/index.js';
-import type { EngineQueue } from './warehouse/types.js';
+import type { EngineQueue, WarehouseHosts } from './warehouse/types.js';
 
 /**
  * The warehouse as this process reaches it (a handle: not the engine, whatever the warehouse is), opened on first use (the engine and the client are imported
@@ -41,9 +41,28 @@ export class WarehouseHandle {
   }
 
   /** Where the warehouse is, as the configuration says, and who hears that a data directory is awaited. */
-  options(): Pick<WarehouseOptions, 'url' | 'dataDir' | 'lockWaitMs' | 'timeoutSeconds' | 'onWait'> {
-    const { url, dataDir, lockWaitMs, queryTimeoutSeconds } = this.#config;
-    return { url, dataDir, lockWaitMs, timeoutSeconds: queryTimeoutSeconds, onWait: (holder) => this.#reporter.note(`waiting for data directory ${dataDir}, in use by ${holder} (at most ${lockWaitMs / 1000} s; see --lock-wait)`) };
+  options(): Pick<WarehouseOptions, 'urls' | 'loadBalance' | 'dataDir' | 'lockWaitMs' | 'timeoutSeconds' | 'onWait' | 'onHostChange'> {
+    const { urls, loadBalance, dataDir, lockWaitMs, queryTimeoutSeconds } = this.#config;
+    return {
+      urls,
+      loadBalance,
+      dataDir,
+      lockWaitMs,
+      timeoutSeconds: queryTimeoutSeconds,
+      onWait: (holder) => this.#reporter.note(`waiting for data directory ${dataDir}, in use by ${holder} (at most ${lockWaitMs / 1000} s; see --lock-wait)`),
+      // Said once a change, not once a call: a host down is a warning, its return news. A command whose
+      // last host went down says so once, in its error (or its stale answer's warning).
+      onHostChange: ({ host, up, reason, answering }) => {
+        if (up) this.#reporter.note(`ClickHouse at ${host} answers again`);
+        else if (answering > 0) this.#reporter.warn(`ClickHouse at ${host} is down (${reason ?? 'no answer'}); the other hosts answer its calls.`);
+        else if (this.#owns) this.#reporter.warn(`ClickHouse at ${host} is down (${reason ?? 'no answer'}): no host of the warehouse answers; calls are answered from the store where they can be.`);
+      },
+    };
+  }
+
+  /** The hosts of a server warehouse once open, and whether each answers. */
+  hosts(): WarehouseHosts | undefined {
+    return this.#opened?.hosts?.();
   }
 
   /** The embedded engine's queue, when this process has it open. */

@@ -10,7 +10,18 @@
 // settings. What it answers: the statement's output as the engine writes it (in the statement's FORMAT),
 // or a ClickHouse error (`Code: N. DB::Exception: … (TYPE)`, X-ClickHouse-Exception-Code). GET /ping
 // answers `Ok.`. GET /__standin/statements lists the statements it ran (for counting queries);
-// POST /__standin/forget empties that list.
+// GET /__standin/log the same with what each carried (query id, settings, traceparent) and whether
+// it was cancelled (`closed`: its connection closed before its answer; `killed`: a KILL QUERY of its
+// id); POST /__standin/forget empties both.
+//
+// Faults, one line each on its standard input, each acknowledged by `ok <line>` on standard output:
+//   refuse        stop listening (connections refused), closing those open; `accept` listens again, same port
+//   hang          take every request (/ping too) and never answer it
+//   slow          hold every statement (not /ping, not KILL QUERY) until its connection closes or it is killed
+//   reset         answer statements 200, send half the answer, then reset the connection
+//   exception     answer statements 200, some rows, then `Code: 241. DB::Exception: …` (as before 25.11)
+//   exception-tagged   the same framed as ClickHouse 25.11+ does (X-ClickHouse-Exception-Tag)
+//   none          no fault
 import { createServer } from 'node:http';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -29,7 +40,17 @@ const inserts = mkdtempSync(join(tmpdir(), 'savedq-standin-'));
 let insertCount = 0;
 /** Not settings: what @clickhouse/client sends beside them. */
 const NOT_SETTINGS = new Set(['query', 'query_id', 'database', 'session_id', 'session_timeout', 'session_check', 'user', 'password']);
+/**
+ * Settings of the request itself, which a server reads before the statement: the embedded engine would
+ * take them as the session's (chDB applies settings as SET), and a readonly would then refuse the next insert.
+ */
+const REQUEST_ONLY = new Set(['readonly', 'cancel_http_readonly_queries_on_client_close']);
 const statements = [];
+/** What each statement carried, and whether it was cancelled. */
+const log = [];
+let fault = 'none';
+/** Statements held (slow), by query id: released by a KILL QUERY of the id. */
+const held = new Map();
 
 function bodyOf(req) {
   return new Promise((resolve, reject) => {
@@ -45,15 +66,58 @@ let turn = Promise.resolve();
 
 const server = createServer(async (req, res) => {
   const url = new URL(req.url ?? '/', 'http://standin');
+  if (fault === 'hang') return; // taken, never answered
   if (url.pathname === '/ping') return res.end('Ok.\n');
   if (url.pathname === '/__standin/statements') return res.end(JSON.stringify(statements));
+  if (url.pathname === '/__standin/log') return res.end(JSON.stringify(log));
   if (url.pathname === '/__standin/forget') {
     statements.length = 0;
+    log.length = 0;
     return res.end('[]');
   }
   const body = await bodyOf(req);
   const inUrl = url.searchParams.get('query');
   let query = inUrl ?? body.toString('utf8');
+  const entry = {
+    query: query.slice(0, 4000),
+    query_id: url.searchParams.get('query_id'),
+    session_id: url.searchParams.get('session_id'),
+    settings: Object.fromEntries([...url.searchParams].filter(([name]) => !name.startsWith('param_') && !NOT_SETTINGS.has(name))),
+    log_comment: /\blog_comment = '((?:[^'\\]|\\.)*)'/.exec(query)?.[1]?.replace(/\\(.)/g, '$1') ?? null,
+    traceparent: req.headers.traceparent ?? null,
+    cancelled: null,
+  };
+  const kill = /^\s*KILL QUERY WHERE query_id = '([^']*)'/i.exec(query);
+  if (kill) {
+    log.push(entry);
+    const victim = held.get(kill[1]);
+    if (victim) {
+      victim.entry.cancelled ??= 'killed';
+      victim.release();
+    } else {
+      const done = log.find((e) => e.query_id === kill[1]);
+      if (done) done.killed = true;
+    }
+    return res.end('');
+  }
+  if (fault === 'slow') {
+    log.push(entry);
+    statements.push(entry.query);
+    await new Promise((release) => {
+      held.set(entry.query_id, { entry, release });
+      res.once('close', () => {
+        if (!res.writableFinished) entry.cancelled ??= 'closed';
+        release();
+      });
+    });
+    held.delete(entry.query_id);
+    if (!res.destroyed) res.writeHead(500, { 'X-ClickHouse-Exception-Code': '394' }).end('Code: 394. DB::Exception: Query was cancelled. (QUERY_WAS_CANCELLED) (version 24.8.1.1 (official build))\n');
+    return;
+  }
+  res.once('close', () => {
+    if (!res.writableFinished) entry.cancelled ??= 'closed';
+  });
+  const faulty = fault;
   let values = inUrl !== null && body.length > 0 ? Readable.from([body]) : undefined;
   // An insert that reads its data through input() (as savedq's loads do): the embedded engine takes no
   // data for input(), so the data goes to a file of the stand-in's, which file() reads as the same rows.
@@ -71,18 +135,41 @@ const server = createServer(async (req, res) => {
   for (const [name, value] of url.searchParams) {
     // A parameter comes as the server reads one (\N is NULL, backslash escapes); the engine's binder takes values.
     if (name.startsWith('param_')) query_params[name.slice('param_'.length)] = value === '\\N' ? null : value.replace(/\\(.)/g, (_, c) => ({ t: '\t', n: '\n', r: '\r', 0: '\0' })[c] ?? c);
-    else if (!NOT_SETTINGS.has(name)) clickhouse_settings[name] = value;
+    else if (!NOT_SETTINGS.has(name) && !REQUEST_ONLY.has(name)) clickhouse_settings[name] = value;
   }
   const received = (inUrl ?? body.toString('utf8')).slice(0, 4000);
   const run = async () => {
     statements.push(received);
+    log.push(entry);
+    if (log.length > 10_000) log.shift();
     if (statements.length > 10_000) statements.shift();
     try {
       const result = await connection.exec({ query, query_params, clickhouse_settings, ...(values ? { values } : {}) });
       const chunks = [];
       for await (const chunk of result.stream) chunks.push(Buffer.from(chunk));
       const out = Buffer.concat(chunks);
-      res.writeHead(200, { 'Content-Type': 'text/plain; charset=UTF-8', 'X-ClickHouse-Summary': JSON.stringify(result.summary ?? {}), 'X-ClickHouse-Query-Id': result.query_id ?? '' });
+      const headers = { 'Content-Type': 'text/plain; charset=UTF-8', 'X-ClickHouse-Summary': JSON.stringify(result.summary ?? {}), 'X-ClickHouse-Query-Id': entry.query_id ?? '' };
+      if (faulty === 'reset') {
+        // Half the answer, then the connection reset (RST), as a host that dies mid-answer.
+        res.writeHead(200, { ...headers, 'Content-Length': String(out.length) });
+        res.write(out.subarray(0, Math.floor(out.length / 2)), () => res.socket?.resetAndDestroy());
+        return;
+      }
+      if (faulty === 'exception' || faulty === 'exception-tagged') {
+        // 200 and the first rows, then the error the server met on the way, as ClickHouse writes it.
+        const message = 'Code: 241. DB::Exception: Memory limit (total) exceeded: would use 9.31 GiB (attempt to allocate chunk of 4194304 bytes), maximum: 9.31 GiB. (MEMORY_LIMIT_EXCEEDED) (version 24.8.1.1 (official build))\n';
+        const part = out.subarray(0, Math.floor(out.length / 2));
+        if (faulty === 'exception') {
+          res.writeHead(200, headers);
+          res.end(Buffer.concat([part, Buffer.from(message)]));
+        } else {
+          const tag = 'sdqtag0123456789';
+          res.writeHead(200, { ...headers, 'X-ClickHouse-Exception-Tag': tag });
+          res.end(Buffer.concat([part, Buffer.from(`\r\n__exception__\r\n${tag}\n${message}${Buffer.byteLength(message)} ${tag}\r\n__exception__\r\n`)]));
+        }
+        return;
+      }
+      res.writeHead(200, headers);
       res.end(out);
     } catch (err) {
       const code = Number(err?.code ?? 1001) || 1001;
@@ -99,8 +186,34 @@ const server = createServer(async (req, res) => {
   await done;
 });
 
+let port = 0;
 server.listen(0, '127.0.0.1', () => {
-  process.stdout.write(`listening ${server.address().port}\n`);
+  port = server.address().port;
+  process.stdout.write(`listening ${port}\n`);
+});
+
+/** Faults, one a line on standard input (see the top of this file). */
+let input = '';
+process.stdin.setEncoding('utf8').on('data', (text) => {
+  input += text;
+  for (let end = input.indexOf('\n'); end >= 0; end = input.indexOf('\n')) {
+    const line = input.slice(0, end).trim();
+    input = input.slice(end + 1);
+    const ack = () => process.stdout.write(`ok ${line}\n`);
+    if (line === 'refuse') {
+      if (server.listening) server.close();
+      server.closeAllConnections();
+      ack();
+    } else if (line === 'accept') {
+      if (server.listening) ack();
+      else server.listen(port, '127.0.0.1', ack);
+    } else {
+      fault = line;
+      // Held statements are let go when the fault ends.
+      if (line !== 'slow') for (const { release } of held.values()) release();
+      ack();
+    }
+  }
 });
 const stop = () => server.close(() => connection.close().finally(() => (rmSync(inserts, { recursive: true, force: true }), process.exit(0))));
 process.on('SIGTERM', stop);

@@ -14,13 +14,35 @@ export interface Standin {
   readonly child: ChildProcess;
   /** The statements it has run since it started (or since `forget`), oldest first. */
   statements(): Promise<string[]>;
+  /** The same, with what each carried and whether it was cancelled. */
+  log(): Promise<StandinStatement[]>;
   forget(): Promise<void>;
+  /** Switches a fault on (refuse, accept, hang, slow, reset, exception, exception-tagged, none): resolves once it holds. */
+  fault(fault: StandinFault): Promise<void>;
   stop(): Promise<void>;
+}
+
+export type StandinFault = 'refuse' | 'accept' | 'hang' | 'slow' | 'reset' | 'exception' | 'exception-tagged' | 'none';
+
+/** A statement as the stand-in received it. */
+export interface StandinStatement {
+  readonly query: string;
+  readonly query_id: string | null;
+  readonly session_id: string | null;
+  /** The request's settings (URL parameters). */
+  readonly settings: Record<string, string>;
+  /** The log_comment of its SETTINGS clause, unescaped. */
+  readonly log_comment: string | null;
+  readonly traceparent: string | null;
+  /** Closed: its connection closed before its answer; killed: a KILL QUERY of its id came first. */
+  readonly cancelled: 'closed' | 'killed' | null;
+  /** A KILL QUERY of its id came after it was answered. */
+  readonly killed?: boolean;
 }
 
 /** Starts a stand-in on `dataDir`; resolves once it listens. */
 export async function startStandin(dataDir: string): Promise<Standin> {
-  const child = spawn(process.execPath, [script, dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [script, dataDir], { stdio: ['pipe', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
@@ -42,10 +64,26 @@ export async function startStandin(dataDir: string): Promise<Standin> {
   const url = `http://127.0.0.1:${port}`;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   process.on('exit', () => child.kill('SIGKILL'));
+  const acks: { line: string; resolve: () => void }[] = [];
+  child.stdout.on('data', () => {
+    for (const ack of [...acks]) {
+      if (out.includes(`ok ${ack.line}\n`)) {
+        out = out.replace(`ok ${ack.line}\n`, '');
+        acks.splice(acks.indexOf(ack), 1);
+        ack.resolve();
+      }
+    }
+  });
   return {
     url,
     child,
     statements: async () => (await (await fetch(`${url}/__standin/statements`)).json()) as string[],
+    log: async () => (await (await fetch(`${url}/__standin/log`)).json()) as StandinStatement[],
+    fault: (line) =>
+      new Promise<void>((resolve) => {
+        acks.push({ line, resolve });
+        child.stdin?.write(`${line}\n`);
+      }),
     forget: async () => void (await fetch(`${url}/__standin/forget`, { method: 'POST' })).arrayBuffer(),
     stop: async () => {
       if (child.exitCode === null) child.kill('SIGTERM');

@@ -45,9 +45,12 @@ export class ResultsCache {
     return this.#store.lookup(key);
   }
 
-  /** Stores a result. */
-  set(key: string, result: CachedResult): Promise<void> {
-    return this.#store.setResult(key, result, RETENTION_MS);
+  /**
+   * Stores a result, kept at least the retention, and as long as `servableMs` (its query's cache time
+   * and stale_if_error: an answer that may be served while the warehouse is down is kept that long).
+   */
+  set(key: string, result: CachedResult, servableMs = 0): Promise<void> {
+    return this.#store.setResult(key, result, Math.max(RETENTION_MS, servableMs));
   }
 
   /** Records that a call was served (which keeps it in the warm set), and when its result was computed. */

@@ -1,7 +1,9 @@
 import { BoundedMap } from '../bounded.js';
 import { InputError, QueryTimeoutError, type DefinitionError } from '../errors.js';
+import { nodeCrypto } from '../lazy.js';
 import { memoKeys } from '../store/memo.js';
 import type { LocalMemo } from '../store/types.js';
+import type { CallTags } from '../queries/run.js';
 import type { SavedQuery } from '../queries/types.js';
 import { microsFromDate } from '../time.js';
 import type { Warehouse } from '../warehouse/index.js';
@@ -76,8 +78,8 @@ export class CallExecutor {
   }
 
   /** Runs a call in its caller's turn at the engine; a call whose callers have all gone before its turn is not run. */
-  inTurn(call: PreparedCall, gone: AbortSignal, caller: string): Promise<RunResult> {
-    return this.parts.turns.run(caller, () => this.execute(call, gone), gone);
+  inTurn(call: PreparedCall, gone: AbortSignal, tags: CallTags): Promise<RunResult> {
+    return this.parts.turns.run(tags.caller ?? '', () => this.execute(call, gone, tags), gone);
   }
 
   /**
@@ -85,7 +87,7 @@ export class CallExecutor {
    * counts from when the query starts, never while the data directory is awaited, which is bounded on
    * its own (a busy directory is a BusyError).
    */
-  async execute(call: PreparedCall, signal?: AbortSignal): Promise<RunResult> {
+  async execute(call: PreparedCall, signal?: AbortSignal, tags?: CallTags): Promise<RunResult> {
     // The runner (and the warehouse client's types) is only needed when a query really runs: not on a hit.
     const { executeQuery } = await import('../queries/run.js');
     const warehouse = await this.parts.warehouse();
@@ -101,6 +103,8 @@ export class CallExecutor {
       signal,
       sql: call.sql,
       sandboxMaxMemoryBytes: this.parts.sandboxMaxMemoryBytes,
+      // A call that came with no request id (a command's run) is given one of its own.
+      tags: { ...tags, requestId: tags?.requestId ?? nodeCrypto().randomUUID() },
     }).catch((err: unknown) => {
       if (!(err instanceof QueryTimeoutError && err.ranPastLimit)) throw err;
       const which = timeoutSeconds === own ? 'its own timeout' : '--timeout';

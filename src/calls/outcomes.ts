@@ -3,9 +3,9 @@ import type { RunResult } from './runner.js';
 /** How an answer's outcome (calls/runner.ts's CacheOutcome) is said outside the process. */
 export interface OutcomeNames {
   /** serve's X-Cache header; none for a query that is never cached. */
-  readonly xCache: 'HIT' | 'MISS' | 'BYPASS' | undefined;
+  readonly xCache: 'HIT' | 'MISS' | 'BYPASS' | 'STALE' | undefined;
   /** savedq_cache_total's `outcome` label. */
-  readonly metric: 'hit' | 'miss' | 'shared' | 'off' | 'bypass';
+  readonly metric: 'hit' | 'miss' | 'shared' | 'off' | 'bypass' | 'stale';
   /** The word of serve's log line (`cache=`). */
   readonly log: string;
 }
@@ -13,7 +13,8 @@ export interface OutcomeNames {
 /**
  * The one table of what each outcome of a cached query is called: a caller is told `shared` came from
  * the cache (HIT), the log and the metric tell it from a hit; an answer not kept (a load changed its
- * data meanwhile) was computed now (MISS); the store not reached is BYPASS.
+ * data meanwhile) was computed now (MISS); the store not reached is BYPASS; an expired answer served
+ * because no host of the warehouse answered is STALE.
  */
 const NAMES: { readonly [O in RunResult['cache']]: OutcomeNames } = {
   hit: { xCache: 'HIT', metric: 'hit', log: 'HIT' },
@@ -21,6 +22,7 @@ const NAMES: { readonly [O in RunResult['cache']]: OutcomeNames } = {
   miss: { xCache: 'MISS', metric: 'miss', log: 'MISS' },
   off: { xCache: 'MISS', metric: 'miss', log: 'MISS' },
   bypass: { xCache: 'BYPASS', metric: 'bypass', log: 'BYPASS' },
+  stale: { xCache: 'STALE', metric: 'stale', log: 'STALE' },
 };
 
 /** A query never cached (`cache: 0`): no X-Cache, `off` in the metric. */

@@ -1,5 +1,7 @@
 import type { CachedResult, ResultsCache } from '../cache/index.js';
+import { WarehouseUnreachableError } from '../errors.js';
 import { RecentResults, type RecentResult } from '../cache/recent.js';
+import type { CallTags } from '../queries/run.js';
 import type { NormalisedParams, Row, SavedQuery } from '../queries/types.js';
 import type { Store } from '../store/types.js';
 import type { QueryStatistics } from '../warehouse/types.js';
@@ -24,7 +26,7 @@ export type CacheMode = 'use' | 'skip' | 'refresh';
  * cacheable, skipped, or not kept (a load was changing the data); `bypass`, the store cannot be
  * reached, so the answer came from the warehouse uncached.
  */
-export type CacheOutcome = 'hit' | 'miss' | 'shared' | 'off' | 'bypass';
+export type CacheOutcome = 'hit' | 'miss' | 'shared' | 'off' | 'bypass' | 'stale';
 
 /** The answer to a run. */
 export interface RunResult {
@@ -44,7 +46,7 @@ export interface RunResult {
 
 /** What runs a call below the cache (calls/execute.ts's CallExecutor): in the caller's turn; told when every caller has gone. */
 export interface Executor {
-  inTurn(call: PreparedCall, gone: AbortSignal, caller: string): Promise<RunResult>;
+  inTurn(call: PreparedCall, gone: AbortSignal, tags: CallTags): Promise<RunResult>;
 }
 
 /** A lease on a key being computed lasts this long, renewed while the computing goes on; a dead holder's is free after it. */
@@ -92,7 +94,13 @@ export interface RunOptions {
   readonly signal?: AbortSignal | undefined;
   /** Who asks (an API key, a token's name), for turns at the engine fair across callers. */
   readonly caller?: string | undefined;
+  /** The request's id and a caller's trace context, which the warehouse's statements carry. */
+  readonly requestId?: string | undefined;
+  readonly trace?: CallTags['trace'];
 }
+
+/** What the warehouse's statements of a call say of who asked. */
+const tagsOf = ({ caller, requestId, trace }: RunOptions): CallTags => ({ caller, requestId, trace });
 
 /** How a call is computed and stored (#refresh). */
 interface RefreshOptions extends RunOptions {
@@ -163,8 +171,8 @@ export class CallRunner {
   }
 
   /** A call answered from the warehouse alone, shared with an identical one in flight here. */
-  #skipping(call: PreparedCall, { signal, caller = '' }: RunOptions): Promise<RunResult> {
-    return this.#uncached.join(call.key, (gone) => this.#parts.executor.inTurn(call, gone, caller), signal).work;
+  #skipping(call: PreparedCall, options: RunOptions): Promise<RunResult> {
+    return this.#uncached.join(call.key, (gone) => this.#parts.executor.inTurn(call, gone, tagsOf(options)), options.signal).work;
   }
 
   async #cached(call: PreparedCall, mode: 'use' | 'refresh', options: RunOptions): Promise<RunResult> {
@@ -177,13 +185,14 @@ export class CallRunner {
     const since = this.#parts.clock();
     const joined: Joined<RunResult> =
       mode === 'use'
-        ? this.#lookups.join(call.key, (gone) => this.#lookup(call, { signal: gone, caller: options.caller }), options.signal)
+        ? this.#lookups.join(call.key, (gone) => this.#lookup(call, { ...options, signal: gone }), options.signal)
         : // --refresh: another process's answer will do only when its run began after this call.
           this.#refresh(call, { ...options, isAnothers: (stored) => stored.computedAt > since });
     const answer = await joined.work;
     // The caller that ran the query records it as served; those that joined it go by the throttle. An
     // answer not kept (computed while a load ran) is not remembered either.
-    if (answer.cache !== 'off') this.#served(call, answer, this.#parts.clock(), answer.cache !== 'hit' && joined.leader);
+    // A stale answer is not remembered: the next call asks the warehouse again.
+    if (answer.cache !== 'off' && answer.cache !== 'stale') this.#served(call, answer, this.#parts.clock(), answer.cache !== 'hit' && joined.leader);
     return answer;
   }
 
@@ -249,7 +258,25 @@ export class CallRunner {
       return result(call, hit, 'hit');
     }
     // Any answer stored since this lookup (none, or the stale one it found) is another process's.
-    return this.#refresh(call, { ...options, isAnothers: (stored) => stored.computedAt !== hit?.computedAt }).work;
+    try {
+      return await this.#refresh(call, { ...options, isAnothers: (stored) => stored.computedAt !== hit?.computedAt }).work;
+    } catch (err) {
+      const stale = err instanceof WarehouseUnreachableError && hit !== undefined ? this.#stale(call, hit) : undefined;
+      if (stale) return stale;
+      throw err;
+    }
+  }
+
+  /**
+   * The answer the store holds, expired, when no host of the warehouse answers (stale-if-error): while
+   * it is within its query's stale_if_error past its expiry (never with 0). It is of the data's current
+   * generation, which its key names, so a load still means an old answer is never served.
+   */
+  #stale(call: PreparedCall, stored: CachedResult): RunResult | undefined {
+    const within = call.query.staleIfErrorSeconds;
+    if (within === 0 || stored.statistics === undefined) return undefined;
+    const age = this.#parts.clock() - stored.computedAt;
+    return age >= 0 && age < (call.query.cacheSeconds + within) * 1000 ? result(call, stored, 'stale') : undefined;
   }
 
   /**
@@ -257,7 +284,7 @@ export class CallRunner {
    * another holds the key's lease, its answer is waited for (`shared`); when it dies, the lease is
    * free a moment later and taken here.
    */
-  #refresh(call: PreparedCall, { signal, caller = '', leased = false, isAnothers = () => false }: RefreshOptions): Joined<RunResult> {
+  #refresh(call: PreparedCall, { signal, leased = false, isAnothers = () => false, ...who }: RefreshOptions): Joined<RunResult> {
     return this.#refreshes.join(
       call.key,
       async (gone) => {
@@ -271,7 +298,7 @@ export class CallRunner {
         renew.unref();
         let keep: RunResult | undefined;
         try {
-          const computed = await executor.inTurn(call, gone, caller);
+          const computed = await executor.inTurn(call, gone, tagsOf(who));
           // Asked once the answer is in: a load that began meanwhile may have changed what it read.
           if (!(await this.#keeps(call))) return { ...computed, cache: 'off' as const };
           keep = computed;
@@ -283,7 +310,7 @@ export class CallRunner {
           this.#after(async () => {
             try {
               if (stored) {
-                await cache.set(call.key, { rows: stored.rows, truncated: stored.truncated, computedAt: stored.computedAt, statistics: stored.statistics });
+                await cache.set(call.key, { rows: stored.rows, truncated: stored.truncated, computedAt: stored.computedAt, statistics: stored.statistics }, (call.query.cacheSeconds + call.query.staleIfErrorSeconds) * 1000);
                 await this.#keepBound();
               }
             } finally {

@@ -5,7 +5,7 @@ import type { CacheMode, RunResult, Savedq } from '../library.js';
 import { RUN_FORMATS } from '../output/index.js';
 import { parsePairs } from '../queries/params.js';
 import { wrapped } from '../output/wrap.js';
-import { checkInterrupted, note, noting, outputFormat, proseWidth, writeRows, type CommonOptions, type Io } from './io.js';
+import { checkInterrupted, hintWidth, note, noting, outputFormat, proseWidth, report, writeRows, type CommonOptions, type Io } from './io.js';
 
 /** Options of `savedq run`. */
 export interface RunOptions extends CommonOptions {
@@ -31,6 +31,8 @@ export async function runCommand(lib: Savedq, options: RunOptions, io: Io): Prom
     at: options.at,
     sql: options.sql,
     cache: options.cache ?? 'use',
+    // Interrupted (Ctrl-C, SIGTERM), the run stops waiting, and a server's query is stopped on its host.
+    signal: options.signal,
   });
   checkInterrupted(options.signal);
   // A run that went to the warehouse says so to the others sharing the store (a cache hit costs nothing more).
@@ -41,6 +43,10 @@ export async function runCommand(lib: Savedq, options: RunOptions, io: Io): Prom
   // A cut answer says so where a person reads it: in a terminal always, in a pipe when asked (--stats).
   const cut = result.truncated && (options.stats === true || (watching && !options.quiet));
   if (cut) io.stderr.write(`showing the first ${grouped(result.rows.length, 'row')}: the query has more (max_rows ${result.query.maxRows})\n`);
+  // A stale answer is said wherever standard error goes: a cron job's mail must say it is old.
+  if (result.cache === 'stale') {
+    report(io, options, wrapped(`warning: the warehouse did not answer (no host of it); this is ${result.query.name}'s answer from the cache, computed ${ageSeconds(result.computedAt, lib.clock())} s ago and expired (stale_if_error ${result.query.staleIfErrorSeconds} s).`, 0, 2, hintWidth(io)));
+  }
   if (options.stats === true) io.stderr.write(`${statsLine(result, lib.clock())}\n`);
   // A table ends with its count: the note does not say it again.
   else statusNote(lib, result, cut || format === 'table', options, io);
@@ -72,7 +78,7 @@ export function statsLine(result: RunResult, now: number): string {
   const { elapsed, rows_read, bytes_read } = result.statistics;
   return [
     `${grouped(result.rows.length, 'row')}${result.truncated ? ` (truncated at max_rows ${result.query.maxRows})` : ''}`,
-    fromCache(result) ? `cached ${age} s ago` : result.cache === 'bypass' ? 'computed now, the store not reached (not kept)' : 'computed now',
+    result.cache === 'stale' ? `cached ${age} s ago, stale (the warehouse did not answer)` : fromCache(result) ? `cached ${age} s ago` : result.cache === 'bypass' ? 'computed now, the store not reached (not kept)' : 'computed now',
     `${elapsed.toFixed(3)} s`,
     `read ${grouped(rows_read, 'row')}, ${bytesText(bytes_read)}`,
   ].join(' · ');

@@ -48,10 +48,13 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
   // The engine is opened now and kept while the server runs: no request waits for it to start, and every
   // other savedq process on this data directory sends its statements here instead of waiting its turn.
   let share: EngineSocketServer | undefined;
-  if (lib.config.url === undefined) {
+  if (lib.config.urls.length === 0) {
     const warehouse = await lib.warehouse();
     const { EngineSocketServer } = await import('../warehouse/engine-socket-server.js');
     share = await EngineSocketServer.listen(warehouse, lib.config.dataDir, log);
+  } else {
+    // A server's hosts are known (and watched) from the start: /health lists them before the first call.
+    await lib.warehouse();
   }
   let server: RunningServer;
   try {
@@ -79,7 +82,7 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
   const announcing = setInterval(() => void lib.announce('serve'), 20_000);
   announcing.unref();
   // Said even with --quiet: it is where the server is (with --port 0, the only way to know).
-  log.always(`savedq serve listening on ${server.url} (${lib.config.url === undefined ? 'embedded engine' : 'ClickHouse server'}, ${queries.length} saved queries)`);
+  log.always(`savedq serve listening on ${server.url} (${lib.config.urls.length === 0 ? 'embedded engine' : lib.config.urls.length === 1 ? 'ClickHouse server' : `ClickHouse server, ${lib.config.urls.length} hosts`}, ${queries.length} saved queries)`);
   // A new set of saved queries is new tools: MCP sessions are told.
   const onHangup = () => void reloadQueries(lib, log).then((taken) => (taken ? server.toolsChanged() : undefined));
   await new Promise<void>((resolve) => {

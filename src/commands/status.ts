@@ -42,6 +42,7 @@ export async function statusCommand(lib: Savedq, options: StatusOptions, io: Io)
         ...(probe.up ? (probe.tables ? { schema: probe.tables.schema, tables_version: probe.tables.version ?? null } : {}) : { reason: probe.reason }),
       },
       warehouse: status.warehouse,
+      ...(status.hosts ? { hosts: status.hosts } : {}),
       ...(status.data ? { data: { generation: status.data.current || null, loading: status.data.loading } } : {}),
       ...(status.cached ? { cached: { calls: status.cached.calls, bytes: status.cached.bytes, max_bytes: status.cached.maxBytes } } : {}),
       ...(status.processes ? { processes } : {}),
@@ -66,7 +67,12 @@ function statusLines(status: StatusReport): string[] {
     const tables = probe.tables === undefined ? '' : probe.tables.version === undefined ? `; no tables of savedq's yet in schema ${probe.tables.schema} (the first process to need them makes them)` : `; savedq's tables in schema ${probe.tables.schema}, version ${probe.tables.version}`;
     lines.push(line('', `answers in ${milliseconds(probe.seconds)}${tables}`));
   }
-  lines.push(line('warehouse', status.warehouse));
+  if (status.hosts === undefined) lines.push(line('warehouse', status.warehouse));
+  else {
+    // Each host on a line of its own: whether it answers, and since when and why not.
+    for (const [i, h] of status.hosts.entries()) lines.push(line(i === 0 ? 'warehouse' : '', `${h.host}: ${h.state === 'up' ? 'answers' : `does not answer since ${h.since} (${h.last_error ?? 'no answer'})`}`));
+    if (status.hosts.every((h) => h.state === 'down')) lines.push(line('', 'no host answers: calls are answered from the cache where they can be (stale_if_error)'));
+  }
   if (status.data) lines.push(line('data', `${status.data.current === '' ? 'no load through savedq yet' : `generation ${status.data.current}`}${status.data.loading ? '; a load is under way' : ''}`));
   if (status.cached) lines.push(line('cached', `${plural(status.cached.calls, 'call')}, ${megabytes(status.cached.bytes)} of at most ${megabytes(status.cached.maxBytes)}`));
   if (status.processes) lines.push(line('processes', status.processes.length === 0 ? 'none shared the store in the last minute' : 'those that shared the store in the last minute:'));

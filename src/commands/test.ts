@@ -14,7 +14,7 @@ export interface TestCommandOptions extends CommonOptions {
   /** `text` (default), `json` or `junit`. */
   readonly format?: string | undefined;
   /** The warehouse the user configured, which the tests never use (noted when given). */
-  readonly url?: string | undefined;
+  readonly url?: string | readonly string[] | undefined;
 }
 
 /**
@@ -27,7 +27,7 @@ export async function testCommand(lib: Savedq, options: TestCommandOptions, io: 
   if (!(TEST_FORMATS as readonly string[]).includes(format)) {
     throw new InputError(`invalid format ${JSON.stringify(format)}: one of ${TEST_FORMATS.join(', ')}.`);
   }
-  if (options.url !== undefined || lib.config.url !== undefined) note(io, options, 'tests run on the embedded engine, in a warehouse of their own; the server of --url is not used');
+  if (options.url !== undefined || lib.config.urls.length > 0) note(io, options, 'tests run on the embedded engine, in a warehouse of their own; the server of --url is not used');
   const { caseText, brokenText, jsonReport, junitReport, summaryText, tally } = await import('../testing/report.js');
   const color = colorOf(io, options);
   const text = format === 'text';

@@ -1,7 +1,7 @@
 import type { OutcomeNames } from '../calls/outcomes.js';
 import { ALERT_STATES, type Store } from '../store/types.js';
 import type * as PromClient from 'prom-client';
-import type { EngineQueue } from '../warehouse/types.js';
+import type { EngineQueue, WarehouseHosts } from '../warehouse/types.js';
 
 /** What serve counts for its operators (README, "Handing serve to others": the series and what each means). */
 export interface Metrics {
@@ -117,7 +117,7 @@ class TalliedHistogram {
 }
 
 /** The metrics of a serve: prom-client's registry, format and the process's own (process_*, nodejs_*), loaded by serve only. */
-export async function serveMetrics(queue: () => EngineQueue | undefined, store?: Pick<Store, 'up' | 'observe'>): Promise<Metrics> {
+export async function serveMetrics(queue: () => EngineQueue | undefined, store?: Pick<Store, 'up' | 'observe'>, hosts?: () => WarehouseHosts | undefined): Promise<Metrics> {
   const prom = (await import('prom-client'));
   const registry = new prom.Registry();
   prom.collectDefaultMetrics({ register: registry });
@@ -152,6 +152,38 @@ export async function serveMetrics(queue: () => EngineQueue | undefined, store?:
     registry.registerMetric(storeSeconds.metric() as unknown as PromClient.Metric);
     store.observe((operation, seconds) => storeSeconds.observe(storeSeconds.entry(operation, () => ({ operation })), seconds));
   }
+  // The hosts of a server warehouse (docs/scaling.md): each one's state, statements moved off it, queries stopped.
+  new prom.Gauge({
+    name: 'savedq_warehouse_up',
+    help: 'Whether each host of the warehouse answers, by host (its URL without password): 1 or 0.',
+    labelNames: ['host'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const h of hosts?.()?.hosts ?? []) this.set({ host: h.host }, h.state === 'up' ? 1 : 0);
+    },
+  });
+  new prom.Counter({
+    name: 'savedq_warehouse_failovers_total',
+    help: 'Statements moved from a host of the warehouse to another (the host refused, reset or did not connect), by the host moved from.',
+    labelNames: ['host'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const h of hosts?.()?.hosts ?? []) this.inc({ host: h.host }, h.failovers);
+    },
+  });
+  new prom.Counter({
+    name: 'savedq_warehouse_cancelled_total',
+    help: 'Queries savedq gave up on (a timeout, a caller gone) and stopped on their host (the connection closed, KILL QUERY).',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(hosts?.()?.cancelled ?? 0);
+    },
+  });
+  const stale = new Tally('savedq_answers_stale_total', "Expired answers served from the cache because no host of the warehouse answered (X-Cache: STALE), by query.");
+  registry.registerMetric(stale.metric() as unknown as PromClient.Metric);
   let alertStates: ReadonlyMap<string, string | null> = new Map();
   new prom.Gauge({
     name: 'savedq_alert_state',
@@ -173,6 +205,7 @@ export async function serveMetrics(queue: () => EngineQueue | undefined, store?:
   let last: { query: string; status: number; outcome: OutcomeNames | undefined; s: Series } | undefined;
   return {
     request(query, status, seconds, outcome) {
+      if (outcome?.metric === 'stale') stale.inc(query, () => ({ query }));
       // A busy server answers the same call again and again: its series is the one just used.
       if (last && last.query === query && last.status === status && last.outcome === outcome) {
         last.s.requests.value += 1;

@@ -41,23 +41,24 @@ interface Body {
 
 interface Whole {
   readonly age: number;
-  readonly cached: boolean;
+  /** Computed now, from the cache, or stale (calls/answer.ts's facts differ in each). */
+  readonly from: 'now' | 'cache' | 'stale';
   readonly text: string;
   readonly length: string;
 }
 
 /**
  * A body whole: its head, then its facts at `now` (their JSON, its opening brace left out: the head has
- * the envelope's). Only its age and whether it came from the cache change while it is served: the
+ * the envelope's). Only its age and where it came from change while it is served: the
  * facts are made again when either does (a busy server sends the same whole body for a second).
  */
 function wholeBody(body: Body, result: RunResult, now: number): Whole {
   const age = ageSeconds(result.computedAt, now);
-  const cached = fromCache(result);
+  const from = result.cache === 'stale' ? 'stale' : fromCache(result) ? 'cache' : 'now';
   const last = body.last;
-  if (last !== undefined && last.age === age && last.cached === cached) return last;
+  if (last !== undefined && last.age === age && last.from === from) return last;
   const tail = JSON.stringify(answerFactsOf(result, now)).slice(1);
-  return (body.last = { age, cached, text: body.head + tail, length: String(body.bytes + Buffer.byteLength(tail)) });
+  return (body.last = { age, from, text: body.head + tail, length: String(body.bytes + Buffer.byteLength(tail)) });
 }
 
 /**
@@ -114,6 +115,17 @@ function splitSql(search: string): [RawParams, string | undefined] {
   const sql = pairs.filter(([name]) => name === SQL_PARAM);
   if (sql.length > 1) throw new InputError(`${SQL_PARAM} is given ${sql.length} times; give it once.`);
   return [pairs.filter(([name]) => name !== SQL_PARAM), sql[0]?.[1]];
+}
+
+/** W3C Trace Context's traceparent (version 00's shape, and any later version's first fields). */
+const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}(-.*)?$/;
+
+/** A caller's trace context, passed on to the warehouse when its traceparent is well formed (tracestate with it). */
+function traceOf(req: IncomingMessage): Record<string, string> | undefined {
+  const parent = req.headers.traceparent;
+  if (typeof parent !== 'string' || !TRACEPARENT.test(parent)) return undefined;
+  const state = req.headers.tracestate;
+  return typeof state === 'string' && state.length <= 512 ? { traceparent: parent, tracestate: state } : { traceparent: parent };
 }
 
 /** Takes a call from a limited caller's bucket, said in the RateLimit headers; past the limit, its refusal (counted). */
@@ -173,7 +185,7 @@ export class QueryRoute implements Route {
     // Calls wait for the engine in turns fair across callers: each API key, each token's name.
     const call = req.method === 'POST' ? await this.#posted(req, caller, path, search) : await this.#prepared(caller, path, search);
     ctx.label = call.query.name;
-    const result = await this.lib.runPrepared(call, refresh ? 'refresh' : 'use', { signal: gone, caller: caller.name });
+    const result = await this.lib.runPrepared(call, refresh ? 'refresh' : 'use', { signal: gone, caller: caller.name, requestId: ctx.id, trace: traceOf(req) });
     return this.#reply(res, ctx, result, await this.#bodyOf(call, result));
   }
 

@@ -97,7 +97,11 @@ export function serveRoutes(of: RoutesOf): ServeRoutes {
         const queue = lib.engineQueue();
         const store = lib.store.up ? 'ok' : 'unreachable';
         const shared = ctx.caller?.kind === 'key' ? { store_location: lib.store.location, processes: (await storeProcesses(lib)).map((p) => ({ ...p, seen: new Date(p.seen).toISOString() })) } : {};
-        send(res, 200, { status: 'ok', store, ...(queue ? { queue } : {}), ...shared });
+        // A server warehouse: whether any host answers, to anyone (200 whatever it says: serve still
+        // answers from the store, and a balancer must not pull every replica at once); each host, to a key.
+        const hosts = lib.warehouseHosts();
+        const warehouse = hosts ? { warehouse: hosts.unreachable ? 'unreachable' : 'ok', ...(ctx.caller?.kind === 'key' ? { hosts: hosts.hosts } : {}) } : {};
+        send(res, 200, { status: 'ok', store, ...warehouse, ...(queue ? { queue } : {}), ...shared });
       },
     },
     {

@@ -47,7 +47,7 @@ export interface RunningServer {
 export async function startServer(lib: Savedq, options: ServeOptions): Promise<RunningServer> {
   const { settings } = options;
   const cors = settings.corsOrigins.length > 0 ? new Set(settings.corsOrigins) : undefined;
-  const metrics = await serveMetrics(() => lib.engineQueue(), lib.store);
+  const metrics = await serveMetrics(() => lib.engineQueue(), lib.store, () => lib.warehouseHosts());
   await keepTickShape();
   const access = new Access({
     isKey: keyChecker(settings.apiKeys),

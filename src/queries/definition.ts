@@ -26,7 +26,7 @@ import {
   yamlMessage,
   type LineOf,
 } from './yaml-reading.js';
-import { FIELD_TYPES, NAME_PATTERN, PARAM_TYPES, type FieldDefinition, type FieldType, type ParamDefinition, type ParamType, type SavedQuery } from './types.js';
+import { FIELD_TYPES, NAME_PATTERN, PARAM_TYPES, type FieldDefinition, type FieldType, type ParamDefinition, type ParamType, type QueryLimits, type SavedQuery } from './types.js';
 
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const PARAM_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
@@ -34,7 +34,13 @@ const PARAM_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 const ID_NAMESPACE = '6ba7b811-9dad-11d1-80b4-00c04fd430c8';
 const MAX_ROWS_LIMIT = 1_000_000;
 
-const HEADER_KEYS = ['name', 'id', 'description', 'params', 'fields', 'max_rows', 'cache', 'warm', 'timeout', 'sandbox'];
+const HEADER_KEYS = ['name', 'id', 'description', 'params', 'fields', 'max_rows', 'cache', 'warm', 'timeout', 'sandbox', 'stale_if_error', 'limits'];
+
+/** The keys of `limits:`, each a setting of the engine's that savedq sets on every statement of the query. */
+const LIMIT_KEYS = ['read_rows', 'read_bytes', 'result_bytes', 'threads'] as const satisfies readonly (keyof QueryLimits)[];
+
+/** A day: how long past its expiry a cached answer may be served while no host of the warehouse answers (stale_if_error's default). */
+const STALE_IF_ERROR_SECONDS = 86_400;
 const PARAM_KEYS = ['type', 'required', 'default', 'allowed', 'other', 'min', 'max', 'description'];
 const FIELD_KEYS = ['type', 'description'];
 
@@ -150,6 +156,8 @@ export function readDefinition(file: string, text: string, defaultName: string, 
       warmSeconds: header.warm,
       sandbox: header.sandbox,
       ...(header.timeout === undefined ? {} : { timeoutSeconds: header.timeout }),
+      staleIfErrorSeconds: header.staleIfError,
+      limits: header.limits,
       file,
       builtin,
       sql: body,
@@ -183,6 +191,8 @@ interface Header {
   warm: number;
   timeout: number | undefined;
   sandbox: boolean;
+  staleIfError: number;
+  limits: QueryLimits;
 }
 
 /**
@@ -218,7 +228,7 @@ function parseHeader(
     problem(lineOf(Math.min(err.pos[0], last)), `the header is not valid YAML: ${yamlMessage(err.message)}${hint}`);
     return undefined;
   }
-  const header: Header = { name: undefined, id: undefined, lines: { name: 1, id: 1 }, description: '', params: [], named: [], fields: [], maxRows: 1000, cache: 0, warm: 0, timeout: undefined, sandbox: false };
+  const header: Header = { name: undefined, id: undefined, lines: { name: 1, id: 1 }, description: '', params: [], named: [], fields: [], maxRows: 1000, cache: 0, warm: 0, timeout: undefined, sandbox: false, staleIfError: STALE_IF_ERROR_SECONDS, limits: {} };
   const root = doc.contents;
   if (root === null || (isScalar(root) && root.value === null)) return header;
   const at: LineOf = (node) => lineOf(node?.range?.[0] ?? 0);
@@ -271,6 +281,13 @@ function parseHeader(
     },
     timeout: (value, line) => void (header.timeout = wholeNumber(value, line, 'timeout', 1, 86_400)),
     sandbox: (value, line) => void (header.sandbox = flag(value, line, 'sandbox')),
+    stale_if_error: (value, line) => void (header.staleIfError = wholeNumber(value, line, 'stale_if_error', 0, 31_536_000)),
+    limits: (value, line) => {
+      const limits: Partial<Record<keyof QueryLimits, number>> = {};
+      const read = (key: (typeof LIMIT_KEYS)[number]) => (node: Node | null, keyLine: number) => attempt(() => void (limits[key] = wholeNumber(node, keyLine, `limits: ${key}`, 1, Number.MAX_SAFE_INTEGER)));
+      readKeys(mapEntries(value, line, 'limits', at), Object.fromEntries(LIMIT_KEYS.map((key) => [key, read(key)])), 'limits', at, problem);
+      header.limits = limits;
+    },
   }, 'the header', at, problem);
   attempt(() => {
     if (header.warm > 0 && header.cache === 0) throw new Problem(warmLine, 'warm needs cache: a result that is never cached cannot be warmed.');

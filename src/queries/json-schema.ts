@@ -64,6 +64,7 @@ export function answerFacts(maxRows: number): Record<string, object> {
     truncated: { type: 'boolean', description: `True when the query had more than ${maxRows} rows (savedq's row limit, max_rows): the rows stop there. A limit in the query's own SQL does not count.` },
     cached: { type: 'boolean', description: 'True when the rows came from the cache.' },
     age_seconds: { type: 'integer', minimum: 0, description: 'Seconds since the rows were computed.' },
+    stale: { type: 'boolean', const: true, description: "Present only when no host of the warehouse answered and the rows are an expired answer from the cache, within the query's stale_if_error (X-Cache: STALE)." },
     statistics: STATISTICS_SCHEMA,
   };
 }

@@ -1,5 +1,6 @@
 import type { ClickHouseSettings } from '@clickhouse/client';
-import { DefinitionError, InputError, type EngineFailure, type WarehouseError } from '../errors.js';
+import { DefinitionError, InputError, LimitError, type EngineFailure, type WarehouseError } from '../errors.js';
+import { packageVersion } from '../package.js';
 import { toClickHouseDateTime, type Micros } from '../time.js';
 import { engineSays, isBadPattern, isRefusal, isSyntaxError } from '../warehouse/errors.js';
 import type { Warehouse } from '../warehouse/index.js';
@@ -9,7 +10,7 @@ import { displayPath } from './catalog.js';
 import { bindValue, type BoundValue } from './param-types.js';
 import { quoteValue } from './params.js';
 import { NOW_PARAM, paramUses } from './sql.js';
-import type { NormalisedParams, ParamType, Row, SavedQuery } from './types.js';
+import type { NormalisedParams, ParamType, QueryLimits, Row, SavedQuery } from './types.js';
 
 /** How a saved query is run. */
 export interface ExecuteOptions {
@@ -26,6 +27,54 @@ export interface ExecuteOptions {
   readonly sql?: string | undefined;
   /** The memory a caller's SQL may take (--sandbox-max-memory-mb), in bytes. */
   readonly sandboxMaxMemoryBytes?: number | undefined;
+  /** Who asked, as the warehouse's query log is to say it (log_comment), and the caller's trace. */
+  readonly tags?: CallTags | undefined;
+}
+
+/** Who asked for a call, carried to the warehouse: its log_comment, and a caller's W3C trace context. */
+export interface CallTags {
+  /** savedq's request id: serve's X-Request-Id (a caller's own included), a run's own. */
+  readonly requestId?: string | undefined;
+  /** The caller's label: an API key's or a token's name, never a secret. */
+  readonly caller?: string | undefined;
+  /** The caller's `traceparent` (and `tracestate`), passed on as they came. */
+  readonly trace?: Readonly<Record<string, string>> | undefined;
+}
+
+/**
+ * The log_comment of a saved query's statements: a JSON object of the query's name, the request id,
+ * the caller's label and savedq's version, which system.query_log keeps beside the query.
+ */
+export function logComment(query: SavedQuery, tags: CallTags | undefined): string {
+  return JSON.stringify({ query: query.name, request_id: tags?.requestId ?? null, caller: tags?.caller ?? null, version: packageVersion() });
+}
+
+/** The engine's settings of a query's `limits:` (result_overflow_mode left at throw: passing one fails the query). */
+function limitSettings({ read_rows, read_bytes, result_bytes, threads }: QueryLimits): ClickHouseSettings {
+  return {
+    ...(read_rows !== undefined ? { max_rows_to_read: String(read_rows) } : {}),
+    ...(read_bytes !== undefined ? { max_bytes_to_read: String(read_bytes) } : {}),
+    ...(result_bytes !== undefined ? { max_result_bytes: String(result_bytes) } : {}),
+    ...(threads !== undefined ? { max_threads: threads } : {}),
+  };
+}
+
+/** The engine's errors of a limit passed, by code: the `limits:` key each comes from. */
+const LIMIT_PASSED: ReadonlyMap<number, { key: keyof QueryLimits; what: string }> = new Map([
+  [158, { key: 'read_rows', what: 'rows read' }],
+  [307, { key: 'read_bytes', what: 'bytes read' }],
+  [396, { key: 'result_bytes', what: 'bytes of result' }],
+]);
+
+/** A query that passed a limit its definition sets, said naming both; undefined for any other failure. */
+function limitPassed(err: unknown, query: SavedQuery): LimitError | undefined {
+  const code = (err as Partial<WarehouseError>).engine?.code;
+  const passed = code === undefined ? undefined : LIMIT_PASSED.get(code);
+  if (passed === undefined) return undefined;
+  const limit = query.limits[passed.key];
+  // A limit of the server's own (a profile's) is the server's to say.
+  if (limit === undefined) return undefined;
+  return new LimitError(`${query.name} passed its limit of ${String(limit)} ${passed.what} (limits: ${passed.key} in its definition).`, { cause: err });
 }
 
 /** A saved query can read, never write, and cannot take the whole machine. */
@@ -42,8 +91,10 @@ export function bindValues(query: SavedQuery, params: NormalisedParams, now: Mic
  * The settings every saved query runs under: read-only, a time limit, a memory limit, and the row
  * limit, all set by the library so no saved query can write or exhaust the machine.
  */
-export function querySettings(query: SavedQuery, timeoutSeconds: number): ClickHouseSettings {
+export function querySettings(query: SavedQuery, timeoutSeconds: number, tags?: CallTags): ClickHouseSettings {
   return {
+    ...limitSettings(query.limits),
+    log_comment: logComment(query, tags),
     readonly: '2',
     max_execution_time: timeoutSeconds,
     max_memory_usage: String(MAX_MEMORY_BYTES),
@@ -57,8 +108,10 @@ export function querySettings(query: SavedQuery, timeoutSeconds: number): ClickH
  * setting changed, no table function: a second wall behind the check), the call's time limit, the
  * sandbox's memory limit, and the row limit on the caller's answer (not on `result`).
  */
-export function sandboxSettings(query: SavedQuery, timeoutSeconds: number, maxMemoryBytes: number): ClickHouseSettings {
+export function sandboxSettings(query: SavedQuery, timeoutSeconds: number, maxMemoryBytes: number, tags?: CallTags): ClickHouseSettings {
   return {
+    ...limitSettings(query.limits),
+    log_comment: logComment(query, tags),
     max_execution_time: timeoutSeconds,
     max_memory_usage: String(maxMemoryBytes),
     limit: String(query.maxRows + 1),
@@ -91,14 +144,16 @@ export async function executeQuery(
   options: ExecuteOptions,
 ): Promise<QueryRows> {
   const sandboxed = options.sql !== undefined;
-  const settings = sandboxed ? sandboxSettings(query, options.timeoutSeconds, options.sandboxMaxMemoryBytes ?? MAX_MEMORY_BYTES) : querySettings(query, options.timeoutSeconds);
+  const settings = sandboxed ? sandboxSettings(query, options.timeoutSeconds, options.sandboxMaxMemoryBytes ?? MAX_MEMORY_BYTES, options.tags) : querySettings(query, options.timeoutSeconds, options.tags);
   const statement = sandboxed ? overAnswer(query, options.sql) : query.boundSql;
   let rows;
   let statistics: QueryStatistics;
   try {
     const values = bindValues(query, params, options.now);
-    ({ rows, statistics } = await warehouse.measure(statement, values, settings, options.signal));
+    ({ rows, statistics } = await warehouse.measure(statement, values, settings, options.signal, options.tags?.trace));
   } catch (err) {
+    const limit = limitPassed(err, query);
+    if (limit) throw limit;
     // The query's own SQL was checked before its first run: what the engine refuses now is the caller's.
     if (sandboxed) throw sqlError(err);
     // The embedded engine is as new as savedq: SQL it cannot parse is the definition's mistake.

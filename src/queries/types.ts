@@ -45,6 +45,18 @@ export interface FieldDefinition {
   readonly description: string;
 }
 
+/** What a query's statements may cost (`limits:`): each becomes the engine's setting of that name. */
+export interface QueryLimits {
+  /** max_rows_to_read */
+  readonly read_rows?: number;
+  /** max_bytes_to_read */
+  readonly read_bytes?: number;
+  /** max_result_bytes (result_overflow_mode left at throw) */
+  readonly result_bytes?: number;
+  /** max_threads */
+  readonly threads?: number;
+}
+
 /** A saved query: one `.sql` file, its YAML header read into data. */
 export interface SavedQuery {
   readonly name: string;
@@ -64,6 +76,13 @@ export interface SavedQuery {
   readonly timeoutSeconds?: number;
   /** Whether callers may send their own SQL over its answer (`sandbox: true`, docs/sandboxing.md). */
   readonly sandbox: boolean;
+  /**
+   * How long past its expiry a cached answer may still be served while no host of the warehouse
+   * answers (`stale_if_error:`, default a day; 0: never).
+   */
+  readonly staleIfErrorSeconds: number;
+  /** What its statements may cost (`limits:`), set by savedq on every one of them. */
+  readonly limits: QueryLimits;
   /** The file the query was read from. */
   readonly file: string;
   /** Whether it ships with savedq. */

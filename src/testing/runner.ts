@@ -84,7 +84,7 @@ export class TestEngine {
   static async start(limits: TestLimits, signal?: AbortSignal): Promise<TestEngine> {
     const dir = mkdtempSync(join(tmpdir(), 'savedq-test-warehouse-'));
     try {
-      const warehouse = await openWarehouse({ url: undefined, dataDir: dir, lockWaitMs: 0, timeoutSeconds: limits.timeoutSeconds, signal, createTables: false, useShared: false });
+      const warehouse = await openWarehouse({ urls: [], loadBalance: 'in-order', dataDir: dir, lockWaitMs: 0, timeoutSeconds: limits.timeoutSeconds, signal, createTables: false, useShared: false });
       return new TestEngine(dir, warehouse, limits);
     } catch (err) {
       rmSync(dir, { recursive: true, force: true });

@@ -39,16 +39,59 @@ export async function classified<T>(location: string, op: () => Promise<T>): Pro
   }
 }
 
+/** What a statement sends beside its text: its parameters, and what a server's request carries (hosts.ts). */
+function request({ params, signal, queryId, headers, requestSettings }: Statement) {
+  return {
+    query_params: { ...params },
+    abort_signal: signal,
+    ...(queryId !== undefined ? { query_id: queryId } : {}),
+    ...(headers !== undefined ? { http_headers: { ...headers } } : {}),
+    ...(requestSettings !== undefined ? { clickhouse_settings: requestSettings } : {}),
+  };
+}
+
+/**
+ * An answer's text read as JSON (a row a line for JSONEachRow). A server that fails a query after its
+ * first rows has already said 200, and writes the error at the end of the answer: plainly (`Code: N.
+ * DB::Exception: …`), or from ClickHouse 25.11 framed by the tag in X-ClickHouse-Exception-Tag. Such an
+ * answer is never rows: the engine's error is thrown, as the client's parseError reads it.
+ */
+async function answerOf<T>(result: { text(): Promise<string>; response_headers: Record<string, string | string[] | undefined> }, parse: (text: string) => T): Promise<T> {
+  const text = await result.text();
+  try {
+    return parse(text);
+  } catch (err) {
+    const { parseError, extractErrorAtTheEndOfChunk, EXCEPTION_TAG_HEADER_NAME } = await import('@clickhouse/client');
+    // (The embedded engine's answers have no headers.)
+    const tag = (result.response_headers as Partial<typeof result.response_headers> | undefined)?.[EXCEPTION_TAG_HEADER_NAME];
+    if (typeof tag === 'string' && text.includes(`__exception__\r\n${tag}`)) throw extractErrorAtTheEndOfChunk(Buffer.from(text), tag);
+    const at = text.search(/Code: \d+\. DB::Exception: [^\n]*\n?$/);
+    if (at >= 0) throw parseError(text.slice(at).trim());
+    throw new Error(`the answer was not JSON (${err instanceof Error ? err.message : String(err)})`, { cause: err });
+  }
+}
+
+/** JSONEachRow's rows. */
+function eachRow(text: string): WarehouseRow[] {
+  const rows: WarehouseRow[] = [];
+  let start = 0;
+  for (let end = text.indexOf('\n'); end >= 0; start = end + 1, end = text.indexOf('\n', start)) {
+    if (end > start) rows.push(JSON.parse(text.slice(start, end)) as WarehouseRow);
+  }
+  if (start < text.length) rows.push(JSON.parse(text.slice(start)) as WarehouseRow);
+  return rows;
+}
+
 /** How each kind of statement runs on a client (a missing kind is a compile error). */
 const KINDS: { readonly [K in StatementKind]: (client: ClickHouseClient, statement: Statement) => Promise<Answers[K]> } = {
-  query: async (client, { sql, params, settings, signal }) => {
-    const result = await client.query({ query: `${sql}${settingsClause(settings)}`, format: 'JSONEachRow', query_params: { ...params }, abort_signal: signal });
-    return result.json<WarehouseRow>();
+  query: async (client, statement) => {
+    const result = await client.query({ ...request(statement), query: `${statement.sql}${settingsClause(statement.settings)}`, format: 'JSONEachRow' });
+    return answerOf(result, eachRow);
   },
   // The JSON format carries the engine's statistics after the rows, on the embedded engine and on a server alike.
-  measure: async (client, { sql, params, settings, signal }) => {
-    const result = await client.query({ query: `${sql}${settingsClause(settings)}`, format: 'JSON', query_params: { ...params }, abort_signal: signal });
-    const body = await result.json<WarehouseRow>();
+  measure: async (client, statement) => {
+    const result = await client.query({ ...request(statement), query: `${statement.sql}${settingsClause(statement.settings)}`, format: 'JSON' });
+    const body = await answerOf(result, (text) => JSON.parse(text) as { data: WarehouseRow[]; statistics?: unknown });
     // Counts of 64 bits may come as text (output_format_json_quote_64bit_integers).
     const s = body.statistics as { elapsed?: number | string; rows_read?: number | string; bytes_read?: number | string } | undefined;
     return { rows: body.data, statistics: { elapsed: Number(s?.elapsed ?? 0), rows_read: Number(s?.rows_read ?? 0), bytes_read: Number(s?.bytes_read ?? 0) } };
@@ -56,15 +99,15 @@ const KINDS: { readonly [K in StatementKind]: (client: ClickHouseClient, stateme
   // exec sends the text as it is (query() would add a FORMAT clause, which the explained statement
   // would take as its own); the answer's format is a setting, never in the text: the engine's own for
   // chDB, a URL parameter for a server.
-  explain: async (client, { sql, params, signal }) => {
-    const { stream } = await client.exec({ query: `EXPLAIN AST ${sql}`, query_params: { ...params }, clickhouse_settings: { default_format: 'JSONEachRow' }, abort_signal: signal });
+  explain: async (client, statement) => {
+    const r = request(statement);
+    const { stream } = await client.exec({ ...r, query: `EXPLAIN AST ${statement.sql}`, clickhouse_settings: { ...r.clickhouse_settings, default_format: 'JSONEachRow' } });
     const chunks: Buffer[] = [];
     for await (const chunk of stream) chunks.push(Buffer.from(chunk as Uint8Array));
-    const rows = Buffer.concat(chunks).toString('utf8').split('\n').filter((line) => line !== '');
-    return rows.map((row) => String((JSON.parse(row) as { explain?: unknown }).explain ?? ''));
+    return eachRow(Buffer.concat(chunks).toString('utf8')).map((row) => String((row as { explain?: unknown }).explain ?? ''));
   },
-  command: async (client, { sql, params, settings, signal }) => {
-    await client.command({ query: `${sql}${settingsClause(settings)}`, query_params: { ...params }, abort_signal: signal });
+  command: async (client, statement) => {
+    await client.command({ ...request(statement), query: `${statement.sql}${settingsClause(statement.settings)}` });
     return undefined;
   },
 };

@@ -1,5 +1,5 @@
 import { errnoText } from '../errno.js';
-import { QueryTimeoutError, SavedqError, WarehouseError, type EngineFailure } from '../errors.js';
+import { QueryTimeoutError, SavedqError, WarehouseError, WarehouseUnreachableError, type EngineFailure } from '../errors.js';
 
 interface ErrorLike {
   name?: unknown;
@@ -83,7 +83,7 @@ export function toWarehouseError(err: unknown, location: string): SavedqError {
   const network = [e.code, causeCode].find((c) => typeof c === 'string' && NETWORK_CODES.has(c));
   if (network !== undefined) {
     const why = errnoText({ code: network });
-    return new WarehouseError(`cannot reach ${location}: ${why}.`, { ...options, forCaller: `the warehouse cannot be reached (${why}).` });
+    return new WarehouseUnreachableError(`cannot reach ${location}: ${why}.`, { ...options, forCaller: `the warehouse cannot be reached (${why}).` });
   }
   if (/timeout/i.test(message) && e.name !== 'ClickHouseError') {
     return new QueryTimeoutError(`request to ${location} timed out.`, { cause: err, forCaller: 'the warehouse did not answer in time.' });
@@ -138,6 +138,25 @@ export function isRefusal(err: unknown): boolean {
 /** Whether a failure is the engine unable to parse a statement (62, SYNTAX_ERROR). */
 export function isSyntaxError(err: unknown): boolean {
   return err instanceof WarehouseError && (err.engine?.code === SYNTAX_ERROR_CODE || err.engine?.type === 'SYNTAX_ERROR');
+}
+
+/** ClickHouse's network errors (209 SOCKET_TIMEOUT, 210 NETWORK_ERROR): between its hosts, not about the statement. */
+const NETWORK_ENGINE_CODES = new Set([209, 210]);
+
+/**
+ * Whether a failure is the network's rather than the statement's, so another host of the warehouse may
+ * answer it: a host that refused, did not connect in time, or reset or closed the connection before
+ * the answer was whole; ClickHouse's own network errors; a proxy in front of it answering 502, 503 or
+ * 504 (the client keeps no status: an answer that is not ClickHouse's error and says so is one).
+ */
+export function isNetworkFailure(err: unknown): boolean {
+  if (err instanceof WarehouseUnreachableError) return true;
+  if (!(err instanceof WarehouseError)) return false;
+  if (err.engine?.code !== undefined) return NETWORK_ENGINE_CODES.has(err.engine.code);
+  if (err.engine !== undefined) return false;
+  const cause = err.cause as ErrorLike | undefined;
+  const message = typeof cause?.message === 'string' ? cause.message : '';
+  return cause?.code === 'ERR_STREAM_PREMATURE_CLOSE' || /socket hang up|premature close/i.test(message) || /^\s*(<[^>]*>\s*)*(502|503|504)\b|Bad Gateway|Service (Temporarily )?Unavailable|Gateway Time-?out/i.test(message);
 }
 
 /** Whether a failure is the engine not knowing a table (60, UNKNOWN_TABLE). */

@@ -1,13 +1,19 @@
 import { isUnknownTable } from './errors.js';
 import { makeTables } from './schema.js';
+import type { HostsOptions, LoadBalance } from './hosts.js';
 import { warehouseOf, wrapped, type Statements, type Warehouse } from './types.js';
 
-export type { LinesFormat, StagedLines, StatementParams, Warehouse, WarehouseRow } from './types.js';
+export type { HostChange, LoadBalance } from './hosts.js';
+export type { HostStatus, LinesFormat, StagedLines, StatementParams, Warehouse, WarehouseHosts, WarehouseRow } from './types.js';
 
 /** Where the warehouse is: a ClickHouse server by URL, or the embedded engine on a data directory. */
 export interface WarehouseOptions {
-  /** A server's URL (may carry user, password, database); undefined = the embedded engine. */
-  readonly url: string | undefined;
+  /** The hosts of a server warehouse, each URL with its user, password and database; none: the embedded engine. */
+  readonly urls: readonly string[];
+  /** Which host a process uses when there are several. */
+  readonly loadBalance: LoadBalance;
+  /** Told once when a host goes down and once when it comes back. */
+  readonly onHostChange?: HostsOptions['onChange'];
   readonly dataDir: string;
   /** How long to wait for another process to let go of the data directory. */
   readonly lockWaitMs: number;
@@ -30,9 +36,9 @@ export interface WarehouseOptions {
  */
 export async function openWarehouse(options: WarehouseOptions): Promise<Warehouse> {
   const statements =
-    options.url === undefined
+    options.urls.length === 0
       ? await (await import('./embedded.js')).openEmbedded(options)
-      : await (await import('./remote.js')).openServer(options.url, options.timeoutSeconds);
+      : await (await import('./hosts.js')).openHosts({ urls: options.urls, loadBalance: options.loadBalance, timeoutSeconds: options.timeoutSeconds, onChange: options.onHostChange });
   return warehouseOf(options.createTables === false ? statements : tablesOnFirstUse(statements));
 }
 

@@ -79,6 +79,34 @@ export interface Statement {
   readonly settings?: ClickHouseSettings | undefined;
   /** Aborted when nobody waits for the answer any more: a statement not yet begun is not begun. */
   readonly signal?: AbortSignal | undefined;
+  /** A caller's W3C trace context, passed on to a server's request (traceparent, tracestate). */
+  readonly headers?: Readonly<Record<string, string>> | undefined;
+  /** The query id a server's request carries (hosts.ts gives every attempt its own). */
+  readonly queryId?: string | undefined;
+  /** Settings of a server's request itself (its URL), read before the statement is: hosts.ts's. */
+  readonly requestSettings?: ClickHouseSettings | undefined;
+}
+
+/** One host of a server warehouse, as /health and `savedq status` show it. */
+export interface HostStatus {
+  /** Its URL without its password. */
+  readonly host: string;
+  readonly state: 'up' | 'down';
+  /** When it last went down or came back (ISO 8601). */
+  readonly since: string;
+  /** Why it is down, or last failed. */
+  readonly last_error?: string;
+  /** Statements moved from it to another host. */
+  readonly failovers: number;
+}
+
+/** The hosts of a server warehouse (hosts.ts). */
+export interface WarehouseHosts {
+  readonly hosts: readonly HostStatus[];
+  /** Queries given up on and stopped on their host (a timeout, an interrupt, a caller gone). */
+  readonly cancelled: number;
+  /** No host answers. */
+  readonly unreachable: boolean;
 }
 
 /**
@@ -97,6 +125,10 @@ export interface Statements {
   stage(lines: Buffer): Promise<StagedLines>;
   /** The engine's queue, where this process runs the embedded engine itself. */
   queue?(): EngineQueue;
+  /** The hosts of a server warehouse, and whether each answers. */
+  hosts?(): WarehouseHosts;
+  /** The same once each host has been asked now (its /ping, at most 2 s): `savedq status`. */
+  probeHosts?(): Promise<WarehouseHosts>;
   close(): Promise<void>;
 }
 
@@ -106,7 +138,7 @@ export interface Statements {
  */
 export interface Warehouse extends Statements {
   query(sql: string, params: StatementParams, settings?: ClickHouseSettings, signal?: AbortSignal): Promise<WarehouseRow[]>;
-  measure(sql: string, params: StatementParams, settings?: ClickHouseSettings, signal?: AbortSignal): Promise<MeasuredRows>;
+  measure(sql: string, params: StatementParams, settings?: ClickHouseSettings, signal?: AbortSignal, headers?: Statement['headers']): Promise<MeasuredRows>;
   explainAst(statement: string, params?: StatementParams): Promise<string[]>;
   command(sql: string, params?: StatementParams, settings?: ClickHouseSettings): Promise<void>;
 }
@@ -117,12 +149,16 @@ export interface Warehouse extends Statements {
  */
 export function wrapped(statements: Statements, replaced: Partial<Pick<Statements, 'run' | 'stage' | 'queue' | 'close'>>): Statements {
   const queue = replaced.queue ?? (statements.queue ? () => statements.queue?.() ?? { running: 0, waiting: 0, dropped: 0 } : undefined);
+  const hosts = statements.hosts?.bind(statements);
+  const probeHosts = statements.probeHosts?.bind(statements);
   return {
     location: statements.location,
     embedded: statements.embedded,
     run: replaced.run ?? ((kind, statement) => statements.run(kind, statement)),
     stage: replaced.stage ?? ((lines) => statements.stage(lines)),
     ...(queue ? { queue } : {}),
+    ...(hosts ? { hosts } : {}),
+    ...(probeHosts ? { probeHosts } : {}),
     close: replaced.close ?? (() => statements.close()),
   };
 }
@@ -132,7 +168,7 @@ export function warehouseOf(statements: Statements): Warehouse {
   return {
     ...wrapped(statements, {}),
     query: (sql, params, settings, signal) => statements.run('query', { sql, params, settings, signal }),
-    measure: (sql, params, settings, signal) => statements.run('measure', { sql, params, settings, signal }),
+    measure: (sql, params, settings, signal, headers) => statements.run('measure', { sql, params, settings, signal, headers }),
     explainAst: (sql, params) => statements.run('explain', { sql, params }),
     command: (sql, params, settings) => statements.run('command', { sql, params, settings }),
   };

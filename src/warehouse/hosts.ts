@@ -1,0 +1,322 @@
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
+import type { Socket } from 'node:net';
+import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
+import { redactUrl } from '../config.js';
+import { nodeCrypto } from '../lazy.js';
+import { QueryTimeoutError, WarehouseError, WarehouseUnreachableError } from '../errors.js';
+import { BASE_SETTINGS, clientRun, quoteText } from './client.js';
+import { isNetworkFailure } from './errors.js';
+import { stageOnServer } from './remote.js';
+import type { Answers, Statement, StatementKind, Statements, WarehouseHosts, HostStatus } from './types.js';
+
+// The hosts of one warehouse (docs/scaling.md, "Several hosts"). @clickhouse/client speaks to one host
+// and has no multi-host support (clickhouse-js #172): each host is a client of its own, and the choice
+// of host, the probes and the retry of reads on another host are written here, and only here.
+
+/** A host that has not taken the connection in this long is as down as one that refused it. */
+const CONNECT_MS = 2000;
+/** A probe (/ping) not answered in this long marks its host down. */
+const PROBE_MS = 2000;
+/** A host down is probed at first after this long, then twice as long each time, up to PROBE_MAX_MS. */
+const PROBE_FIRST_MS = 250;
+const PROBE_MAX_MS = 5000;
+/** A KILL QUERY the host does not take in this long is left to the query's max_execution_time. */
+const KILL_MS = 2000;
+/** How long past the call's time limit a read waits for the server's own timeout before giving up on it. */
+const GRACE_MS = 500;
+
+/** A host gone down or come back. */
+export interface HostChange {
+  readonly host: string;
+  readonly up: boolean;
+  readonly reason?: string;
+  /** The hosts that answer now. */
+  readonly answering: number;
+}
+
+/** How a process picks among the hosts: the first that answers, or one picked at random and kept. */
+export type LoadBalance = 'in-order' | 'random';
+
+export interface HostsOptions {
+  /** Each host's URL (user, password and database of its own). */
+  readonly urls: readonly string[];
+  readonly loadBalance: LoadBalance;
+  /** The call's time limit: the server enforces it (max_execution_time); savedq gives up just past it. */
+  readonly timeoutSeconds: number;
+  /** Told once when a host goes down (with why, and how many others answer) and once when it answers again. */
+  readonly onChange?: ((change: HostChange) => void) | undefined;
+}
+
+/** The settings of every read's request: the server stops the query when savedq closes its connection. */
+const READ_REQUEST: ClickHouseSettings = { cancel_http_readonly_queries_on_client_close: 1, readonly: '2' };
+
+/**
+ * An agent whose connections must be made within CONNECT_MS (Node's agents wait for the kernel's
+ * timeout, minutes): the client takes it as its `http_agent`, keep-alive as its own would be.
+ */
+function agentFor(url: string): HttpAgent {
+  const agent = url.startsWith('https:') ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
+  const create = agent.createConnection.bind(agent) as (...args: unknown[]) => Socket;
+  agent.createConnection = (...args: unknown[]) => {
+    const socket = create(...args);
+    const timer = setTimeout(() => socket.destroy(Object.assign(new Error(`no connection within ${CONNECT_MS / 1000} s`), { code: 'ETIMEDOUT' })), CONNECT_MS);
+    const made = () => clearTimeout(timer);
+    socket.once('connect', made).once('close', made);
+    return socket;
+  };
+  return agent;
+}
+
+/** One host: its client, and whether it answers. */
+class Host {
+  readonly shown: string;
+  readonly location: string;
+  readonly client: ClickHouseClient;
+  readonly run: Statements['run'];
+  up = true;
+  since = new Date();
+  lastError: string | undefined;
+  failovers = 0;
+  #probe: NodeJS.Timeout | undefined;
+  #probeDelay = PROBE_FIRST_MS;
+  #probing = false;
+
+  readonly #answering: () => number;
+
+  constructor(url: string, client: ClickHouseClient, answering: () => number) {
+    this.#answering = answering;
+    this.shown = redactUrl(url);
+    this.location = `ClickHouse at ${this.shown}`;
+    this.client = client;
+    this.run = clientRun(client, this.location);
+  }
+
+  /** Marks the host down (said once), and probes it until it answers. */
+  down(reason: string, onChange: HostsOptions['onChange']): void {
+    this.lastError = reason;
+    if (this.up) {
+      this.up = false;
+      this.since = new Date();
+      this.#probeDelay = PROBE_FIRST_MS;
+      onChange?.({ host: this.shown, up: false, reason, answering: this.#answering() });
+    }
+    this.#schedule(onChange);
+  }
+
+  /** Asks the host whether it answers, now: its state once it has said (or not within PROBE_MS). */
+  async probe(onChange: HostsOptions['onChange']): Promise<void> {
+    clearTimeout(this.#probe);
+    this.#probe = undefined;
+    await this.#ping(onChange);
+  }
+
+  /** Asks the host at once whether it answers (a statement got no answer in its time). */
+  probeNow(onChange: HostsOptions['onChange']): void {
+    if (this.#probing) return;
+    clearTimeout(this.#probe);
+    this.#probe = undefined;
+    void this.#ping(onChange);
+  }
+
+  #schedule(onChange: HostsOptions['onChange']): void {
+    if (this.#probe !== undefined || this.#probing) return;
+    this.#probe = setTimeout(() => {
+      this.#probe = undefined;
+      void this.#ping(onChange);
+    }, this.#probeDelay);
+    // A process with nothing else to do exits: probes keep no one alive.
+    this.#probe.unref();
+    this.#probeDelay = Math.min(this.#probeDelay * 2, PROBE_MAX_MS);
+  }
+
+  async #ping(onChange: HostsOptions['onChange']): Promise<void> {
+    this.#probing = true;
+    let answered: boolean;
+    let reason = 'did not answer its probe within 2 s';
+    try {
+      const result = await this.client.ping({ select: false, abort_signal: AbortSignal.timeout(PROBE_MS) });
+      answered = result.success;
+      if (!result.success) reason = errorText(result.error);
+    } catch (err) {
+      answered = false;
+      reason = errorText(err);
+    } finally {
+      this.#probing = false;
+    }
+    if (answered) {
+      if (!this.up) {
+        this.up = true;
+        this.since = new Date();
+        this.lastError = undefined;
+        onChange?.({ host: this.shown, up: true, answering: this.#answering() });
+      }
+      return;
+    }
+    this.down(reason, onChange);
+  }
+
+  close(): Promise<void> {
+    clearTimeout(this.#probe);
+    this.#probe = undefined;
+    return this.client.close();
+  }
+}
+
+/** A failure's first line, as /health and the log show it (no password: none is in an error). */
+function errorText(err: unknown): string {
+  if (err instanceof WarehouseError) return err.message.replace(/^cannot reach ClickHouse at \S+: /, '').replace(/\.$/, '');
+  const e = err as { code?: unknown; message?: unknown } | undefined;
+  const code = typeof e?.code === 'string' ? e.code : undefined;
+  if (code === 'ECONNREFUSED') return 'connection refused';
+  if (code === 'ECONNRESET') return 'connection reset';
+  if (code === 'ETIMEDOUT') return `no connection within ${CONNECT_MS / 1000} s`;
+  const message = typeof e?.message === 'string' ? e.message : String(err);
+  return (message.split('\n')[0] ?? '').slice(0, 200) || 'no answer';
+}
+
+/**
+ * Opens the hosts of a warehouse: reads go to the first host that answers (in order, or the one this
+ * process picked), and move to the next on a network failure within the call's time; statements that
+ * write go to one host and are never sent again (an insert replayed could be stored twice).
+ */
+export async function openHosts(options: HostsOptions): Promise<Statements> {
+  const { createClient, ClickHouseLogLevel } = await import('@clickhouse/client');
+  const hosts: Host[] = options.urls.map((url) => {
+    let client: ClickHouseClient;
+    try {
+      client = createClient({
+        url,
+        clickhouse_settings: BASE_SETTINGS,
+        http_agent: agentFor(url),
+        // The server enforces max_execution_time, and a read is given up just past it; this bounds a
+        // statement that writes on a server that stops answering at all.
+        request_timeout: (options.timeoutSeconds + 5) * 1000,
+        // Errors reach the caller as savedq errors; the client's own logging would print them twice.
+        log: { level: ClickHouseLogLevel.OFF },
+      });
+    } catch (err) {
+      throw new WarehouseError(`invalid ClickHouse URL ${redactUrl(url)}.`, { cause: err });
+    }
+    return new Host(url, client, () => hosts.filter((h) => h.up).length);
+  });
+  // Random: one host picked for this process's life (while it answers), the rest in order after it.
+  const first = options.loadBalance === 'random' ? Math.floor(Math.random() * hosts.length) : 0;
+  const ordered = [...hosts.slice(first), ...hosts.slice(0, first)];
+  let cancelled = 0;
+  /** KILL QUERY statements under way: closing waits for them (each bounded), so a command that gives up on a query stops it before it exits. */
+  const kills = new Set<Promise<void>>();
+  const onChange = options.onChange;
+  const location = hosts.length === 1 ? (hosts[0] as Host).location : `ClickHouse at ${hosts.map((h) => h.shown).join(', ')}`;
+
+  /** The host a statement goes to next: the first that answers, not yet tried by it. */
+  const next = (tried: ReadonlySet<Host>) => ordered.find((h) => h.up && !tried.has(h));
+
+  /** No host answered: the error names each one and why. */
+  const unreachable = (errors: Map<Host, unknown>): WarehouseUnreachableError => {
+    if (hosts.length === 1) {
+      const only = errors.get(hosts[0] as Host);
+      if (only instanceof WarehouseUnreachableError) return only;
+    }
+    const why = hosts.map((h) => `${h.shown}: ${errors.has(h) ? errorText(errors.get(h)) : `down since ${h.since.toISOString()} (${h.lastError ?? 'no answer'})`}`);
+    return new WarehouseUnreachableError(`no host of the warehouse answers (${why.join('; ')}).`, { forCaller: 'the warehouse cannot be reached (no host answers).' });
+  };
+
+  /** Stops a query given up on: its connection closed (the abort), then KILL QUERY of its id, bounded. */
+  const kill = async (host: Host, queryId: string) => {
+    cancelled += 1;
+    try {
+      await host.client.command({ query: `KILL QUERY WHERE query_id = ${quoteText(queryId)} ASYNC`, abort_signal: AbortSignal.timeout(KILL_MS) });
+    } catch {
+      // Left to its max_execution_time: the host did not take the KILL in time, or is gone.
+    }
+  };
+
+  /** One attempt of a read on one host: a query id of its own, given up on past the call's time. */
+  const attempt = async <K extends StatementKind>(host: Host, kind: K, statement: Statement): Promise<Answers[K]> => {
+    const queryId = nodeCrypto().randomUUID();
+    const controller = new AbortController();
+    let timedOut = false;
+    const abandon = () => controller.abort();
+    statement.signal?.addEventListener('abort', abandon, { once: true });
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+      host.probeNow(onChange);
+    }, options.timeoutSeconds * 1000 + GRACE_MS);
+    try {
+      return await host.run(kind, { ...statement, queryId, signal: controller.signal, requestSettings: READ_REQUEST });
+    } catch (err) {
+      if (!controller.signal.aborted) throw err;
+      const killing = kill(host, queryId).finally(() => kills.delete(killing));
+      kills.add(killing);
+      if (timedOut) throw new QueryTimeoutError(`request to ${host.location} timed out.`, { cause: err, forCaller: 'the warehouse did not answer in time.' });
+      throw err;
+    } finally {
+      clearTimeout(timer);
+      statement.signal?.removeEventListener('abort', abandon);
+    }
+  };
+
+  const read = async <K extends StatementKind>(kind: K, statement: Statement): Promise<Answers[K]> => {
+    const until = Date.now() + options.timeoutSeconds * 1000;
+    const tried = new Set<Host>();
+    const errors = new Map<Host, unknown>();
+    for (let host = next(tried); host !== undefined; ) {
+      tried.add(host);
+      try {
+        return await attempt(host, kind, statement);
+      } catch (err) {
+        if (!isNetworkFailure(err) || statement.signal?.aborted === true) throw err;
+        errors.set(host, err);
+        host.down(errorText(err), onChange);
+        const then = next(tried);
+        if (then === undefined || Date.now() >= until) break;
+        host.failovers += 1;
+        host = then;
+      }
+    }
+    throw unreachable(errors);
+  };
+
+  /** The host statements that write go to: the first that answers. */
+  const writer = (): Host => {
+    const host = next(new Set());
+    if (host === undefined) throw unreachable(new Map());
+    return host;
+  };
+
+  const status = (): WarehouseHosts => ({
+    hosts: hosts.map((h): HostStatus => ({ host: h.shown, state: h.up ? 'up' : 'down', since: h.since.toISOString(), ...(h.lastError !== undefined ? { last_error: h.lastError } : {}), failovers: h.failovers })),
+    cancelled,
+    unreachable: hosts.every((h) => !h.up),
+  });
+
+  return {
+    location,
+    embedded: false,
+    run: (kind, statement) => {
+      if (kind === 'command') {
+        const host = writer();
+        return host.run(kind, statement).catch((err: unknown) => {
+          if (isNetworkFailure(err)) host.down(errorText(err), onChange);
+          throw err;
+        });
+      }
+      return read(kind, statement);
+    },
+    stage: (lines) => {
+      const host = writer();
+      return Promise.resolve(stageOnServer(host.client, host.location, lines));
+    },
+    hosts: status,
+    probeHosts: async () => {
+      await Promise.all(hosts.map((h) => h.probe(onChange)));
+      return status();
+    },
+    close: async () => {
+      await Promise.all([...kills]);
+      await Promise.all(hosts.map((h) => h.close()));
+    },
+  };
+}
