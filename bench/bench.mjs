@@ -16,7 +16,10 @@
 //                                store (the PostgreSQL store against the SQLite file: a cache hit, serve's
 //                                cached throughput; three replicas' uncached calls, counted at the warehouse),
 //                                peer (one uncached request against @hypequery/serve, a dev dependency,
-//                                on the same ClickHouse URL)
+//                                on the same ClickHouse URL),
+//                                warehouse (several hosts: a miss with the first of three refused against
+//                                the same without it; a stale answer against a fresh hit; with
+//                                BENCH_BEFORE=<another checkout's bin/savedq.js>, a miss against that build)
 //
 // The HTTP figures need a load generator that is not the bottleneck: wrk when it is on the PATH
 // (`apt-get install wrk`), else autocannon (a dev dependency).
@@ -43,7 +46,7 @@ const REPS = Number(process.env.BENCH_REPS ?? 7);
 const LOAD_ROWS = Number(process.env.BENCH_LOAD_ROWS ?? 1_000_000);
 const HTTP_SECONDS = Number(process.env.BENCH_HTTP_SECONDS ?? 2);
 const HTTP_ROUNDS = Number(process.env.BENCH_HTTP_ROUNDS ?? 21);
-const ONLY = (process.env.BENCH_ONLY ?? 'scale,queries,load,tests,mcp,sandbox,alerts,store,peer').split(',');
+const ONLY = (process.env.BENCH_ONLY ?? 'scale,queries,load,tests,mcp,sandbox,alerts,store,peer,warehouse').split(',');
 // The instant the data ends at and CLI runs are made as of: this run's start, so that what serve answers
 // as of the real now (HTTP has no as-of) covers the data too. A fixed date left the HTTP figures
 // measuring empty answers once a week had passed.
@@ -55,7 +58,7 @@ const builtins = await new QueryCatalog({ builtin: builtinQueriesDir, user: [] }
 const findEndpoint = (name) => builtins.byName.get(name);
 process.on('exit', () => rmSync(work, { recursive: true, force: true }));
 /** The embedded engine on a data directory, as the library opens it. */
-const openEngine = (dataDir, createTables = true) => openWarehouse({ url: undefined, dataDir, lockWaitMs: 30_000, timeoutSeconds: 300, createTables });
+const openEngine = (dataDir, createTables = true) => openWarehouse({ urls: [], loadBalance: 'in-order', dataDir, lockWaitMs: 30_000, timeoutSeconds: 300, createTables });
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const fmt = (x, d = 1) => x.toFixed(d);
 const figures = [];
@@ -881,6 +884,82 @@ async function peerFigure() {
   }
 }
 
+/** A port of 127.0.0.1 nothing listens on: connections to it are refused. */
+async function refusedPort() {
+  const s = http.createServer();
+  await new Promise((resolve) => s.listen(0, '127.0.0.1', resolve));
+  const { port } = s.address();
+  await new Promise((resolve) => s.close(resolve));
+  return port;
+}
+
+/**
+ * A warehouse of several hosts (docs/scaling.md, "When the warehouse fails"), whole CLI processes on
+ * ClickHouse stand-ins: a cache-missing call whose first host of three refuses, against the same call
+ * with that host left out; a stale answer (every host refusing) against a fresh cache hit of the same
+ * rows; and, given BENCH_BEFORE (another build's bin/savedq.js), a miss against that build's on the
+ * same host (log_comment and the requests' new settings).
+ */
+async function warehouseFigures() {
+  const rows = 60_000;
+  console.log(`\nwarehouse: several hosts, ${rows.toLocaleString('en-US')} rows a table`);
+  const dataDir = join(work, 'hosts-warehouse');
+  await generate(dataDir, rows);
+  const processes = [];
+  try {
+    const b = await listening(here('../test/clickhouse-standin.mjs'), [dataDir]);
+    const c = await listening(here('../test/clickhouse-standin.mjs'), [join(work, 'hosts-empty')]);
+    processes.push(b, c);
+    const refused = `http://127.0.0.1:${await refusedPort()}`;
+    const env = { SAVEDQ_CACHE_FILE: join(work, 'hosts-cache.sqlite'), HOME: mkdtempSync(join(work, 'home-')) };
+    const run = (bin, urls, project, extra = []) => timed('node', [bin, ...urls.flatMap((u) => ['--url', u]), 'run', 'usage.api-counts', '-p', `project=${project}`, '-p', 'interval=daily', '--at', AT, '-f', 'json', '-q', ...extra], env);
+    // Both sides ask for the same project in a round (projects differ much in how many rows they have).
+    let n = 0;
+    const [withRefused, without] = sideBySide(
+      () => run(BIN, [refused, b.url, c.url], `project-${Math.floor(n++ / 2) + 1}\\.`, ['--no-cache']).ms,
+      () => run(BIN, [b.url, c.url], `project-${Math.floor(n++ / 2) + 1}\\.`, ['--no-cache']).ms,
+      2 * REPS,
+    );
+    figure('cache-missing call, the first of three hosts refused, against the same with it left out (whole process)', withRefused, without, 'ms', '<= 1.1');
+
+    // A stale answer: stored while its host answered (cache: 1), the host then gone; a hit: the same
+    // rows stored under a query cached an hour. Both on the same (now refused) warehouse.
+    const queries = join(work, 'hosts-queries');
+    mkdirSync(queries, { recursive: true });
+    const sql = readFileSync(join(builtinQueriesDir, 'usage.api-counts.sql'), 'utf8').replace(/^id: .*\n/m, '');
+    writeFileSync(join(queries, 'short.sql'), sql.replace(/^cache: \d+$/m, 'cache: 1').replace(/^warm: \d+$/m, ''));
+    writeFileSync(join(queries, 'long.sql'), sql.replace(/^cache: \d+$/m, 'cache: 3600').replace(/^warm: \d+$/m, ''));
+    const staleEnv = { ...env, SAVEDQ_QUERIES: queries, SAVEDQ_CACHE_FILE: join(work, 'hosts-stale.sqlite') };
+    const call = (name) => timed('node', [BIN, '--url', b.url, 'run', name, '-p', 'project=project-1\\.', '-p', 'interval=daily', '--at', AT, '-f', 'json', '-q'], staleEnv);
+    const fresh = [call('short'), call('long')].map((r) => r.stdout);
+    if (fresh[0] !== fresh[1] || JSON.parse(fresh[0]).length === 0) throw new Error('the stale figure needs rows, alike from both queries');
+    // The same warehouse, now refusing: its stand-in stopped, its port left closed; short's second past.
+    b.child.kill('SIGTERM');
+    await new Promise((resolve) => b.child.once('exit', resolve));
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    const [stale, hit] = sideBySide(() => call('short').ms, () => call('long').ms, 2 * REPS);
+    if (call('short').stdout !== fresh[0]) throw new Error('the stale answer is not the one stored');
+    figure('a stale answer (every host refusing), against a fresh cache hit of the same rows (whole process)', stale, hit, 'ms', '<= 1.1');
+
+    const before = process.env.BENCH_BEFORE;
+    if (before === undefined) {
+      console.log('  a miss against the build before: give BENCH_BEFORE=<that checkout>/bin/savedq.js to measure it');
+      return;
+    }
+    const again = await listening(here('../test/clickhouse-standin.mjs'), [dataDir]);
+    processes.push(again);
+    n = 0;
+    const [now, then] = sideBySide(
+      () => run(BIN, [again.url], `project-${Math.floor(n++ / 2) + 1}\\.`, ['--no-cache']).ms,
+      () => run(before, [again.url], `project-${Math.floor(n++ / 2) + 1}\\.`, ['--no-cache']).ms,
+      3 * REPS,
+    );
+    figure('cache-missing call on a server (log_comment, query id, the read settings), against the build before (whole process)', now, then, 'ms', '<= 1.02');
+  } finally {
+    for (const p of processes) p.child.kill('SIGTERM');
+  }
+}
+
 /** The HTTP figures alone (they are part of scale at its first size), on a data directory of that size. */
 async function httpOnly() {
   const rows = SIZES[0];
@@ -909,5 +988,6 @@ if (ONLY.includes('sandbox')) await sandboxFigures();
 if (ONLY.includes('alerts')) await alertsFigure();
 if (ONLY.includes('store')) await storeFigures();
 if (ONLY.includes('peer')) await peerFigure();
+if (ONLY.includes('warehouse')) await warehouseFigures();
 console.log('\nsummary (ratio, goal):');
 for (const f of figures) console.log(`  ${f.ratio.toFixed(2).padStart(6)}  ${f.goal.padEnd(8)} ${f.name}${f.within ? ` (median within ${fmt(f.within[0], 2)}–${fmt(f.within[1], 2)})` : ''}`);

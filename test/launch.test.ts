@@ -34,8 +34,8 @@ const list = (packageDir: string) =>
   execFileSync(process.execPath, [join(packageDir, 'bin/savedq.js'), 'list', '-f', 'json'], { encoding: 'utf8' });
 
 describe('start-up from the code cache', () => {
-  it('the build leaves code caches V8 accepts: of the CLI, and of the bundles it loads when needed (YAML, RE2, the MCP SDK, node-postgres)', () => {
-    for (const bundle of ['savedq.cjs', 'yaml.cjs', 're2.cjs', 'mcp.cjs', 'store-pg.cjs']) expect(cacheRejected(root, bundle), bundle).toBe('false');
+  it('the build leaves code caches V8 accepts: of the CLI, and of the bundles it loads when needed (YAML, RE2, the MCP SDK, node-postgres, the ClickHouse client)', () => {
+    for (const bundle of ['savedq.cjs', 'yaml.cjs', 're2.cjs', 'mcp.cjs', 'store-pg.cjs', 'clickhouse.cjs']) expect(cacheRejected(root, bundle), bundle).toBe('false');
   });
 
   it('a damaged code cache is refused by V8, and the CLI still answers', () => {

@@ -113,6 +113,22 @@ describe.runIf(has.clickhouseServer)("Debian's clickhouse-server", () => {
       expect(logged.join('\n')).not.toContain('nope-nope');
     });
 
+    it('as one host of several: a statement refused by the first reaches it, status asks its /ping, and it takes KILL QUERY … ASYNC as savedq sends it', async () => {
+      const refused = `http://127.0.0.1:${await freePort()}`;
+      const both = `${refused},${url('tester', 'nope-nope')}`;
+      const r = await cli(['run', 'logs.all', '-p', 'project=x', '--no-cache'], { env: { ...env, SAVEDQ_CLICKHOUSE_URL: both } });
+      expect(r.code).toBe(1);
+      // Its own refusal of the credentials: the statement moved on to it.
+      expect(r.stderr).toContain(`warning: ClickHouse at ${refused} is down (connection refused); the other hosts answer its calls.\n`);
+      expect(r.stderr).toContain(`savedq: ClickHouse at http://tester@127.0.0.1:${port} refused the credentials.\n`);
+      expect(r.stderr).not.toContain('nope-nope');
+      const status = await cli(['status'], { env: { ...env, SAVEDQ_CLICKHOUSE_URL: `${refused},${url()}` } });
+      expect(status.stdout).toContain(`${refused}: does not answer since`);
+      expect(status.stdout).toContain(`http://tester@127.0.0.1:${port}: answers`);
+      const kill = await fetch(`http://127.0.0.1:${port}/`, { method: 'POST', headers: { 'X-ClickHouse-User': 'tester', 'X-ClickHouse-Key': PASSWORD }, body: "KILL QUERY WHERE query_id = 'savedq-none' ASYNC" });
+      expect(kill.status, await kill.text()).toBe(200);
+    });
+
     it('a server that stops answering: exit 1 after the time limit, saying so', async () => {
       server.kill('SIGSTOP');
       try {

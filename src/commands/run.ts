@@ -35,8 +35,9 @@ export async function runCommand(lib: Savedq, options: RunOptions, io: Io): Prom
     signal: options.signal,
   });
   checkInterrupted(options.signal);
-  // A run that went to the warehouse says so to the others sharing the store (a cache hit costs nothing more).
-  const announced = result.cache === 'hit' ? undefined : lib.announce('run');
+  // A run that went to the warehouse says so to the others sharing the store (a cache hit costs nothing
+  // more, nor does a stale answer: no host answered it).
+  const announced = result.cache === 'hit' || result.cache === 'stale' ? undefined : lib.announce('run');
   await writeRows(io, options, format, result.rows, result.fields);
   await announced;
   const watching = io.stderr.isTTY === true && io.stdout.isTTY === true;

@@ -50,7 +50,9 @@ export async function statusCommand(lib: Savedq, options: StatusOptions, io: Io)
     await writeOut(io.stdout, `${JSON.stringify(json, null, 2)}\n`);
   } else {
     // Each labelled line wrapped at word breaks to a terminal's width, under its text.
-    await writeOut(io.stdout, statusLines(status).map((line) => wrapped(line, 0, 11, proseWidth(io))).join('\n') + '\n');
+    // (A line under the one before, its label blank, is wrapped as its text: the wrapping would take its indent for spaces to drop.)
+    const lines = statusLines(status).map((line) => (line.startsWith(' '.repeat(11)) ? wrapped(line.slice(11), 11, 11, proseWidth(io)) : wrapped(line, 0, 11, proseWidth(io))));
+    await writeOut(io.stdout, lines.join('\n') + '\n');
     if (processes.length > 0) await writeRows(io, options, 'table', processes, PROCESS_FIELDS);
   }
   if (!probe.up) throw new StoreUnreachable(`the store ${status.store.location} does not answer (${probe.reason}).`);

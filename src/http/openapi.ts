@@ -71,7 +71,7 @@ function operation(query: SavedQuery, by: 'name' | 'id', grant: Grant): Record<s
         headers: {
           ...(query.cacheSeconds > 0
             ? {
-                'X-Cache': { schema: { type: 'string', enum: ['HIT', 'MISS', 'BYPASS'], description: 'HIT: from the cache; MISS: computed now; BYPASS: the store cannot be reached, computed now and not kept.' } },
+                'X-Cache': { schema: { type: 'string', enum: ['HIT', 'MISS', 'BYPASS', 'STALE'], description: "HIT: from the cache; MISS: computed now; BYPASS: the store cannot be reached, computed now and not kept; STALE: no host of the warehouse answered, an expired answer from the cache within the query's stale_if_error." } },
                 Age: { schema: { type: 'integer' }, description: 'Seconds since the result was computed.' },
               }
             : {}),

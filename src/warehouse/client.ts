@@ -1,5 +1,6 @@
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
 import { toWarehouseError } from './errors.js';
+import { loadClient } from './load-client.js';
 import type { Answers, Statement, StatementKind, Statements, WarehouseRow } from './types.js';
 
 /** Settings every query runs with: ISO timestamps, and 64-bit counts as JSON numbers. */
@@ -61,7 +62,7 @@ async function answerOf<T>(result: { text(): Promise<string>; response_headers: 
   try {
     return parse(text);
   } catch (err) {
-    const { parseError, extractErrorAtTheEndOfChunk, EXCEPTION_TAG_HEADER_NAME } = await import('@clickhouse/client');
+    const { parseError, extractErrorAtTheEndOfChunk, EXCEPTION_TAG_HEADER_NAME } = await loadClient();
     // (The embedded engine's answers have no headers.)
     const tag = (result.response_headers as Partial<typeof result.response_headers> | undefined)?.[EXCEPTION_TAG_HEADER_NAME];
     if (typeof tag === 'string' && text.includes(`__exception__\r\n${tag}`)) throw extractErrorAtTheEndOfChunk(Buffer.from(text), tag);

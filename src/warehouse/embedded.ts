@@ -6,6 +6,7 @@ import { errnoText } from '../errno.js';
 import { InputError, WarehouseError } from '../errors.js';
 import { inDirectory, makeDirectory, ownDirectory } from '../fs.js';
 import { nodeCrypto } from '../lazy.js';
+import { loadClient } from './load-client.js';
 import { BASE_SETTINGS, clientRun } from './client.js';
 import { toWarehouseError } from './errors.js';
 import { inLane } from './lane.js';
@@ -148,7 +149,7 @@ async function openEngine(options: EmbeddedOptions, stopIf: (() => boolean) | un
   const { dataDir } = options;
   // The lock is taken while the client and the engine load, rather than one after the other.
   const [loaded, locked] = await Promise.allSettled([
-    Promise.all([import('@clickhouse/client'), import('chdb/connection')]),
+    Promise.all([loadClient(), import('chdb/connection')]),
     lockDataDir({
       dataDir,
       waitMs: options.lockWaitMs,

@@ -7,6 +7,7 @@ import { nodeCrypto } from '../lazy.js';
 import { QueryTimeoutError, WarehouseError, WarehouseUnreachableError } from '../errors.js';
 import { BASE_SETTINGS, clientRun, quoteText } from './client.js';
 import { isNetworkFailure } from './errors.js';
+import { loadClient } from './load-client.js';
 import { stageOnServer } from './remote.js';
 import type { Answers, Statement, StatementKind, Statements, WarehouseHosts, HostStatus } from './types.js';
 
@@ -92,16 +93,25 @@ class Host {
     this.run = clientRun(client, this.location);
   }
 
-  /** Marks the host down (said once), and probes it until it answers. */
-  down(reason: string, onChange: HostsOptions['onChange']): void {
+  /**
+   * Marks the host down, and probes it until it answers: true when it was up. Who marked it says so
+   * (`told`), once: a read says it once it knows whether another host answered.
+   */
+  down(reason: string, onChange: HostsOptions['onChange']): boolean {
     this.lastError = reason;
-    if (this.up) {
+    const was = this.up;
+    if (was) {
       this.up = false;
       this.since = new Date();
       this.#probeDelay = PROBE_FIRST_MS;
-      onChange?.({ host: this.shown, up: false, reason, answering: this.#answering() });
     }
     this.#schedule(onChange);
+    return was;
+  }
+
+  /** Says that the host went down. */
+  told(onChange: HostsOptions['onChange']): void {
+    onChange?.({ host: this.shown, up: false, reason: this.lastError ?? 'no answer', answering: this.#answering() });
   }
 
   /** Asks the host whether it answers, now: its state once it has said (or not within PROBE_MS). */
@@ -153,7 +163,7 @@ class Host {
       }
       return;
     }
-    this.down(reason, onChange);
+    if (this.down(reason, onChange)) this.told(onChange);
   }
 
   close(): Promise<void> {
@@ -181,7 +191,7 @@ function errorText(err: unknown): string {
  * write go to one host and are never sent again (an insert replayed could be stored twice).
  */
 export async function openHosts(options: HostsOptions): Promise<Statements> {
-  const { createClient, ClickHouseLogLevel } = await import('@clickhouse/client');
+  const { createClient, ClickHouseLogLevel } = await loadClient();
   const hosts: Host[] = options.urls.map((url) => {
     let client: ClickHouseClient;
     try {
@@ -234,6 +244,8 @@ export async function openHosts(options: HostsOptions): Promise<Statements> {
 
   /** One attempt of a read on one host: a query id of its own, given up on past the call's time. */
   const attempt = async <K extends StatementKind>(host: Host, kind: K, statement: Statement): Promise<Answers[K]> => {
+    // No one waits any more: not begun.
+    statement.signal?.throwIfAborted();
     const queryId = nodeCrypto().randomUUID();
     const controller = new AbortController();
     let timedOut = false;
@@ -262,21 +274,27 @@ export async function openHosts(options: HostsOptions): Promise<Statements> {
     const until = Date.now() + options.timeoutSeconds * 1000;
     const tried = new Set<Host>();
     const errors = new Map<Host, unknown>();
-    for (let host = next(tried); host !== undefined; ) {
-      tried.add(host);
-      try {
-        return await attempt(host, kind, statement);
-      } catch (err) {
-        if (!isNetworkFailure(err) || statement.signal?.aborted === true) throw err;
-        errors.set(host, err);
-        host.down(errorText(err), onChange);
-        const then = next(tried);
-        if (then === undefined || Date.now() >= until) break;
-        host.failovers += 1;
-        host = then;
+    /** The hosts this read marked down, said once the read knows whether another answered. */
+    const wentDown: Host[] = [];
+    try {
+      for (let host = next(tried); host !== undefined; ) {
+        tried.add(host);
+        try {
+          return await attempt(host, kind, statement);
+        } catch (err) {
+          if (!isNetworkFailure(err) || statement.signal?.aborted === true) throw err;
+          errors.set(host, err);
+          if (host.down(errorText(err), onChange)) wentDown.push(host);
+          const then = next(tried);
+          if (then === undefined || Date.now() >= until) break;
+          host.failovers += 1;
+          host = then;
+        }
       }
+      throw unreachable(errors);
+    } finally {
+      for (const host of wentDown) host.told(onChange);
     }
-    throw unreachable(errors);
   };
 
   /** The host statements that write go to: the first that answers. */
@@ -299,7 +317,7 @@ export async function openHosts(options: HostsOptions): Promise<Statements> {
       if (kind === 'command') {
         const host = writer();
         return host.run(kind, statement).catch((err: unknown) => {
-          if (isNetworkFailure(err)) host.down(errorText(err), onChange);
+          if (isNetworkFailure(err) && host.down(errorText(err), onChange)) host.told(onChange);
           throw err;
         });
       }
@@ -311,7 +329,8 @@ export async function openHosts(options: HostsOptions): Promise<Statements> {
     },
     hosts: status,
     probeHosts: async () => {
-      await Promise.all(hosts.map((h) => h.probe(onChange)));
+      // What they say is the report itself: no host's change is told besides.
+      await Promise.all(hosts.map((h) => h.probe(undefined)));
       return status();
     },
     close: async () => {
