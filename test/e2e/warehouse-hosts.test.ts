@@ -108,6 +108,22 @@ describe('a warehouse of several hosts', () => {
     expect((await asked(b, 'count'))[0]?.settings).toMatchObject({ cancel_http_readonly_queries_on_client_close: '1' });
   });
 
+  it('in order, every process uses the first host that answers; at random, processes spread over the hosts', async () => {
+    const [a, b] = hosts as [Standin, Standin];
+    const e = env();
+    for (let i = 0; i < 3; i++) {
+      const run = await cli([...urls(a, b), 'run', 'count', '-p', 'project=p1', '--no-cache'], { env: e });
+      expect(run.code, run.stderr).toBe(0);
+    }
+    expect([(await asked(a, 'count')).length, (await asked(b, 'count')).length]).toEqual([3, 0]);
+    // Each process picks one: over enough of them, both hosts (all 30 on one by chance: 2 in a billion).
+    for (let i = 0; i < 30 && (await asked(b, 'count')).length === 0; i++) {
+      const run = await cli([...urls(a, b), '--load-balance', 'random', 'run', 'count', '-p', 'project=p1', '--no-cache'], { env: e });
+      expect(run.code, run.stderr).toBe(0);
+    }
+    expect((await asked(b, 'count')).length).toBeGreaterThan(0);
+  });
+
   it('answers a reset half-way from another host, the rows whole, under a new query id', async () => {
     const [a, b] = hosts as [Standin, Standin];
     const reference = await cli([...urls(b), 'run', 'logs.all', '-p', 'project=p0', '--at', '2026-11-30T18:00:00Z', '-f', 'json'], { env: env() });
