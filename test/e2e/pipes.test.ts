@@ -4,6 +4,9 @@ import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { binPath, cli, eventually, NO_CONFIG, savedqCommandLine, tempDir, EVENT_DEADLINE_MS } from '../helpers.js';
 
+/** cli/signals.ts's deadline: a stop that waited for it did not end on the signal. */
+const STOP_DEADLINE_MS = 5_000;
+
 // savedq in shell pipelines and on paths that are not what they seem: a reader that stops early, a
 // cache file or data directory under /proc, a key file that is a pipe, an interrupt while it waits.
 const dir = tempDir();
@@ -170,7 +173,9 @@ describe('an interrupt', () => {
     for (const signal of ['SIGINT', 'SIGTERM'] as const) {
       const r = await interruptQuietLoad(['--data-dir', join(dir, `quiet-${signal}`)], signal);
       expect(r.code, r.stderr).toBe(130);
-      expect(r.ms, signal).toBeLessThan(2_000);
+      // On the signal, not at the 5 s deadline a stuck stop meets (cli/signals.ts): about 0.5 s on an
+      // idle machine (closing the engine), 3.2 s seen beside a busy loop on each core.
+      expect(r.ms, signal).toBeLessThan(STOP_DEADLINE_MS - 500);
       expect(r.stderr).toContain(`savedq: interrupted (${signal}); stopping.`);
     }
   });
@@ -179,6 +184,6 @@ describe('an interrupt', () => {
     // It was decided from the words of the command line: `--data-dir serve` made load ignore the first Ctrl-C.
     const r = await interruptQuietLoad(['--data-dir', 'serve'], 'SIGINT');
     expect(r.code, r.stderr).toBe(130);
-    expect(r.ms).toBeLessThan(2_000);
+    expect(r.ms).toBeLessThan(STOP_DEADLINE_MS - 500);
   });
 });
