@@ -29,6 +29,8 @@ beforeAll(async () => {
   mkdirSync(queries);
   // Cached a second, so a test sees it expire; kept stale a day (the default).
   writeFileSync(join(queries, 'count.sql'), QUERY('count', 'cache: 1\n', 'SELECT count() AS n, uniqExact(id) AS ids FROM edge_logs WHERE project = @project'));
+  // Cached an hour: a second run finds it however busy the machine.
+  writeFileSync(join(queries, 'count-hour.sql'), QUERY('count-hour', 'cache: 3600\n', 'SELECT count() AS n, uniqExact(id) AS ids FROM edge_logs WHERE project = @project'));
   writeFileSync(join(queries, 'never-stale.sql'), QUERY('never-stale', 'cache: 1\nstale_if_error: 0\n', 'SELECT count() AS n FROM edge_logs WHERE project = @project'));
   writeFileSync(join(queries, 'capped.sql'), QUERY('capped', 'cache: 60\nsandbox: true\nlimits:\n  read_rows: 10\n  threads: 2\n', 'SELECT project, count() AS n FROM edge_logs WHERE project = @project GROUP BY project'));
   writeFileSync(join(dir, 'events.ndjson'), `${events()}\n`);
@@ -66,15 +68,15 @@ describe('a warehouse of several hosts', () => {
   it('takes --url again and SAVEDQ_CLICKHOUSE_URL comma-separated as its hosts, in either order one warehouse and one cache', async () => {
     const [a, b] = hosts as [Standin, Standin];
     const e = env();
-    const first = await cli([...urls(a, b), 'run', 'count', '-p', 'project=p1', '-f', 'json'], { env: e });
+    const first = await cli([...urls(a, b), 'run', 'count-hour', '-p', 'project=p1', '-f', 'json'], { env: e });
     expect(first.code, first.stderr).toBe(0);
     expect(countOf(first.stdout)).toEqual([{ n: 100, ids: 100 }]);
-    expect(await asked(a, 'count')).toHaveLength(1);
+    expect(await asked(a, 'count-hour')).toHaveLength(1);
     // The other order, given by the variable: the same warehouse, so the same cached answer; no host asked.
-    const second = await cli(['run', 'count', '-p', 'project=p1', '-f', 'json', '--stats'], { env: { ...e, SAVEDQ_CLICKHOUSE_URL: `${b.url},${a.url}` } });
+    const second = await cli(['run', 'count-hour', '-p', 'project=p1', '-f', 'json', '--stats'], { env: { ...e, SAVEDQ_CLICKHOUSE_URL: `${b.url},${a.url}` } });
     expect(second.code, second.stderr).toBe(0);
     expect(second.stderr).toMatch(/cached \d+ s ago/);
-    expect((await asked(a, 'count')).length + (await asked(b, 'count')).length).toBe(1);
+    expect((await asked(a, 'count-hour')).length + (await asked(b, 'count-hour')).length).toBe(1);
   });
 
   it('refuses a malformed URL among them, naming it without its password, and changes nothing', async () => {
