@@ -3,6 +3,7 @@ import { Agent as HttpsAgent } from 'node:https';
 import type { Socket } from 'node:net';
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
 import { redactUrl } from '../config.js';
+import { errnoText } from '../errno.js';
 import { nodeCrypto } from '../lazy.js';
 import { QueryTimeoutError, WarehouseError, WarehouseUnreachableError } from '../errors.js';
 import { BASE_SETTINGS, clientRun, quoteText } from './client.js';
@@ -84,9 +85,11 @@ class Host {
   #probing = false;
 
   readonly #answering: () => number;
+  readonly #onChange: HostsOptions['onChange'];
 
-  constructor(url: string, client: ClickHouseClient, answering: () => number) {
+  constructor(url: string, client: ClickHouseClient, answering: () => number, onChange: HostsOptions['onChange']) {
     this.#answering = answering;
+    this.#onChange = onChange;
     this.shown = redactUrl(url);
     this.location = `ClickHouse at ${this.shown}`;
     this.client = client;
@@ -97,7 +100,7 @@ class Host {
    * Marks the host down, and probes it until it answers: true when it was up. Who marked it says so
    * (`told`), once: a read says it once it knows whether another host answered.
    */
-  down(reason: string, onChange: HostsOptions['onChange']): boolean {
+  down(reason: string): boolean {
     this.lastError = reason;
     const was = this.up;
     if (was) {
@@ -105,52 +108,51 @@ class Host {
       this.since = new Date();
       this.#probeDelay = PROBE_FIRST_MS;
     }
-    this.#schedule(onChange);
+    this.#schedule();
     return was;
   }
 
   /** Says that the host went down. */
-  told(onChange: HostsOptions['onChange']): void {
-    onChange?.({ host: this.shown, up: false, reason: this.lastError ?? 'no answer', answering: this.#answering() });
+  told(): void {
+    this.#onChange?.({ host: this.shown, up: false, reason: this.lastError ?? 'no answer', answering: this.#answering() });
   }
 
-  /** Asks the host whether it answers, now: its state once it has said (or not within PROBE_MS). */
-  async probe(onChange: HostsOptions['onChange']): Promise<void> {
-    clearTimeout(this.#probe);
-    this.#probe = undefined;
-    await this.#ping(onChange);
-  }
-
-  /** Asks the host at once whether it answers (a statement got no answer in its time). */
-  probeNow(onChange: HostsOptions['onChange']): void {
+  /**
+   * Asks the host now whether it answers (a statement got no answer in its time; `savedq status`):
+   * its state once it has said, or not within PROBE_MS. Quiet: its change is not told (status's
+   * report says it).
+   */
+  async probe({ quiet = false } = {}): Promise<void> {
     if (this.#probing) return;
     clearTimeout(this.#probe);
     this.#probe = undefined;
-    void this.#ping(onChange);
+    await this.#ping(quiet);
   }
 
-  #schedule(onChange: HostsOptions['onChange']): void {
+  #schedule(): void {
     if (this.#probe !== undefined || this.#probing) return;
     this.#probe = setTimeout(() => {
       this.#probe = undefined;
-      void this.#ping(onChange);
+      void this.#ping(false);
     }, this.#probeDelay);
     // A process with nothing else to do exits: probes keep no one alive.
     this.#probe.unref();
     this.#probeDelay = Math.min(this.#probeDelay * 2, PROBE_MAX_MS);
   }
 
-  async #ping(onChange: HostsOptions['onChange']): Promise<void> {
+  async #ping(quiet: boolean): Promise<void> {
     this.#probing = true;
     let answered: boolean;
     let reason = 'did not answer its probe within 2 s';
+    const deadline = AbortSignal.timeout(PROBE_MS);
     try {
-      const result = await this.client.ping({ select: false, abort_signal: AbortSignal.timeout(PROBE_MS) });
+      const result = await this.client.ping({ select: false, abort_signal: deadline });
       answered = result.success;
-      if (!result.success) reason = errorText(result.error);
+      // (The client's error for its aborted request would say "the user aborted".)
+      if (!result.success && !deadline.aborted) reason = errorText(result.error);
     } catch (err) {
       answered = false;
-      reason = errorText(err);
+      if (!deadline.aborted) reason = errorText(err);
     } finally {
       this.#probing = false;
     }
@@ -159,11 +161,11 @@ class Host {
         this.up = true;
         this.since = new Date();
         this.lastError = undefined;
-        onChange?.({ host: this.shown, up: true, answering: this.#answering() });
+        if (!quiet) this.#onChange?.({ host: this.shown, up: true, answering: this.#answering() });
       }
       return;
     }
-    if (this.down(reason, onChange)) this.told(onChange);
+    if (this.down(reason) && !quiet) this.told();
   }
 
   close(): Promise<void> {
@@ -173,16 +175,16 @@ class Host {
   }
 }
 
-/** A failure's first line, as /health and the log show it (no password: none is in an error). */
+/**
+ * Why a host failed, as /health and the log say it (no password: none is in an error): its errno's
+ * words (errno.ts), else the first line of its message.
+ */
 function errorText(err: unknown): string {
-  if (err instanceof WarehouseError) return err.message.replace(/^cannot reach ClickHouse at \S+: /, '').replace(/\.$/, '');
-  const e = err as { code?: unknown; message?: unknown } | undefined;
-  const code = typeof e?.code === 'string' ? e.code : undefined;
-  if (code === 'ECONNREFUSED') return 'connection refused';
-  if (code === 'ECONNRESET') return 'connection reset';
-  if (code === 'ETIMEDOUT') return `no connection within ${CONNECT_MS / 1000} s`;
-  const message = typeof e?.message === 'string' ? e.message : String(err);
-  return (message.split('\n')[0] ?? '').slice(0, 200) || 'no answer';
+  const raw = (err instanceof WarehouseError ? err.cause : err) as { code?: unknown; cause?: { code?: unknown } } | undefined;
+  const code = [raw?.code, raw?.cause?.code].find((c) => typeof c === 'string');
+  if (code !== undefined) return errnoText({ code });
+  const message = err instanceof Error ? err.message : String(err);
+  return (message.split('\n')[0] ?? '').replace(/\.$/, '').slice(0, 200) || 'no answer';
 }
 
 /**
@@ -208,7 +210,7 @@ export async function openHosts(options: HostsOptions): Promise<Statements> {
     } catch (err) {
       throw new WarehouseError(`invalid ClickHouse URL ${redactUrl(url)}.`, { cause: err });
     }
-    return new Host(url, client, () => hosts.filter((h) => h.up).length);
+    return new Host(url, client, () => hosts.filter((h) => h.up).length, options.onChange);
   });
   // Random: one host picked for this process's life (while it answers), the rest in order after it.
   const first = options.loadBalance === 'random' ? Math.floor(Math.random() * hosts.length) : 0;
@@ -216,7 +218,6 @@ export async function openHosts(options: HostsOptions): Promise<Statements> {
   let cancelled = 0;
   /** KILL QUERY statements under way: closing waits for them (each bounded), so a command that gives up on a query stops it before it exits. */
   const kills = new Set<Promise<void>>();
-  const onChange = options.onChange;
   const location = hosts.length === 1 ? (hosts[0] as Host).location : `ClickHouse at ${hosts.map((h) => h.shown).join(', ')}`;
 
   /** The host a statement goes to next: the first that answers, not yet tried by it. */
@@ -254,7 +255,7 @@ export async function openHosts(options: HostsOptions): Promise<Statements> {
     const timer = setTimeout(() => {
       timedOut = true;
       controller.abort();
-      host.probeNow(onChange);
+      void host.probe();
     }, options.timeoutSeconds * 1000 + GRACE_MS);
     try {
       return await host.run(kind, { ...statement, queryId, signal: controller.signal, requestSettings: READ_REQUEST });
@@ -284,7 +285,7 @@ export async function openHosts(options: HostsOptions): Promise<Statements> {
         } catch (err) {
           if (!isNetworkFailure(err) || statement.signal?.aborted === true) throw err;
           errors.set(host, err);
-          if (host.down(errorText(err), onChange)) wentDown.push(host);
+          if (host.down(errorText(err))) wentDown.push(host);
           const then = next(tried);
           if (then === undefined || Date.now() >= until) break;
           host.failovers += 1;
@@ -293,7 +294,7 @@ export async function openHosts(options: HostsOptions): Promise<Statements> {
       }
       throw unreachable(errors);
     } finally {
-      for (const host of wentDown) host.told(onChange);
+      for (const host of wentDown) host.told();
     }
   };
 
@@ -317,7 +318,7 @@ export async function openHosts(options: HostsOptions): Promise<Statements> {
       if (kind === 'command') {
         const host = writer();
         return host.run(kind, statement).catch((err: unknown) => {
-          if (isNetworkFailure(err) && host.down(errorText(err), onChange)) host.told(onChange);
+          if (isNetworkFailure(err) && host.down(errorText(err))) host.told();
           throw err;
         });
       }
@@ -329,8 +330,7 @@ export async function openHosts(options: HostsOptions): Promise<Statements> {
     },
     hosts: status,
     probeHosts: async () => {
-      // What they say is the report itself: no host's change is told besides.
-      await Promise.all(hosts.map((h) => h.probe(undefined)));
+      await Promise.all(hosts.map((h) => h.probe({ quiet: true })));
       return status();
     },
     close: async () => {

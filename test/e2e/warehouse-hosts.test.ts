@@ -311,7 +311,11 @@ describe('every host down', () => {
     await a.fault('hang');
     const inFlight = await get('p0');
     expect([504, 502]).toContain(inFlight.status);
-    await eventually('the hung host to be marked down', async () => ((await (await fetch(`${s.url}/health`, { headers: { 'X-API-KEY': 'k1' } })).json()) as { hosts: { state: string }[] }).hosts[0]?.state === 'down');
+    const hung = await eventually('the hung host to be marked down', async () => {
+      const first = ((await (await fetch(`${s.url}/health`, { headers: { 'X-API-KEY': 'k1' } })).json()) as { hosts: { state: string; last_error?: string }[] }).hosts[0];
+      return first?.state === 'down' && first;
+    });
+    expect(hung.last_error).toBe('did not answer its probe within 2 s');
     for (const project of ['p1', 'p2']) {
       const started = Date.now();
       const res = await get(project);
