@@ -159,6 +159,19 @@ GROUP BY path ORDER BY errors DESC;`,
     expect(found.some((p) => p.startsWith(expected)), `${expected}\n  got: ${found.join('\n        ')}`).toBe(true);
   });
 
+  it('reads stale_if_error (a day unless said; 0: never) and limits, each key said when misspelled or out of bounds', () => {
+    expect(read(definition('cache: 60', 'SELECT 1')).staleIfErrorSeconds).toBe(86_400);
+    expect(read(definition('cache: 60', 'SELECT 1')).limits).toEqual({});
+    const capped = read(definition('stale_if_error: 0\nlimits:\n  read_rows: 1000\n  read_bytes: 2000000\n  result_bytes: 500\n  threads: 2', 'SELECT 1'));
+    expect(capped.staleIfErrorSeconds).toBe(0);
+    expect(capped.limits).toEqual({ read_rows: 1000, read_bytes: 2_000_000, result_bytes: 500, threads: 2 });
+    expect(problems(definition('stale_if_eror: 0\nlimits:\n  read_row: 5\n  threads: 0', 'SELECT 1'))).toEqual([
+      "2: unknown key 'stale_if_eror' in the header. Did you mean stale_if_error?",
+      "4: unknown key 'read_row' in limits. Did you mean read_rows?",
+      '5: limits: threads must be a whole number from 1 to 1024, not 0.',
+    ]);
+  });
+
   it('lists a file’s problems in the order of its lines', () => {
     // The SQL's ; and undeclared @dayz (line 8) are found before the unused `days` (line 3) is.
     const found = problems(definition('params:\n  days: { type: integer, default: 7 }\ndescription: x', 'SELECT 1\nFROM t\nWHERE x > @dayz;\nSELECT 2'));

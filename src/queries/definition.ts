@@ -36,8 +36,9 @@ const MAX_ROWS_LIMIT = 1_000_000;
 
 const HEADER_KEYS = ['name', 'id', 'description', 'params', 'fields', 'max_rows', 'cache', 'warm', 'timeout', 'sandbox', 'stale_if_error', 'limits'];
 
-/** The keys of `limits:`, each a setting of the engine's that savedq sets on every statement of the query. */
-const LIMIT_KEYS = ['read_rows', 'read_bytes', 'result_bytes', 'threads'] as const satisfies readonly (keyof QueryLimits)[];
+/** The keys of `limits:`, each a setting of the engine's that savedq sets on every statement of the query, and its largest value. */
+const LIMIT_MAX: { readonly [K in keyof Required<QueryLimits>]: number } = { read_rows: 1e15, read_bytes: 1e15, result_bytes: 1e15, threads: 1024 };
+const LIMIT_KEYS = Object.keys(LIMIT_MAX) as (keyof QueryLimits)[];
 
 /** A day: how long past its expiry a cached answer may be served while no host of the warehouse answers (stale_if_error's default). */
 const STALE_IF_ERROR_SECONDS = 86_400;
@@ -284,7 +285,7 @@ function parseHeader(
     stale_if_error: (value, line) => void (header.staleIfError = wholeNumber(value, line, 'stale_if_error', 0, 31_536_000)),
     limits: (value, line) => {
       const limits: Partial<Record<keyof QueryLimits, number>> = {};
-      const read = (key: (typeof LIMIT_KEYS)[number]) => (node: Node | null, keyLine: number) => attempt(() => void (limits[key] = wholeNumber(node, keyLine, `limits: ${key}`, 1, Number.MAX_SAFE_INTEGER)));
+      const read = (key: keyof QueryLimits) => (node: Node | null, keyLine: number) => attempt(() => void (limits[key] = wholeNumber(node, keyLine, `limits: ${key}`, 1, LIMIT_MAX[key])));
       readKeys(mapEntries(value, line, 'limits', at), Object.fromEntries(LIMIT_KEYS.map((key) => [key, read(key)])), 'limits', at, problem);
       header.limits = limits;
     },

@@ -74,13 +74,7 @@ async function answerOf<T>(result: { text(): Promise<string>; response_headers: 
 
 /** JSONEachRow's rows. */
 function eachRow(text: string): WarehouseRow[] {
-  const rows: WarehouseRow[] = [];
-  let start = 0;
-  for (let end = text.indexOf('\n'); end >= 0; start = end + 1, end = text.indexOf('\n', start)) {
-    if (end > start) rows.push(JSON.parse(text.slice(start, end)) as WarehouseRow);
-  }
-  if (start < text.length) rows.push(JSON.parse(text.slice(start)) as WarehouseRow);
-  return rows;
+  return text.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as WarehouseRow);
 }
 
 /** How each kind of statement runs on a client (a missing kind is a compile error). */
