@@ -65,6 +65,7 @@ describe('identical calls that share one query', () => {
 describe('the cache records', () => {
   it('cache list and warm read the served records only, never the results’ rows', async () => {
     await lib.run({ nameOrId: 'cached', params: [['p', 'listed']] });
+    await lib.settled(); // stored after its answer
     const get = vi.spyOn(lib.cache, 'get');
     // A result whose stored text is damaged: reading the rows would fail; the records alone read fine.
     const key = cacheKey((await lib.cache.entries()).find((e) => e.call.params.p === 'listed')?.call ?? ({} as never));
@@ -94,6 +95,7 @@ describe('the cache records', () => {
 describe('a cache hit in a process of its own (a run of the CLI)', () => {
   it('writes no served record when the one kept is under 30 s old, whichever process wrote it; one when it is older', async () => {
     await lib.run({ nameOrId: 'cached', params: [['p', 'each-run']] }); // a miss: computed, recorded as served
+    await lib.settled(); // the record is written after the answer
     /** A run of the CLI: a library of its own on the same files, with nothing served in its memory. */
     const aRun = async (at: number) => {
       const other = libraryOf(lib.config, { clock: () => at });

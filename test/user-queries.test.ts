@@ -208,6 +208,7 @@ describe('the cache and an edited query', () => {
     write('edited', '/*\ncache: 900\nwarm: 300\n*/\nSELECT 2 AS version\n');
     const after = await lib.run(call);
     expect(after).toMatchObject({ cache: 'miss', rows: [{ version: 2 }] });
+    await lib.settled(); // stored after its answer
     // Seen 400 s later, both results are old enough to warm, but only the one of today's text is.
     const later = libraryOf(lib.config, { clock: () => Date.now() + 400_000 });
     const stored = (await later.cache.entries()).filter((e) => e.call.query === after.query.id);
