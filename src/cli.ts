@@ -126,6 +126,29 @@ program
   }));
 
 program
+  .command('export')
+  .description("write a saved query's whole answer, past its row cap, as it streams from the warehouse: NDJSON, CSV, Parquet or Arrow, never cached")
+  .argument('<query>', 'saved query name or id')
+  .option('-p, --param <name=value>', 'a parameter (repeatable)', collect)
+  .addOption(new Option('-f, --format <format>', 'ndjson (default), csv, or the engine\'s parquet or arrow (an Arrow IPC stream)').choices(['ndjson', 'csv', 'parquet', 'arrow']))
+  .option('-o, --output <file>', 'write to this file (as FILE.partial, renamed once whole) rather than standard output')
+  .option('--at <iso>', "run with the query's @now at this instant")
+  .option('--sql <select>', "your own SELECT over the query's answer, which it reads as the table result (queries with sandbox: true)")
+  .addHelpText(
+    'after',
+    examples(
+      'savedq export logs.all -p project=acme-shop > logs.ndjson',
+      'savedq export usage.api-counts -p project=acme-shop -p interval=minutely -f parquet -o counts.parquet',
+      "duckdb -c \"SELECT count(*) FROM 'counts.parquet'\"",
+      'savedq export usage.api-counts -p project=acme-shop -p interval=hourly -f csv | head -n 3',
+    ),
+  )
+  .action(action(async (flags, nameOrId: string, opts: { param?: string[]; format?: string; output?: string; at?: string; sql?: string }) => {
+    const { exportCommand } = await import('./commands/export.js');
+    await exportCommand(lib(flags), { ...flags, nameOrId, params: opts.param ?? [], format: opts.format, output: opts.output, at: opts.at, sql: opts.sql, signal: interrupt.signal }, io);
+  }));
+
+program
   .command('list')
   .description('list the saved queries and their parameters (their files as read; only check asks the engine whether it takes each query\'s SQL)')
   .addOption(formatOption())
@@ -318,6 +341,7 @@ token
   .option('--ttl <duration>', 'how long it is valid: 90s, 15m, 12h, 30d (default 24h)')
   .option('--rps <n>', 'calls a second it may make')
   .option('--sql', "it may send its own SQL over the answers of sandboxed queries (sandbox: true)")
+  .option('--export', 'it may export the whole answers of its queries (/api/endpoints/export/…), past their row caps')
   .option(SETTINGS.tokenSecretFile.flag, settingHelp(SETTINGS.tokenSecretFile))
   .addHelpText(
     'after',
@@ -326,7 +350,7 @@ token
       "curl -H \"Authorization: Bearer $TOKEN\" -G http://127.0.0.1:4000/api/endpoints/query/usage.api-counts -d interval=daily",
     ),
   )
-  .action(action(async (flags, opts: { name: string; query?: string[]; fix?: string[]; fixUnanchored?: boolean; ttl?: string; rps?: string; sql?: boolean; tokenSecretFile?: string }) => {
+  .action(action(async (flags, opts: { name: string; query?: string[]; fix?: string[]; fixUnanchored?: boolean; ttl?: string; rps?: string; sql?: boolean; export?: boolean; tokenSecretFile?: string }) => {
     const { tokenCreateCommand } = await import('./commands/token.js');
     await tokenCreateCommand(lib(flags), { ...flags, ...opts, query: opts.query ?? [], fix: opts.fix ?? [] }, io);
   }));

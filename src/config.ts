@@ -56,6 +56,7 @@ export const SETTINGS = {
   apiKeyFile: { flag: '--api-key-file <file>', env: 'SAVEDQ_API_KEYS', help: 'file of accepted API keys, one a line, readable by you alone (the variable: comma-separated keys)' },
   maxConnections: { flag: '--max-connections <n>', env: 'SAVEDQ_MAX_CONNECTIONS', default: '1000', shown: '1000, capped by the open-file limit', help: 'HTTP connections open at once, at most; past it a new one takes the place of the one waiting longest for its headers, or is closed', number: { min: 1, max: 1_000_000, integer: true, unit: '' } },
   headerTimeout: { flag: '--header-timeout <seconds>', default: '10', help: "a request's headers must arrive within this", number: { min: 1, max: 3600, unit: 'seconds' } },
+  maxExports: { flag: '--max-exports <n>', env: 'SAVEDQ_MAX_EXPORTS', default: '2', help: 'exports (/api/endpoints/export/…) streaming at once, at most; one more is answered 503 overloaded', number: { min: 1, max: 1000, integer: true, unit: '' } },
   maxQueue: { flag: '--max-queue <n>', env: 'SAVEDQ_MAX_QUEUE', default: '64', help: 'calls waiting for the engine, at most; one more is answered 503 overloaded', number: { min: 1, max: 1_000_000, integer: true, unit: '' } },
   tokenSecretFile: { flag: '--token-secret-file <file>', env: 'SAVEDQ_TOKEN_SECRETS', help: 'secrets of signed tokens, one a line, 32 bytes or more: the first signs, all verify (the variable: comma-separated)' },
   corsOrigin: { flag: '--cors-origin <origin>', env: 'SAVEDQ_CORS_ORIGINS', help: 'an origin whose pages may call serve from a browser (repeatable; * for any; the variable comma-separated)', repeatable: true },
@@ -415,6 +416,8 @@ export interface ServeSettings {
   readonly headerTimeoutSeconds: number;
   /** Calls waiting for the engine, at most: one more is answered 503 at once. */
   readonly maxQueue: number;
+  /** Exports streaming at once, at most: one more is answered 503 at once. */
+  readonly maxExports: number;
   /** Secrets of signed tokens: the first signs, every one verifies (none: tokens are refused). */
   readonly tokenSecrets: readonly string[];
   /** Calls a second for every caller without a limit of its own; undefined: none. */
@@ -426,7 +429,7 @@ export interface ServeSettings {
 }
 
 /** The settings of `savedq serve` of the table (SETTINGS), in the order its help lists them. */
-export const SERVE_SETTINGS = ['host', 'port', 'apiKeyFile', 'maxConnections', 'headerTimeout', 'maxQueue', 'tokenSecretFile', 'corsOrigin', 'rateLimit', 'allowedHost'] as const;
+export const SERVE_SETTINGS = ['host', 'port', 'apiKeyFile', 'maxConnections', 'headerTimeout', 'maxQueue', 'maxExports', 'tokenSecretFile', 'corsOrigin', 'rateLimit', 'allowedHost'] as const;
 
 /** Flags of `savedq serve`, as commander gives them: each setting of SERVE_SETTINGS by its name, a list for a repeatable one. */
 export type ServeFlags = { readonly [K in (typeof SERVE_SETTINGS)[number]]?: ((typeof SETTINGS)[K] extends { readonly repeatable: true } ? readonly string[] : string) | undefined };
@@ -487,6 +490,7 @@ export function resolveServeSettings(flags: ServeFlags, env: Env = process.env):
     maxConnections: Math.max(1, Math.min(numberSetting(SETTINGS.maxConnections, flags.maxConnections, env), (openFileLimit() ?? Infinity) - FILES_KEPT)),
     headerTimeoutSeconds: numberSetting(SETTINGS.headerTimeout, flags.headerTimeout, env),
     maxQueue: numberSetting(SETTINGS.maxQueue, flags.maxQueue, env),
+    maxExports: numberSetting(SETTINGS.maxExports, flags.maxExports, env),
     tokenSecrets: resolveTokenSecrets(flags.tokenSecretFile, env),
     corsOrigins: corsOrigins(listSetting(SETTINGS.corsOrigin, flags.corsOrigin, env)),
     allowedHosts: allowedHosts(listSetting(SETTINGS.allowedHost, flags.allowedHost, env)),

@@ -7,6 +7,7 @@ import type { LocalMemo, Store } from './store/types.js';
 import { prepareCall, type CallRequest, type PreparedCall } from './calls/prepare.js';
 import { CallRunner, type CacheMode, type Clock, type RunOptions, type RunResult } from './calls/runner.js';
 import { CallExecutor } from './calls/execute.js';
+import type { Export, ExportOptions } from './calls/export.js';
 import { FairTurns } from './calls/turns.js';
 import { embeddedGeneration, serverGeneration, type DataGeneration } from './calls/generation.js';
 import { cachedCallViews, dueForWarming, warm, type CachedCallView, type WarmingParts, type WarmOptions, type WarmOutcome } from './calls/warming.js';
@@ -41,6 +42,12 @@ export interface RunRequest extends CallRequest {
   /** The request's id (serve's X-Request-Id), which the warehouse's query log is told; absent: the run's own. */
   readonly requestId?: string | undefined;
   /** A caller's W3C trace context (traceparent, tracestate), passed on to the warehouse. */
+  readonly trace?: RunOptions['trace'];
+}
+
+/** An export asked for: the call, as a run's, and how its answer is written (calls/export.ts). */
+export interface ExportRequest extends CallRequest, Omit<ExportOptions, 'tags'> {
+  readonly requestId?: string | undefined;
   readonly trace?: RunOptions['trace'];
 }
 
@@ -206,6 +213,21 @@ export class Savedq {
    */
   async run(request: RunRequest): Promise<RunResult> {
     return this.runPrepared(await this.prepare(request), request.cache ?? 'use', { signal: request.signal, caller: request.caller?.name, requestId: request.requestId, trace: request.trace });
+  }
+
+  /**
+   * The door of an export (`savedq export`, serve's export route): the call prepared as a run's is,
+   * then its whole answer streamed in a format, never cached (calls/export.ts).
+   */
+  async export(request: ExportRequest): Promise<Export> {
+    const call = await this.prepare(request);
+    return this.executor.export(call, {
+      format: request.format,
+      signal: request.signal,
+      tags: { caller: request.caller?.name, requestId: request.requestId, trace: request.trace },
+      terminal: request.terminal,
+      csvRaw: request.csvRaw,
+    });
   }
 
   /**

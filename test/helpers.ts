@@ -300,7 +300,7 @@ export function logInto(lines?: string[]): Log {
 /** serve's options for a server a test starts in its own process: its settings as resolved by default, but those given. */
 export function serveOptions(settings: Partial<ServeSettings> & Pick<ServeSettings, 'apiKeys'>, options: Partial<Omit<ServeOptions, 'settings'>> = {}): ServeOptions {
   return {
-    settings: { host: '127.0.0.1', port: 0, maxConnections: 1000, headerTimeoutSeconds: 10, maxQueue: 64, tokenSecrets: [], rateLimit: undefined, corsOrigins: [], allowedHosts: [], ...settings },
+    settings: { host: '127.0.0.1', port: 0, maxConnections: 1000, headerTimeoutSeconds: 10, maxQueue: 64, maxExports: 2, tokenSecrets: [], rateLimit: undefined, corsOrigins: [], allowedHosts: [], ...settings },
     warmEveryMs: 0,
     pruneEveryMs: 0,
     alertsEveryMs: 0,

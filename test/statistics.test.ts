@@ -124,7 +124,7 @@ describe('on the command line', () => {
     expect([piped.stdout, piped.stderr]).toEqual(['[\n{"n":0},\n{"n":1},\n{"n":2}\n]\n', '']);
     const stats = await cli(['--queries', folder, 'run', 'stats.five', '-f', 'json', '--stats'], { env });
     expect(stats.stdout).toBe(piped.stdout);
-    expect(stats.stderr).toMatch(/^showing the first 3 rows: the query has more \(max_rows 3\)\n3 rows \(truncated at max_rows 3\) · cached \d+ s ago · \d+\.\d{3} s · read [\d,]+ rows?, [\d.]+ k?B\n$/);
+    expect(stats.stderr).toMatch(/^showing the first 3 rows: the query has more \(max_rows 3\); every row:\n {2}savedq export stats\.five\n3 rows \(truncated at max_rows 3\) · cached \d+ s ago · \d+\.\d{3} s · read [\d,]+ rows?, [\d.]+ k?B\n$/);
     const whole = await cli(['--queries', folder, 'run', 'stats.three', '-f', 'csv', '--stats', '--no-cache'], { env });
     expect([whole.stdout, whole.stderr]).toEqual(['n\r\n0\r\n1\r\n2\r\n', expect.stringMatching(/^3 rows · computed now · \d+\.\d{3} s · read [\d,]+ rows?, [\d.]+ k?B\n$/)]);
   });
@@ -132,7 +132,7 @@ describe('on the command line', () => {
   it.runIf(has.script)('says a cut answer in a terminal without being asked', async () => {
     const shown = await inTerminal(['--queries', folder, 'run', 'stats.five'], { env });
     expect(shown.code, shown.stderr).toBe(0);
-    expect(shown.stdout).toMatch(/^showing the first 3 rows: the query has more \(max_rows 3\)$/m);
+    expect(shown.stdout).toMatch(/^showing the first 3 rows: the query has more \(max_rows 3\); every row:\n {2}savedq export stats\.five$/m);
   });
 
   it('savedq test expects truncated, and says when it is not as expected', async () => {

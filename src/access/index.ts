@@ -22,6 +22,8 @@ export interface Caller {
   readonly exp?: number;
   /** A token made with --sql: it may send SQL to sandboxed queries (a key always may). */
   readonly sql?: boolean;
+  /** A token made with --export: it may export its queries' whole answers (a key always may). */
+  readonly export?: boolean;
 }
 
 /** How `serve` decides who may call what (README, "Handing serve to others"): decided here, for HTTP (and MCP). */
@@ -192,7 +194,7 @@ export class Access {
 
 function tokenCaller(claims: TokenClaims, rateLimit: number | undefined): Caller {
   const rps = claims.limits?.rps ?? rateLimit;
-  return { kind: 'token', name: claims.name, quoted: JSON.stringify(claims.name), scopes: claims.scopes, exp: claims.exp, ...(rps !== undefined ? { rps } : {}), ...(claims.sql === true ? { sql: true } : {}) };
+  return { kind: 'token', name: claims.name, quoted: JSON.stringify(claims.name), scopes: claims.scopes, exp: claims.exp, ...(rps !== undefined ? { rps } : {}), ...(claims.sql === true ? { sql: true } : {}), ...(claims.export === true ? { export: true } : {}) };
 }
 
 /**

@@ -25,6 +25,8 @@ export interface TokenClaims {
   readonly limits?: { readonly rps?: number };
   /** The token may send its own SQL over a sandboxed query's answer (`token create --sql`). */
   readonly sql?: boolean;
+  /** The token may export its queries' whole answers (`token create --export`, CONTRACT §19). */
+  readonly export?: boolean;
 }
 
 /** The secrets of the configuration as keys: the first signs, every one verifies (rotation without a gap). */
@@ -36,6 +38,7 @@ export function secretKeys(secrets: readonly string[]): Uint8Array[] {
 function checkClaims(payload: Record<string, unknown>): TokenClaims {
   const { name, exp, scopes, limits, sql } = payload;
   if (sql !== undefined && typeof sql !== 'boolean') throw new UnauthorizedError('the token has an sql claim that is not true or false.');
+  if (payload.export !== undefined && typeof payload.export !== 'boolean') throw new UnauthorizedError('the token has an export claim that is not true or false.');
   if (typeof name !== 'string' || name.length < 1 || name.length > 128) throw new UnauthorizedError('the token has no name of 1 to 128 characters.');
   if (typeof exp !== 'number') throw new UnauthorizedError('the token has no expiry (exp).');
   if (!Array.isArray(scopes) || scopes.length === 0) throw new UnauthorizedError('the token has no scopes.');

@@ -8,6 +8,7 @@ import type { SavedQuery } from '../queries/types.js';
 import { microsFromDate } from '../time.js';
 import type { Warehouse } from '../warehouse/index.js';
 import type { QueryStatistics } from '../warehouse/types.js';
+import type { Export, ExportOptions } from './export.js';
 import type { PreparedCall } from './prepare.js';
 import { fieldsOf, type Clock, type RunResult } from './runner.js';
 import type { FairTurns } from './turns.js';
@@ -114,6 +115,12 @@ export class CallExecutor {
     });
     for (const listener of this.#runListeners) listener(call.query, statistics);
     return { query: call.query, params: call.params, rows, fields: fieldsOf(call), truncated, cache: 'off', computedAt: startedAt, statistics };
+  }
+
+  /** Streams a call's whole answer in a format, past its row cap and never cached (`savedq export`: calls/export.ts). */
+  async export(call: PreparedCall, options: ExportOptions): Promise<Export> {
+    const { startExport } = await import('./export.js');
+    return startExport(this, this.parts, call, options);
   }
 
   /**

@@ -105,10 +105,10 @@ export async function writeRows(
 }
 
 /**
- * Writes to standard output, waiting while it is full. False when its reader has gone: a closed pipe
- * is not an error of savedq's (cli.ts exits quietly), only the end of its output.
+ * Writes to standard output (or an export's file), waiting while it is full. False when its reader has
+ * gone: a closed pipe is not an error of savedq's (cli.ts exits quietly), only the end of its output.
  */
-export function writeOut(stream: OutStream, text: string): Promise<boolean> {
+export function writeOut(stream: OutStream, text: string | Uint8Array): Promise<boolean> {
   if (stream.destroyed || stream.writableEnded) return Promise.resolve(false);
   if (stream.write(text)) return Promise.resolve(true);
   return new Promise((resolve) => {

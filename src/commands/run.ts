@@ -43,7 +43,10 @@ export async function runCommand(lib: Savedq, options: RunOptions, io: Io): Prom
   const watching = io.stderr.isTTY === true && io.stdout.isTTY === true;
   // A cut answer says so where a person reads it: in a terminal always, in a pipe when asked (--stats).
   const cut = result.truncated && (options.stats === true || (watching && !options.quiet));
-  if (cut) io.stderr.write(`showing the first ${grouped(result.rows.length, 'row')}: the query has more (max_rows ${result.query.maxRows})\n`);
+  if (cut) {
+    const again = ['savedq export', result.query.name, ...options.params.map((p) => `-p ${shellWord(p)}`), ...(options.sql !== undefined ? [`--sql ${shellWord(options.sql)}`] : [])].join(' ');
+    io.stderr.write(`showing the first ${grouped(result.rows.length, 'row')}: the query has more (max_rows ${result.query.maxRows}); every row:\n  ${again}\n`);
+  }
   // A stale answer is said wherever standard error goes: a cron job's mail must say it is old.
   if (result.cache === 'stale') {
     report(io, options, wrapped(`warning: the warehouse did not answer (no host of it); this is ${result.query.name}'s answer from the cache, computed ${ageSeconds(result.computedAt, lib.clock())} s ago and expired (stale_if_error ${result.query.staleIfErrorSeconds} s).`, 0, 2, hintWidth(io)));
@@ -95,4 +98,9 @@ function bytesText(bytes: number): string {
     unit += 1;
   }
   return unit === 0 ? `${value} B` : `${value.toFixed(1)} ${units[unit]}`;
+}
+
+/** A word as a shell reads it back: as it is when it holds nothing a shell treats specially, else in single quotes. */
+function shellWord(word: string): string {
+  return /^[\w.,:=@%+/-]+$/.test(word) ? word : `'${word.replace(/'/g, "'\\''")}'`;
 }

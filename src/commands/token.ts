@@ -21,6 +21,8 @@ export interface TokenCreateOptions extends CommonOptions {
   readonly rps?: string | undefined;
   /** The token may send its own SQL over sandboxed queries' answers. */
   readonly sql?: boolean | undefined;
+  /** The token may export its queries' whole answers. */
+  readonly export?: boolean | undefined;
   readonly tokenSecretFile?: string | undefined;
 }
 
@@ -54,7 +56,7 @@ export async function tokenCreateCommand(lib: Savedq, options: TokenCreateOption
   const exp = Math.floor(now / 1000) + parseDuration(options.ttl ?? '24h');
   const rps = options.rps === undefined ? undefined : Number(options.rps);
   if (rps !== undefined && !(rps > 0)) throw new InputError(`invalid --rps ${JSON.stringify(options.rps)}: calls a second, more than 0.`);
-  const claims: TokenClaims = { name, iat: Math.floor(now / 1000), exp, scopes, ...(rps !== undefined ? { limits: { rps } } : {}), ...(options.sql === true ? { sql: true } : {}) };
+  const claims: TokenClaims = { name, iat: Math.floor(now / 1000), exp, scopes, ...(rps !== undefined ? { limits: { rps } } : {}), ...(options.sql === true ? { sql: true } : {}), ...(options.export === true ? { export: true } : {}) };
   const token = await signToken(claims, secretKeys(resolveTokenSecrets(options.tokenSecretFile, io.env)));
   io.stdout.write(`${token}\n`);
   return token;

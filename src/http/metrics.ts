@@ -13,6 +13,8 @@ export interface Metrics {
   /** A query run (not a cache hit): the rows and bytes the engine read for it. */
   ran(query: string, rowsRead: number, bytesRead: number): void;
   warmed(outcome: 'refreshed' | 'failed', n: number): void;
+  /** An export ended: whole, failed (cut) or stopped (its caller went), its rows (undefined: a server's binary formats, uncounted) and bytes. */
+  exported(query: string, format: string, outcome: 'whole' | 'failed' | 'stopped', rows: number | undefined, bytes: number): void;
   /** Every alert's state after serve's latest turn of the alerts (null: never evaluated). */
   alertStates(states: ReadonlyMap<string, string | null>): void;
   /** A notification serve tried to deliver: delivered, failed (tried again later) or given up. */
@@ -197,6 +199,12 @@ export async function serveMetrics(queue: () => EngineQueue | undefined, store?:
   });
   const notifications = new Tally('savedq_alert_notifications_total', 'Notifications of alerts serve tried to deliver, by alert and outcome: delivered, failed (tried again later) or given_up.');
   registry.registerMetric(notifications.metric() as unknown as PromClient.Metric);
+  const exports = new Tally('savedq_exports_total', 'Exports (/api/endpoints/export/…) that ended, by query, format and outcome: whole, failed (the stream cut) or stopped (the caller went away).');
+  registry.registerMetric(exports.metric() as unknown as PromClient.Metric);
+  const exportRows = new Tally('savedq_export_rows_total', "Rows exports wrote, by query and format (a server warehouse's Parquet and Arrow do not say their rows: not counted).");
+  registry.registerMetric(exportRows.metric() as unknown as PromClient.Metric);
+  const exportBytes = new Tally('savedq_export_bytes_total', 'Bytes exports wrote, by query and format.');
+  registry.registerMetric(exportBytes.metric() as unknown as PromClient.Metric);
   const ownPaths = new Set(['/health', '/openapi.json', '/metrics', 'preflight']);
   limited.inc('', () => ({}), 0);
   // The three tallies of each (query, status, outcome), found with one lookup a request.
@@ -236,6 +244,11 @@ export async function serveMetrics(queue: () => EngineQueue | undefined, store?:
       bytesRead.inc(query, () => ({ query }), bytes);
     },
     warmed: (outcome, n) => warm.inc(outcome, () => ({ outcome }), n),
+    exported: (query, format, outcome, rows, bytes) => {
+      exports.inc(`${query}\n${format}\n${outcome}`, () => ({ query, format, outcome }));
+      if (rows !== undefined) exportRows.inc(`${query}\n${format}`, () => ({ query, format }), rows);
+      exportBytes.inc(`${query}\n${format}`, () => ({ query, format }), bytes);
+    },
     alertStates: (states) => (alertStates = states),
     notified: (alert, outcome) => notifications.inc(`${alert}\n${outcome}`, () => ({ alert, outcome })),
     text: async () => ({ body: await registry.metrics(), contentType: registry.contentType }),

@@ -3,6 +3,7 @@ import { SQL_PARAM } from '../queries/sql.js';
 import type { SavedQuery } from '../queries/types.js';
 import { grantOf, type Caller, type Grant } from '../access/index.js';
 import { MAX_URL_LENGTH } from './answers.js';
+import { EXPORT_FORMAT_NAMES, EXPORT_FORMATS } from '../calls/export.js';
 
 const errorResponse = (description: string, headers: object = {}) => ({
   description,
@@ -149,6 +150,45 @@ function postOf(query: SavedQuery, get: Record<string, unknown>, grant: Grant): 
   };
 }
 
+/** The media types of an export (calls/export.ts), each a stream of bytes the next tool reads. */
+const EXPORT_CONTENT: Record<string, object> = Object.fromEntries(
+  EXPORT_FORMAT_NAMES.map((name): [string, object] => {
+    const { mediaType, binary } = EXPORT_FORMATS[name];
+    return [mediaType.split(';')[0] ?? mediaType, { schema: binary ? { type: 'string', contentMediaType: mediaType, contentEncoding: 'binary' } : { type: 'string' } }];
+  }),
+);
+
+/**
+ * GET and POST of a query's export (CONTRACT §19): its call as the query's (the same parameters, the
+ * same body), its whole answer past the row cap, streamed in the format `format` or Accept names.
+ */
+function exportOf(query: SavedQuery, get: Record<string, unknown>, post: Record<string, unknown>): object {
+  const format = { name: 'format', in: 'query', required: false, description: 'ndjson (default), csv, parquet or arrow (an Arrow IPC stream); else the first of Accept\'s media types savedq writes.', schema: { type: 'string', enum: EXPORT_FORMAT_NAMES } };
+  const responses = {
+    ...(get.responses as Record<string, unknown>),
+    '200': {
+      description: 'The whole answer, past the row cap (the query\'s own LIMIT still holds), streamed (chunked). A failure after the first byte closes the connection without the last chunk: an answer whose transfer did not end is not whole.',
+      headers: {
+        'Content-Disposition': { schema: { type: 'string' }, description: 'attachment; filename="<query>.<ndjson|csv|parquet|arrows>"' },
+        'X-Request-Id': { schema: { type: 'string' } },
+      },
+      content: EXPORT_CONTENT,
+    },
+    '403': errorResponse('A token made without --export, or asking for a query outside its scopes, or giving a fixed parameter another value.'),
+    '503': errorResponse('More exports are under way than --max-exports lets run at once, or the engine is busy.', retryAfter),
+  };
+  const id = String(get.operationId);
+  const exported = { ...get, operationId: `${id}Export`, tags: ['exports'], summary: `${String(get.summary)}: the whole answer, exported`, description: `${query.name}'s whole answer, past its row cap of ${query.maxRows}, streamed; never cached.`, responses };
+  return {
+    get: { ...exported, parameters: [...(get.parameters as unknown[]), format] },
+    post: { ...post, operationId: `${id}ExportPost`, tags: ['exports'], summary: `${exported.summary} (parameters in a JSON body)`, parameters: [format], responses: { ...responses, ...pick(post.responses as Record<string, unknown>, ['413', '415']) } },
+  };
+}
+
+function pick(object: Record<string, unknown>, keys: readonly string[]): Record<string, unknown> {
+  return Object.fromEntries(keys.filter((k) => k in object).map((k) => [k, object[k]]));
+}
+
 /** GET /health: up, and on the embedded engine its queue. */
 const health = {
   operationId: 'health',
@@ -198,7 +238,9 @@ export function openApiDocument(version: string, queries: readonly SavedQuery[],
     if (!grant) continue;
     for (const by of ['name', 'id'] as const) {
       const get = operation(query, by, grant);
-      paths[`/api/endpoints/query/${by === 'name' ? query.name : query.id}`] = { get, head: headOf(get), post: postOf(query, get, grant) };
+      const post = postOf(query, get, grant) as Record<string, unknown>;
+      paths[`/api/endpoints/query/${by === 'name' ? query.name : query.id}`] = { get, head: headOf(get), post };
+      if (caller?.kind !== 'token' || caller.export === true) paths[`/api/endpoints/export/${by === 'name' ? query.name : query.id}`] = exportOf(query, get, post);
     }
   }
   return {
@@ -213,6 +255,7 @@ export function openApiDocument(version: string, queries: readonly SavedQuery[],
     },
     tags: [
       { name: 'saved queries', description: 'Each saved query this server answers, at its name and at its id.' },
+      { name: 'exports', description: "Each saved query's whole answer, past its row cap, streamed as NDJSON, CSV, Parquet or Arrow (an API key, or a token made with --export)." },
       { name: 'server', description: "The server's own state." },
     ],
     ...(caller ? { 'x-savedq-caller': { kind: caller.kind, name: caller.name } } : {}),

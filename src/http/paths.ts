@@ -1,5 +1,7 @@
 /** Where serve answers a saved query: `<prefix><name or id>`; said once, for the server and for its page. */
 export const QUERY_PREFIX = '/api/endpoints/query/';
+/** Where a saved query's whole answer is exported (CONTRACT §19). */
+export const EXPORT_PREFIX = '/api/endpoints/export/';
 
 /** A request's target as the server reads it: its path, and its query string (after the first `?`, '' for none). */
 export function splitTarget(rawUrl: string): { readonly path: string; readonly search: string } {

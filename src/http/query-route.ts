@@ -101,7 +101,7 @@ export function parseQueryString(search: string): RawParams {
   });
 }
 
-function decode(text: string): string {
+export function decode(text: string): string {
   try {
     return decodeURIComponent(text.replace(/\+/g, ' '));
   } catch {
@@ -110,7 +110,7 @@ function decode(text: string): string {
 }
 
 /** A query string's parameters, and the caller's SQL (`sql=`, once at most) apart from them. */
-function splitSql(search: string): [RawParams, string | undefined] {
+export function splitSql(search: string): [RawParams, string | undefined] {
   const pairs = parseQueryString(search);
   const sql = pairs.filter(([name]) => name === SQL_PARAM);
   if (sql.length > 1) throw new InputError(`${SQL_PARAM} is given ${sql.length} times; give it once.`);
@@ -121,7 +121,7 @@ function splitSql(search: string): [RawParams, string | undefined] {
 const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}(-.*)?$/;
 
 /** A caller's trace context, passed on to the warehouse when its traceparent is well formed (tracestate with it). */
-function traceOf(req: IncomingMessage): Record<string, string> | undefined {
+export function traceOf(req: IncomingMessage): Record<string, string> | undefined {
   const parent = req.headers.traceparent;
   if (typeof parent !== 'string' || !TRACEPARENT.test(parent)) return undefined;
   const state = req.headers.tracestate;
@@ -230,32 +230,9 @@ export class QueryRoute implements Route {
     return call;
   }
 
-  /**
-   * A POST's call: its body `{"params": {...}, "sql": "..."}` (both optional), answered as GET answers the
-   * same call. Not kept: a body is not a key.
-   */
+  /** A POST's call, answered as GET answers the same call. Not kept: a body is not a key. */
   async #posted(req: IncomingMessage, caller: Caller, path: string, search: string): Promise<PreparedCall> {
-    const type = req.headers['content-type'];
-    if (type !== undefined && !/^application\/json\s*(;|$)/i.test(type)) throw new UnsupportedMediaTypeError(`a POST to a query sends JSON (Content-Type: application/json), not ${type.slice(0, 60)}.`);
-    const text = await readBody(req, MAX_POST_BYTES);
-    let body: unknown;
-    try {
-      body = text.trim() === '' ? {} : JSON.parse(text);
-    } catch {
-      throw new InputError('the request body is not JSON: send {"params": {"name": "value"}, "sql": "SELECT …"}.');
-    }
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new InputError('the request body is not a JSON object: send {"params": {...}, "sql": "SELECT …"}.');
-    const { params, sql, ...other } = body as Record<string, unknown>;
-    const unknown = Object.keys(other);
-    if (unknown.length > 0) throw new InputError(`unknown key ${JSON.stringify(unknown[0]?.slice(0, 40))} in the request body; it takes params and sql.`);
-    if (params !== undefined && (typeof params !== 'object' || params === null || Array.isArray(params))) throw new InputError('params in the request body is not an object of parameters.');
-    if (sql !== undefined && typeof sql !== 'string') throw new InputError('sql in the request body is not a text.');
-    const args = (params ?? {}) as Record<string, unknown>;
-    if (SQL_PARAM in args) throw new InputError(`${SQL_PARAM} goes beside params in the request body, not among them.`);
-    // The address's parameters count too (given in both: refused as given twice).
-    const [inAddress, sqlInAddress] = splitSql(search);
-    if (sql !== undefined && sqlInAddress !== undefined) throw new InputError(`${SQL_PARAM} is given in the address and in the body; give it once.`);
-    return this.lib.prepare({ nameOrId: decode(path.slice(QUERY_PREFIX.length)), params: inAddress, arguments: args, sql: sql ?? sqlInAddress, caller });
+    return this.lib.prepare({ nameOrId: decode(path.slice(QUERY_PREFIX.length)), ...(await postedCall(req, search)), caller });
   }
 
   /**
@@ -285,4 +262,31 @@ export class QueryRoute implements Route {
     }
     return body;
   }
+}
+
+/**
+ * A POST's call: its body `{"params": {...}, "sql": "..."}` (both optional), with the address's own
+ * parameters (a parameter given in both is refused as given twice, as the library refuses it).
+ */
+export async function postedCall(req: IncomingMessage, search: string): Promise<{ params: RawParams; arguments: Record<string, unknown>; sql: string | undefined }> {
+  const type = req.headers['content-type'];
+  if (type !== undefined && !/^application\/json\s*(;|$)/i.test(type)) throw new UnsupportedMediaTypeError(`a POST to a query sends JSON (Content-Type: application/json), not ${type.slice(0, 60)}.`);
+  const text = await readBody(req, MAX_POST_BYTES);
+  let body: unknown;
+  try {
+    body = text.trim() === '' ? {} : JSON.parse(text);
+  } catch {
+    throw new InputError('the request body is not JSON: send {"params": {"name": "value"}, "sql": "SELECT …"}.');
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new InputError('the request body is not a JSON object: send {"params": {...}, "sql": "SELECT …"}.');
+  const { params, sql, ...other } = body as Record<string, unknown>;
+  const unknown = Object.keys(other);
+  if (unknown.length > 0) throw new InputError(`unknown key ${JSON.stringify(unknown[0]?.slice(0, 40))} in the request body; it takes params and sql.`);
+  if (params !== undefined && (typeof params !== 'object' || params === null || Array.isArray(params))) throw new InputError('params in the request body is not an object of parameters.');
+  if (sql !== undefined && typeof sql !== 'string') throw new InputError('sql in the request body is not a text.');
+  const args = (params ?? {}) as Record<string, unknown>;
+  if (SQL_PARAM in args) throw new InputError(`${SQL_PARAM} goes beside params in the request body, not among them.`);
+  const [inAddress, sqlInAddress] = splitSql(search);
+  if (sql !== undefined && sqlInAddress !== undefined) throw new InputError(`${SQL_PARAM} is given in the address and in the body; give it once.`);
+  return { params: inAddress, arguments: args, sql: sql ?? sqlInAddress };
 }

@@ -9,6 +9,7 @@ import type { McpEndpoint } from './mcp.js';
 import type { Metrics } from './metrics.js';
 import { openApiDocument } from './openapi.js';
 import { PAGE_HEADERS, PAGE_PATHS, pageFile } from './page.js';
+import { ExportRoute } from './export-route.js';
 import { QueryRoute, callTaker } from './query-route.js';
 import { READ_METHODS, type Route, type RouteRequest } from './route.js';
 
@@ -28,6 +29,8 @@ export interface RoutesOf {
   readonly corsOrigins: ReadonlySet<string> | undefined;
   readonly allowedHosts: readonly string[];
   readonly loopback: boolean;
+  /** Exports streaming at once, at most (--max-exports). */
+  readonly maxExports: number;
 }
 
 /** serve's routes: the table the answers, the 405s, the preflights and the metric labels are read from. */
@@ -125,6 +128,7 @@ export function serveRoutes(of: RoutesOf): ServeRoutes {
       },
     },
     query,
+    new ExportRoute(lib, takeCall, metrics, of.log, of.maxExports),
   );
   return { table, mcpEndpoint: () => mcp, refusedSql };
 }

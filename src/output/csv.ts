@@ -13,7 +13,7 @@ import { inBatches, visible, type RenderOptions } from './types.js';
 export function* renderCsv(rows: readonly Row[], options: RenderOptions): Generator<string> {
   const columns = options.fields.map((f) => f.name);
   const text = options.terminal === true ? visible : (value: string) => value;
-  let header = true;
+  let header = options.header !== false;
   for (const batch of inBatches(rows)) {
     yield stringify(batch as Row[], {
       header,

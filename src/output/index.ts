@@ -45,6 +45,11 @@ const renderers: Record<Format, () => Promise<Renderer>> = {
   },
 };
 
+/** The renderer of a text format, for rows that come in parts (an export): each part rendered as it comes. */
+export async function textRenderer(format: 'ndjson' | 'csv'): Promise<Renderer> {
+  return renderers[format]();
+}
+
 /** Renders rows in a format, in pieces. */
 export async function render(format: Format, rows: readonly Row[], options: RenderOptions): Promise<Iterable<string>> {
   return (await renderers[format]())(rows, options);

@@ -28,6 +28,8 @@ export interface RenderOptions {
    * escape, as tables do (a pipe or a file gets the values' own characters).
    */
   readonly terminal?: boolean | undefined;
+  /** CSV: begin with the header row (default); an export's later parts do not. */
+  readonly header?: boolean | undefined;
 }
 
 /** A renderer gives its text in pieces, so a large output is written as it is made, not held whole. */

@@ -4,7 +4,7 @@ import { packageVersion } from '../package.js';
 import { toClickHouseDateTime, type Micros } from '../time.js';
 import { engineSays, isBadPattern, isRefusal, isSyntaxError } from '../warehouse/errors.js';
 import type { Warehouse } from '../warehouse/index.js';
-import type { QueryStatistics } from '../warehouse/types.js';
+import type { ChunkStream, QueryStatistics, StreamFormat } from '../warehouse/types.js';
 import { RESULT_TABLE, sqlError } from '../sandbox/check.js';
 import { displayPath } from './catalog.js';
 import { bindValue, type BoundValue } from './param-types.js';
@@ -152,15 +152,9 @@ export async function executeQuery(
     const values = bindValues(query, params, options.now);
     ({ rows, statistics } = await warehouse.measure(statement, values, settings, options.signal, options.tags?.trace));
   } catch (err) {
-    const limit = limitPassed(err, query);
-    if (limit) throw limit;
-    // The query's own SQL was checked before its first run: what the engine refuses now is the caller's.
-    if (sandboxed) throw sqlError(err);
-    // The embedded engine is as new as savedq: SQL it cannot parse is the definition's mistake.
-    if (warehouse.embedded && isSyntaxError(err)) throw refusedDefinition(query, objection(query, err as WarehouseError));
-    throw asInputError(err, query, params) ?? err;
+    throw runFailure(err, warehouse, query, params, sandboxed);
   }
-  const jsonFields = query.fields.filter((f) => f.type === 'object' || f.type === 'array').map((f) => f.name);
+  const jsonFields = jsonFieldsOf(query);
   const limited = rows.length > query.maxRows ? rows.slice(0, query.maxRows) : rows;
   if (jsonFields.length > 0) {
     for (const row of limited) {
@@ -170,8 +164,60 @@ export async function executeQuery(
   return { rows: limited, truncated: rows.length > query.maxRows, statistics };
 }
 
+/** A run's failure as its caller is to read it: a limit passed, the caller's SQL refused, the definition's mistake, a bad pattern, or as it was. */
+function runFailure(err: unknown, warehouse: Warehouse, query: SavedQuery, params: NormalisedParams, sandboxed: boolean): unknown {
+  const limit = limitPassed(err, query);
+  if (limit) return limit;
+  // The query's own SQL was checked before its first run: what the engine refuses now is the caller's.
+  if (sandboxed) return sqlError(err);
+  // The embedded engine is as new as savedq: SQL it cannot parse is the definition's mistake.
+  if (warehouse.embedded && isSyntaxError(err)) return refusedDefinition(query, objection(query, err as WarehouseError));
+  return asInputError(err, query, params) ?? err;
+}
+
+/**
+ * The engine's settings of an export in a binary format: texts as UTF-8 strings (not bytes), and an
+ * Arrow stream uncompressed, which every Arrow reader reads (Arrow JS has no LZ4).
+ */
+const EXPORT_FORMAT_SETTINGS: ClickHouseSettings = {
+  output_format_parquet_string_as_string: 1,
+  output_format_arrow_string_as_string: 1,
+  output_format_arrow_compression_method: 'none',
+};
+
+/**
+ * A saved query's whole answer streamed in an engine format (`savedq export`): the statement and the
+ * settings of a run (limits, time, memory, read-only, the caller's SQL over the answer), but no row
+ * limit, the query's own LIMIT aside. Fails as a run fails when the engine refuses it before its
+ * first part; a failure after that is the stream's.
+ */
+export async function exportQuery(warehouse: Warehouse, query: SavedQuery, params: NormalisedParams, options: ExecuteOptions & { readonly format: StreamFormat }): Promise<ChunkStream> {
+  const sandboxed = options.sql !== undefined;
+  const settings = sandboxed ? sandboxSettings(query, options.timeoutSeconds, options.sandboxMaxMemoryBytes ?? MAX_MEMORY_BYTES, options.tags) : querySettings(query, options.timeoutSeconds, options.tags);
+  delete settings.limit; // the whole answer: no row cap
+  const statement = sandboxed ? overAnswer(query, options.sql) : query.boundSql;
+  try {
+    return await warehouse.run('stream', {
+      sql: statement,
+      params: bindValues(query, params, options.now),
+      // The format's settings first: a sandbox's readonly, last, forbids changing any after it.
+      settings: { ...EXPORT_FORMAT_SETTINGS, ...settings },
+      signal: options.signal,
+      headers: options.tags?.trace,
+      format: options.format,
+    });
+  } catch (err) {
+    throw runFailure(err, warehouse, query, params, sandboxed);
+  }
+}
+
+/** The fields of a query whose values the tables keep as JSON text, given as the values (objects, arrays). */
+export function jsonFieldsOf(query: SavedQuery): string[] {
+  return query.fields.filter((f) => f.type === 'object' || f.type === 'array').map((f) => f.name);
+}
+
 /** An object field the tables keep as JSON text (`metadata`) is returned as the object. */
-function parseJsonField(value: unknown): unknown {
+export function parseJsonField(value: unknown): unknown {
   if (typeof value !== 'string') return value;
   try {
     return JSON.parse(value);

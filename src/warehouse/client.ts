@@ -1,7 +1,8 @@
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
 import { toWarehouseError } from './errors.js';
 import { loadClient } from './load-client.js';
-import type { Answers, Statement, StatementKind, Statements, WarehouseRow } from './types.js';
+import { failingAs, firstRead } from './streams.js';
+import type { Answers, Statement, StatementKind, Statements, StreamChunk, WarehouseRow } from './types.js';
 
 /** Settings every query runs with: ISO timestamps, and 64-bit counts as JSON numbers. */
 export const BASE_SETTINGS: ClickHouseSettings = {
@@ -72,6 +73,30 @@ async function answerOf<T>(result: { text(): Promise<string>; response_headers: 
   }
 }
 
+/** The bytes at the end of a streamed answer searched for an error written there (a message is short). */
+const TAIL_BYTES = 64 * 1024;
+
+/**
+ * A server's streamed answer, its parts as they come but one behind: the last part is given only once
+ * the answer has ended without an error written at its end (answerOf's two forms), so that no error
+ * text is ever passed on as rows. The error is thrown instead, after the parts before it.
+ */
+async function* withoutTrailingError(stream: AsyncIterable<unknown>, headers: Record<string, string | string[] | undefined> | undefined): AsyncGenerator<StreamChunk> {
+  let held: Buffer | undefined;
+  for await (const part of stream) {
+    if (held !== undefined) yield { bytes: held };
+    held = Buffer.from(part as Uint8Array);
+  }
+  if (held === undefined) return;
+  const tail = held.subarray(Math.max(0, held.length - TAIL_BYTES)).toString('latin1');
+  const { parseError, extractErrorAtTheEndOfChunk, EXCEPTION_TAG_HEADER_NAME } = await loadClient();
+  const tag = headers?.[EXCEPTION_TAG_HEADER_NAME];
+  if (typeof tag === 'string' && tail.includes(`__exception__\r\n${tag}`)) throw extractErrorAtTheEndOfChunk(held, tag);
+  const at = tail.search(/Code: \d+\. DB::Exception: [^\n]*\n?$/);
+  if (at >= 0) throw parseError(tail.slice(at).trim());
+  yield { bytes: held };
+}
+
 /** JSONEachRow's rows. */
 function eachRow(text: string): WarehouseRow[] {
   return text.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as WarehouseRow);
@@ -105,9 +130,25 @@ const KINDS: { readonly [K in StatementKind]: (client: ClickHouseClient, stateme
     await client.command({ ...request(statement), query: `${statement.sql}${settingsClause(statement.settings)}` });
     return undefined;
   },
+  // A server's answer as it sends it, in the format asked for by a setting of the request (as
+  // explain's). The embedded engine streams with its own reader instead (embedded.ts): its client
+  // connection reads an answer whole.
+  stream: async (client, statement) => {
+    const r = request(statement);
+    const { stream, response_headers } = await client.exec({
+      ...r,
+      query: `${statement.sql}${settingsClause(statement.settings)}`,
+      clickhouse_settings: { ...r.clickhouse_settings, default_format: (statement.format ?? 'JSONEachRow') as ClickHouseSettings['default_format'] },
+    });
+    return firstRead(withoutTrailingError(stream as AsyncIterable<unknown>, response_headers)[Symbol.asyncIterator]());
+  },
 };
 
 /** Statements on a client, what the embedded engine and a server share: each failure a savedq error. */
 export function clientRun(client: ClickHouseClient, location: string): Statements['run'] {
-  return <K extends StatementKind>(kind: K, statement: Statement) => classified(location, () => (KINDS[kind] as (c: ClickHouseClient, s: Statement) => Promise<Answers[K]>)(client, statement));
+  return async <K extends StatementKind>(kind: K, statement: Statement) => {
+    const answer = await classified(location, () => (KINDS[kind] as (c: ClickHouseClient, s: Statement) => Promise<Answers[K]>)(client, statement));
+    // A streamed answer can fail after its first part too: classified the same way.
+    return kind === 'stream' ? (failingAs(answer as Answers['stream'], (err) => toWarehouseError(err, location)) as Answers[K]) : answer;
+  };
 }

@@ -7,14 +7,15 @@ import { InputError, WarehouseError } from '../errors.js';
 import { inDirectory, makeDirectory, ownDirectory } from '../fs.js';
 import { nodeCrypto } from '../lazy.js';
 import { loadClient } from './load-client.js';
-import { BASE_SETTINGS, clientRun } from './client.js';
+import { BASE_SETTINGS, clientRun, settingsClause } from './client.js';
 import { toWarehouseError } from './errors.js';
-import { inLane } from './lane.js';
+import { engaged, inLane } from './lane.js';
+import { failingAs, firstRead, whenEnded } from './streams.js';
 import { GENERATION_FILE } from './generation.js';
 import { connectToServe, SOCKET, socketPath } from './engine-socket.js';
 import { stagedSource } from './staging.js';
 import { LOCK_FILE, lockDataDir, OWNER_FILE, StopWaiting } from './lock.js';
-import type { StagedLines, Statements } from './types.js';
+import type { Answers, StagedLines, Statement, Statements } from './types.js';
 
 /** What the embedded engine needs: its data directory, and how long to wait for another process to let go of it. */
 export interface EmbeddedOptions {
@@ -184,7 +185,7 @@ async function openEngine(options: EmbeddedOptions, stopIf: (() => boolean) | un
     return inLane({
       location,
       embedded: true,
-      run,
+      run: (kind, statement) => (kind === 'stream' ? (engineStream(dataDir, statement, location) as Promise<Answers[typeof kind]>) : run(kind, statement)),
       stage: (lines) => stageFiles(join(dataDir, STAGING_DIR), lines, run, location),
       async close() {
         await client.close().finally(release);
@@ -193,6 +194,38 @@ async function openEngine(options: EmbeddedOptions, stopIf: (() => boolean) | un
   } catch (err) {
     await release();
     throw toWarehouseError(err, location);
+  }
+}
+
+/**
+ * A query's answer streamed by the engine in a format (chdb's streaming query), on a connection of its
+ * own to the directory's engine: the client's connection reads an answer whole, and this one is read a
+ * part at a time, as the output takes them. The engine is counted busy until the stream ends (a process
+ * must not exit under it), and the connection is closed then, which stops a query left early.
+ */
+async function engineStream(dataDir: string, statement: Statement, location: string): Promise<Answers['stream']> {
+  const [{ Session }, { parseError }] = await Promise.all([import('chdb'), loadClient()]);
+  // chdb's errors carry the engine's text (`Code: N. DB::Exception: …`): read as the client reads a server's.
+  const fail = (err: unknown) => toWarehouseError(err instanceof Error && /^Code: \d+\. /.test(err.message) ? parseError(err.message) : err, location);
+  const release = engaged();
+  let session: InstanceType<typeof Session> | undefined;
+  try {
+    session = startedInside(dataDir, () => new Session(dataDir));
+    const opened = session;
+    // A connection of its own has none of the client's session settings: they go in the clause too.
+    const stream = opened.queryStreamBind(`${statement.sql}${settingsClause({ ...BASE_SETTINGS, ...statement.settings })}`, { ...statement.params }, { format: statement.format ?? 'JSONEachRow', ...(statement.signal ? { signal: statement.signal } : {}) });
+    const parts = (async function* () {
+      for await (const chunk of stream) yield { bytes: chunk.raw(), rows: chunk.numRows };
+    })();
+    const ended = () => {
+      opened.close();
+      release();
+    };
+    return failingAs(whenEnded(await firstRead(parts).catch((err: unknown) => { ended(); throw err; }), ended), fail);
+  } catch (err) {
+    session?.close();
+    release();
+    throw fail(err);
   }
 }
 

@@ -4,7 +4,7 @@ import { InterruptedError, WarehouseError } from '../errors.js';
 import { nodeCrypto } from '../lazy.js';
 import { readFrames, writeFrame } from './frames.js';
 import { atSocket, OPERATIONS, socketPath, toWire, type Answer, type Operation, type Request } from './engine-socket.js';
-import type { StagedLines, StatementKind, Statements } from './types.js';
+import type { ChunkStream, LinesFormat, StagedLines, StatementKind, Statements, StreamFormat } from './types.js';
 import type { Log } from '../report.js';
 
 /** What each operation needs besides its id: a statement, a staged batch, or both. */
@@ -14,10 +14,15 @@ const NEEDS: { readonly [O in Operation]: { statement: boolean; staged: boolean 
   insert: { statement: true, staged: true },
   'query-staged': { statement: true, staged: true },
   release: { statement: false, staged: true },
+  cancel: { statement: false, staged: true },
 };
 
 /** The kinds of statement a `run` may be. */
-const KINDS: { readonly [K in StatementKind]: true } = { query: true, measure: true, explain: true, command: true };
+const KINDS: { readonly [K in StatementKind]: true } = { query: true, measure: true, explain: true, command: true, stream: true };
+
+/** The formats of a streamed answer, and of a staged batch. */
+const STREAM_FORMATS: readonly unknown[] = ['JSONEachRow', 'Parquet', 'ArrowStream'] satisfies StreamFormat[];
+const LINES_FORMATS: readonly unknown[] = ['JSONEachRow', 'LineAsString'] satisfies LinesFormat[];
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
@@ -39,7 +44,8 @@ function checkRequest(header: unknown): Request | string {
     const s = header.statement;
     if (!isObject(s) || typeof s.sql !== 'string') return `a ${String(header.op)} request without its statement`;
     if ((s.params !== undefined && !isObject(s.params)) || (s.settings !== undefined && !isObject(s.settings))) return 'a statement whose parameters or settings are not objects';
-    if (s.format !== undefined && s.format !== 'JSONEachRow' && s.format !== 'LineAsString') return 'a statement in an unknown format';
+    const formats = header.kind === 'stream' ? STREAM_FORMATS : LINES_FORMATS;
+    if (s.format !== undefined && !formats.includes(s.format)) return 'a statement in an unknown format';
   }
   return header as unknown as Request;
 }
@@ -144,11 +150,27 @@ export class EngineSocketServer {
       }
       socket.end(() => socket.destroy());
     };
+    /** This connection's streamed answers under way, by their request's id: a `cancel` stops one. */
+    const streams = new Map<number, AbortController>();
     readFrames(socket, (header, body) => {
       const checked = checkRequest(header);
       if (typeof checked === 'string') { refuse(checked, idOf(header)); return; }
       const request = checked;
+      if (request.op === 'cancel') {
+        streams.get(Number(request.staged))?.abort(new InterruptedError('the process that asked stopped reading the answer.'));
+        return;
+      }
       this.#underway += 1;
+      if (request.op === 'run' && request.kind === 'stream') {
+        const stopped = new AbortController();
+        streams.set(request.id, stopped);
+        void this.#streamTo(socket, request, AbortSignal.any([gone.signal, stopped.signal])).finally(() => {
+          streams.delete(request.id);
+          this.#underway -= 1;
+          if (this.#underway === 0) this.#idle?.();
+        });
+        return;
+      }
       void this.#handle(request, body, gone.signal)
         .then(
           (value) => {
@@ -165,6 +187,37 @@ export class EngineSocketServer {
     }, refuse);
   }
 
+  /**
+   * A streamed answer sent as it comes: each part a frame (`more`, and its rows), written no faster
+   * than the socket takes them; then an empty frame, or the failure. The asker leaving (its
+   * connection closed) or cancelling stops the query.
+   */
+  async #streamTo(socket: Socket, request: Request, stop: AbortSignal): Promise<void> {
+    const s = request.statement;
+    try {
+      const stream: ChunkStream = await this.#warehouse.run('stream', { sql: s?.sql ?? '', params: s?.params ?? {}, settings: s?.settings, format: s?.format as StreamFormat | undefined, signal: stop });
+      for await (const chunk of stream) {
+        if (socket.destroyed) return;
+        const more = { id: request.id, more: true, ...(chunk.rows !== undefined ? { rows: chunk.rows } : {}) } satisfies Answer;
+        if (!writeFrame(socket, more, Buffer.from(chunk.bytes.buffer, chunk.bytes.byteOffset, chunk.bytes.byteLength))) {
+          await new Promise<void>((resolve) => {
+            const done = () => {
+              socket.off('drain', done);
+              socket.off('close', done);
+              resolve();
+            };
+            socket.on('drain', done);
+            socket.on('close', done);
+          });
+        }
+        if (stop.aborted) return;
+      }
+      if (!socket.destroyed) writeFrame(socket, { id: request.id } satisfies Answer);
+    } catch (err) {
+      if (!socket.destroyed && !stop.aborted) writeFrame(socket, { id: request.id, error: toWire(err) } satisfies Answer);
+    }
+  }
+
   /** One request's answer: a statement run, a batch staged, inserted, read or released. */
   async #handle(r: Request, body: Buffer, gone: AbortSignal): Promise<unknown> {
     const s = r.statement;
@@ -177,10 +230,12 @@ export class EngineSocketServer {
         return id;
       }
       case 'insert':
-        await this.#stagedBatch(r.staged).insert(s?.sql ?? '', s?.format ?? 'JSONEachRow', s?.params ?? {}, s?.settings ?? {});
+        await this.#stagedBatch(r.staged).insert(s?.sql ?? '', (s?.format as LinesFormat | undefined) ?? 'JSONEachRow', s?.params ?? {}, s?.settings ?? {});
         return null;
       case 'query-staged':
         return this.#stagedBatch(r.staged).query(s?.sql ?? '', s?.params ?? {}, s?.settings ?? {});
+      case 'cancel':
+        return null; // taken where the frame is read
       case 'release': {
         const entry = r.staged === undefined ? undefined : this.#staged.get(r.staged);
         if (r.staged !== undefined) this.#staged.delete(r.staged);

@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { BusyError, InputError, InterruptedError, QueryTimeoutError, SavedqError, WarehouseError, type EngineFailure } from '../errors.js';
 import { inDirectory } from '../fs.js';
 import { stagedSource } from './staging.js';
-import type { Answers, LinesFormat, StagedLines, StatementKind, StatementParams, Statements, WarehouseRow } from './types.js';
+import { firstRead } from './streams.js';
+import type { Answers, ChunkStream, LinesFormat, Statement, StagedLines, StatementKind, StatementParams, Statements, StreamChunk, StreamFormat, WarehouseRow } from './types.js';
 
 // A `savedq serve` owns the embedded engine of its data directory for as long as it runs, and shares it
 // with every other savedq process: they send their statements here instead of waiting for the
@@ -65,7 +66,8 @@ export interface StatementRequest {
   readonly sql: string;
   readonly params?: StatementParams;
   readonly settings?: ClickHouseSettings;
-  readonly format?: LinesFormat;
+  /** A staged batch's format (an insert), or a streamed answer's (a run of kind `stream`). */
+  readonly format?: LinesFormat | StreamFormat;
 }
 
 /**
@@ -88,9 +90,10 @@ function hasSocket(dataDir: string): boolean {
 
 /**
  * What a process asks of the engine's owner: `run` a statement of a kind; `stage` a batch of lines (the
- * frame's body); `insert` or `query-staged` a staged batch; `release` it.
+ * frame's body); `insert` or `query-staged` a staged batch; `release` it; `cancel` a streamed answer
+ * (`run` of kind `stream`, whose request's id `staged` names) that it stopped reading.
  */
-export const OPERATIONS = ['run', 'stage', 'insert', 'query-staged', 'release'] as const;
+export const OPERATIONS = ['run', 'stage', 'insert', 'query-staged', 'release', 'cancel'] as const;
 export type Operation = (typeof OPERATIONS)[number];
 
 /** A request to the engine's owner: what to do, with a statement or a payload. */
@@ -113,7 +116,18 @@ export interface Answer {
   readonly id: number;
   readonly error?: WireError;
   readonly more?: true;
+  /** A streamed answer's part: the rows its bytes hold, when the engine said. */
+  readonly rows?: number;
 }
+
+/** A streamed answer being received: its parts, as they come, to the one reading them. */
+interface Streaming {
+  part(chunk: StreamChunk): void;
+  end(err?: SavedqError): void;
+}
+
+/** Parts of a streamed answer received and not yet read past which the socket is paused (its sender then waits). */
+const STREAM_PARTS_HELD = 8;
 
 /** A request sent, waiting for its answer: the parts of an answer sent in several frames, gathered. */
 interface Waiting {
@@ -182,9 +196,78 @@ class EngineSocketClient implements Statements {
     socket.on('close', () => this.#fail(this.#lost('it closed the connection')));
   }
 
-  // The signal stays here: serve runs the statement for whoever still waits, and drops it unrun when this process goes.
-  run<K extends StatementKind>(kind: K, { sql, params, settings }: { sql: string; params?: StatementParams | undefined; settings?: ClickHouseSettings | undefined }): Promise<Answers[K]> {
-    return this.#call<Answers[K]>({ op: 'run', kind, statement: statementOf(sql, params, settings) }, this.#queryWaitMs);
+  // The signal stays here: serve runs the statement for whoever still waits, and drops it unrun when
+  // this process goes. A streamed answer is the exception: it is cancelled when its reader stops.
+  run<K extends StatementKind>(kind: K, statement: Statement): Promise<Answers[K]> {
+    if (kind === 'stream') return this.#stream(statement) as Promise<Answers[K]>;
+    return this.#call<Answers[K]>({ op: 'run', kind, statement: statementOf(statement.sql, statement.params, statement.settings) }, this.#queryWaitMs);
+  }
+
+  /** Streamed answers being received, by their request's id. */
+  readonly #streams = new Map<number, Streaming>();
+
+  /**
+   * A streamed answer of serve's engine: its parts as frames on the id of the request, read as they
+   * come; the socket is paused while STREAM_PARTS_HELD wait to be read, so serve writes no faster than
+   * this process reads. Leaving it early, or the signal, cancels it in serve.
+   */
+  async #stream(statement: Statement): Promise<ChunkStream> {
+    if (this.#gone) throw this.#gone;
+    const id = ++this.#ids;
+    const held: StreamChunk[] = [];
+    let ended: { err?: SavedqError | undefined } | undefined;
+    let wake: (() => void) | undefined;
+    const woken = () => {
+      wake?.();
+      wake = undefined;
+    };
+    this.#streams.set(id, {
+      part: (chunk) => {
+        held.push(chunk);
+        if (held.length >= STREAM_PARTS_HELD) this.#socket.pause();
+        woken();
+      },
+      end: (err) => {
+        this.#streams.delete(id);
+        ended = { err };
+        if (this.#streams.size === 0 && this.#waiting.size === 0) this.#socket.unref();
+        woken();
+      },
+    });
+    const cancel = () => {
+      if (ended || !this.#streams.has(id)) return;
+      this.#streams.delete(id);
+      ended = {};
+      this.#socket.resume();
+      if (!this.#gone) this.#writeFrame(this.#socket, { op: 'cancel', id: ++this.#ids, staged: String(id) } satisfies Request);
+      woken();
+    };
+    statement.signal?.addEventListener('abort', cancel, { once: true });
+    const socket = this.#socket;
+    async function* parts(): AsyncGenerator<StreamChunk> {
+      try {
+        for (;;) {
+          const chunk = held.shift();
+          if (chunk) {
+            if (held.length < STREAM_PARTS_HELD / 2) socket.resume();
+            yield chunk;
+            continue;
+          }
+          if (ended) {
+            if (ended.err) throw ended.err;
+            statement.signal?.throwIfAborted();
+            return;
+          }
+          await new Promise<void>((resolve) => (wake = resolve));
+        }
+      } finally {
+        cancel();
+        statement.signal?.removeEventListener('abort', cancel);
+      }
+    }
+    this.#socket.ref();
+    this.#writeFrame(this.#socket, { op: 'run', kind: 'stream', id, statement: { ...statementOf(statement.sql, statement.params, statement.settings), format: statement.format ?? 'JSONEachRow' } } satisfies Request);
+    return firstRead(parts());
   }
 
   async stage(lines: Buffer): Promise<StagedLines> {
@@ -212,6 +295,7 @@ class EngineSocketClient implements Statements {
   /** Fails every request waiting, and every one after, with why the socket is no use. */
   #fail(err: SavedqError): void {
     this.#gone ??= err;
+    for (const streaming of [...this.#streams.values()]) streaming.end(this.#gone);
     for (const [id, w] of this.#waiting) {
       clearTimeout(w.timer);
       this.#waiting.delete(id);
@@ -221,6 +305,13 @@ class EngineSocketClient implements Statements {
 
   /** An answer's frame: a part of it, or its end (its value, or its failure). */
   #answered(answer: Answer, body: Buffer): void {
+    const streaming = this.#streams.get(answer.id);
+    if (streaming) {
+      if (answer.error) streaming.end(fromWire(answer.error));
+      else if (answer.more) streaming.part({ bytes: body, rows: answer.rows });
+      else streaming.end();
+      return;
+    }
     const w = this.#waiting.get(answer.id);
     if (!w) return;
     if (answer.more) {
@@ -254,6 +345,6 @@ class EngineSocketClient implements Statements {
 }
 
 /** A statement as it travels to serve: empty parameters and settings said, not left out. */
-function statementOf(sql: string, params: StatementParams | undefined, settings: ClickHouseSettings | undefined, format?: LinesFormat): StatementRequest {
+function statementOf(sql: string, params: StatementParams | undefined, settings: ClickHouseSettings | undefined, format?: LinesFormat | StreamFormat): StatementRequest {
   return { sql, params: params ?? {}, settings: settings ?? {}, ...(format ? { format } : {}) };
 }

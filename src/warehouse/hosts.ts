@@ -10,6 +10,7 @@ import { BASE_SETTINGS, clientRun, quoteText } from './client.js';
 import { isNetworkFailure } from './errors.js';
 import { loadClient } from './load-client.js';
 import { stageOnServer } from './remote.js';
+import { failingAs, whenEnded } from './streams.js';
 import type { Answers, Statement, StatementKind, Statements, WarehouseHosts, HostStatus } from './types.js';
 
 // The hosts of one warehouse (docs/scaling.md, "Several hosts"). @clickhouse/client speaks to one host
@@ -257,17 +258,35 @@ export async function openHosts(options: HostsOptions): Promise<Statements> {
       controller.abort();
       void host.probe();
     }, options.timeoutSeconds * 1000 + GRACE_MS);
-    try {
-      return await host.run(kind, { ...statement, queryId, signal: controller.signal, requestSettings: READ_REQUEST });
-    } catch (err) {
-      if (!controller.signal.aborted) throw err;
-      const killing = kill(host, queryId).finally(() => kills.delete(killing));
-      kills.add(killing);
-      if (timedOut) throw new QueryTimeoutError(`request to ${host.location} timed out.`, { cause: err, forCaller: 'the warehouse did not answer in time.' });
-      throw err;
-    } finally {
+    const settle = () => {
       clearTimeout(timer);
       statement.signal?.removeEventListener('abort', abandon);
+    };
+    const stop = () => {
+      const killing = kill(host, queryId).finally(() => kills.delete(killing));
+      kills.add(killing);
+    };
+    /** A failure of the attempt, its query stopped when it was given up on. */
+    const failed = (err: unknown): unknown => {
+      if (!controller.signal.aborted) return err;
+      stop();
+      return timedOut ? new QueryTimeoutError(`request to ${host.location} timed out.`, { cause: err, forCaller: 'the warehouse did not answer in time.' }) : err;
+    };
+    // A streamed answer holds its timer and its query id until it ends: left early, its query is stopped.
+    let streaming = false;
+    try {
+      const answer = await host.run(kind, { ...statement, queryId, signal: controller.signal, requestSettings: READ_REQUEST });
+      if (kind !== 'stream') return answer;
+      streaming = true;
+      const ended = whenEnded(answer as Answers['stream'], ({ early }) => {
+        settle();
+        if (early && !controller.signal.aborted) stop();
+      });
+      return failingAs(ended, failed) as Answers[K];
+    } catch (err) {
+      throw failed(err);
+    } finally {
+      if (!streaming) settle();
     }
   };
 

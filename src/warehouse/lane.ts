@@ -20,13 +20,24 @@ export function engineIdle(): Promise<void> {
  * together, a swap of tables): to engineIdle it is one statement.
  */
 export async function counted<T>(op: () => Promise<T>): Promise<T> {
-  running += 1;
+  const release = engaged();
   try {
     return await op();
   } finally {
+    release();
+  }
+}
+
+/** Counts the engine busy until the function returned is called (once): a streamed answer, for as long as it streams. */
+export function engaged(): () => void {
+  running += 1;
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
     running -= 1;
     if (running === 0) for (const resolve of whenIdle.splice(0)) resolve();
-  }
+  };
 }
 
 /**
@@ -67,7 +78,10 @@ export function inLane(engine: Statements): Statements {
       if (!busy) next();
     });
   return wrapped(engine, {
-    run: (kind, statement) => inTurn('query', () => engine.run(kind, { ...statement, signal: undefined }), statement.signal),
+    // A streamed answer is handed over at its first part, and then streams beside the lane on a
+    // connection of its own, counted busy until it ends (embedded.ts): it takes its signal, which
+    // stops it between parts.
+    run: (kind, statement) => inTurn('query', () => engine.run(kind, { ...statement, signal: kind === 'stream' ? statement.signal : undefined }), statement.signal),
     queue: (): EngineQueue => ({ running: busy ? 1 : 0, waiting: queue.length, dropped }),
     async stage(lines): Promise<StagedLines> {
       const staged = await engine.stage(lines);

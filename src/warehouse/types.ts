@@ -66,7 +66,26 @@ export interface Answers {
   readonly explain: string[];
   /** A statement that returns no rows. */
   readonly command: undefined;
+  /** A query's whole answer in a format (Statement.format), streamed as the engine writes it: `savedq export`. */
+  readonly stream: ChunkStream;
 }
+
+/** A part of a streamed answer: bytes in the statement's format, and how many rows they hold when the engine says. */
+export interface StreamChunk {
+  readonly bytes: Uint8Array;
+  /** Rows in these bytes (the embedded engine says; a server's binary formats do not: undefined). */
+  readonly rows?: number | undefined;
+}
+
+/**
+ * An answer streamed as the engine writes it (an export): its parts in order, the first already read
+ * (so that a statement the engine refuses fails before any byte is given). A failure after the first
+ * part is thrown by the iteration; ending the iteration early (break, return) stops the query.
+ */
+export type ChunkStream = AsyncIterable<StreamChunk>;
+
+/** The engine's output formats an answer can be streamed in. */
+export type StreamFormat = 'JSONEachRow' | 'Parquet' | 'ArrowStream';
 
 /** The kinds of statement a warehouse runs. */
 export type StatementKind = keyof Answers;
@@ -85,6 +104,8 @@ export interface Statement {
   readonly queryId?: string | undefined;
   /** Settings of a server's request itself (its URL), read before the statement is: hosts.ts's. */
   readonly requestSettings?: ClickHouseSettings | undefined;
+  /** The format a `stream` statement's answer is written in (default JSONEachRow). */
+  readonly format?: StreamFormat | undefined;
 }
 
 /** One host of a server warehouse, as /health and `savedq status` show it. */

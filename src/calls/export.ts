@@ -1,0 +1,173 @@
+import { InputError, QueryTimeoutError } from '../errors.js';
+import type { TableField } from '../output/types.js';
+import type { CallTags } from '../queries/run.js';
+import type { Row, SavedQuery } from '../queries/types.js';
+import { microsFromDate } from '../time.js';
+import type { ChunkStream, StreamFormat } from '../warehouse/types.js';
+import type { CallExecutor, ExecutorParts } from './execute.js';
+import type { PreparedCall } from './prepare.js';
+import { fieldsOf } from './runner.js';
+
+// `savedq export` and serve's export route (CONTRACT §19): a call's whole answer, past its row cap,
+// streamed from the warehouse to the output as the warehouse sends it, never cached. The call comes
+// through the same door as a run (prepared: its parameters, its caller's grant, its SQL checked); the
+// binary formats are the engine's own writers', NDJSON and CSV are written as `run` writes them.
+
+/** What an export is written as, and how each is named to a reader. */
+export const EXPORT_FORMATS = {
+  ndjson: { engine: 'JSONEachRow', mediaType: 'application/x-ndjson', extension: 'ndjson', binary: false },
+  csv: { engine: 'JSONEachRow', mediaType: 'text/csv; charset=utf-8', extension: 'csv', binary: false },
+  parquet: { engine: 'Parquet', mediaType: 'application/vnd.apache.parquet', extension: 'parquet', binary: true },
+  arrow: { engine: 'ArrowStream', mediaType: 'application/vnd.apache.arrow.stream', extension: 'arrows', binary: true },
+} as const satisfies Record<string, { engine: StreamFormat; mediaType: string; extension: string; binary: boolean }>;
+
+export type ExportFormat = keyof typeof EXPORT_FORMATS;
+export const EXPORT_FORMAT_NAMES = Object.keys(EXPORT_FORMATS) as ExportFormat[];
+
+/** An export format by its name, or the error naming the ones there are. */
+export function exportFormat(name: string): ExportFormat {
+  if (Object.hasOwn(EXPORT_FORMATS, name)) return name as ExportFormat;
+  throw new InputError(`invalid export format ${JSON.stringify(name)}: one of ${EXPORT_FORMAT_NAMES.join(', ')}.`);
+}
+
+/** How an export is asked for besides its call. */
+export interface ExportOptions {
+  readonly format: ExportFormat;
+  /** Aborted when the caller stops (Ctrl-C, a client gone): the query is stopped. */
+  readonly signal?: AbortSignal | undefined;
+  readonly tags?: CallTags | undefined;
+  /** NDJSON and CSV: the text goes to a terminal (control characters shown as escapes, as `run` does). */
+  readonly terminal?: boolean | undefined;
+  /** CSV: text as it is, formulas included. */
+  readonly csvRaw?: boolean | undefined;
+}
+
+/** How far an export has got. */
+export interface ExportProgress {
+  /** Rows written (a server's Parquet and Arrow do not say theirs: undefined). */
+  readonly rows: number | undefined;
+  readonly bytes: number;
+}
+
+/** An export under way: its bytes as they come, and how far it has got. */
+export interface Export {
+  readonly query: SavedQuery;
+  readonly format: ExportFormat;
+  /** The bytes in order; a failure after the first is thrown by the iteration. Leaving early stops the query. */
+  readonly bytes: AsyncIterable<Uint8Array>;
+  progress(): ExportProgress;
+}
+
+/**
+ * Starts an export of a prepared call: the definition checked as for a run, then the query streamed
+ * under the call's time limit (its own timeout, or --timeout). Resolves once the first part is read,
+ * so a query the engine refuses fails here, before any byte; a failure later is the iteration's.
+ */
+export async function startExport(executor: CallExecutor, executorParts: ExecutorParts, call: PreparedCall, options: ExportOptions): Promise<Export> {
+  const { exportQuery, jsonFieldsOf } = await import('../queries/run.js');
+  const warehouse = await executorParts.warehouse();
+  const refused = await executor.refusal(call.query, warehouse);
+  if (refused) throw refused;
+  const own = call.query.timeoutSeconds ?? Infinity;
+  const timeoutSeconds = Math.min(own, executorParts.timeoutSeconds);
+  // The engine ends a query past its max_execution_time; this ends one whose output waits too (a slow
+  // reader), and a server that stops sending.
+  const deadline = new AbortController();
+  const timer = setTimeout(() => {
+    const which = timeoutSeconds === own ? 'its own timeout' : '--timeout';
+    deadline.abort(new QueryTimeoutError(`${call.query.name}'s export ran past its time limit of ${timeoutSeconds} s (${which}).`, { ranPastLimit: true }));
+  }, timeoutSeconds * 1000 + 500);
+  const signal = options.signal ? AbortSignal.any([options.signal, deadline.signal]) : deadline.signal;
+  /** A failure as the caller reads it: the reason it was stopped for (Ctrl-C, the time limit), or the warehouse's. */
+  const why = (err: unknown): unknown => (signal.aborted ? signal.reason : err);
+  let stream: ChunkStream;
+  try {
+    stream = await exportQuery(warehouse, call.query, call.params, {
+      now: call.at ?? microsFromDate(executorParts.clock()),
+      timeoutSeconds,
+      signal,
+      sql: call.sql,
+      sandboxMaxMemoryBytes: executorParts.sandboxMaxMemoryBytes,
+      tags: options.tags,
+      format: EXPORT_FORMATS[options.format].engine,
+    });
+  } catch (err) {
+    clearTimeout(timer);
+    throw why(err);
+  }
+  let rows: number | undefined = 0;
+  let bytes = 0;
+  const text = EXPORT_FORMATS[options.format].engine === 'JSONEachRow' ? await textWriter(call, options, jsonFieldsOf(call.query)) : undefined;
+  async function* written(): AsyncGenerator<Uint8Array> {
+    try {
+      for await (const chunk of stream) {
+        if (text) {
+          const out = text.write(chunk.bytes);
+          rows = (rows ?? 0) + out.rows;
+          bytes += out.bytes.length;
+          if (out.bytes.length > 0) yield out.bytes;
+          continue;
+        }
+        rows = rows === undefined || chunk.rows === undefined ? undefined : rows + chunk.rows;
+        bytes += chunk.bytes.length;
+        yield chunk.bytes;
+      }
+      signal.throwIfAborted();
+      const last = text?.end();
+      if (last && last.length > 0) {
+        bytes += last.length;
+        yield last;
+      }
+    } catch (err) {
+      throw why(err);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+  return { query: call.query, format: options.format, bytes: written(), progress: () => ({ rows, bytes }) };
+}
+
+/** NDJSON or CSV written from the engine's JSONEachRow parts, a row at a time, as `run` writes them. */
+interface TextWriter {
+  write(part: Uint8Array): { bytes: Buffer; rows: number };
+  /** What is left at the end: a CSV's header, when there were no rows. */
+  end(): Buffer;
+}
+
+/**
+ * The writer of an export's text formats: the engine's lines (a server's parts may end inside one, kept
+ * for the next) read as rows, their JSON-text fields given as values, then rendered by `run`'s own
+ * renderers, a CSV's header once.
+ */
+async function textWriter(call: PreparedCall, options: ExportOptions, jsonFields: readonly string[]): Promise<TextWriter> {
+  const [{ textRenderer, fieldsOfRows }, { parseJsonField }] = await Promise.all([import('../output/index.js'), import('../queries/run.js')]);
+  const renderer = await textRenderer(options.format === 'csv' ? 'csv' : 'ndjson');
+  let rest: Buffer = Buffer.alloc(0);
+  let fields: readonly TableField[] | undefined = call.sql === undefined ? fieldsOf(call) : undefined;
+  let headed = false;
+  const rendered = (rows: readonly Row[]): Buffer => {
+    const text = [...renderer(rows, { fields: fields ?? [], color: false, width: undefined, csvRaw: options.csvRaw, terminal: options.terminal, header: !headed })].join('');
+    headed = true;
+    return Buffer.from(text);
+  };
+  return {
+    write(part) {
+      const all = rest.length === 0 ? Buffer.from(part.buffer, part.byteOffset, part.byteLength) : Buffer.concat([rest, part]);
+      const end = all.lastIndexOf(0x0a);
+      // A part that ends inside a line (a server's): its start kept for the next (copied: the part's memory is not ours to keep).
+      rest = Buffer.from(all.subarray(end + 1));
+      if (end < 0) return { bytes: Buffer.alloc(0), rows: 0 };
+      const rows = all.toString('utf8', 0, end).split('\n').map((line) => {
+        const row = JSON.parse(line) as Row;
+        for (const name of jsonFields) if (name in row) row[name] = parseJsonField(row[name]);
+        return row;
+      });
+      // Your own SQL's columns are its answer's.
+      fields ??= fieldsOfRows(rows);
+      return { bytes: rendered(rows), rows: rows.length };
+    },
+    end() {
+      return options.format === 'csv' && !headed ? rendered([]) : Buffer.alloc(0);
+    },
+  };
+}
