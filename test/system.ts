@@ -29,6 +29,7 @@ export const NEEDS = {
   python3: { what: "Python 3, whose csv module reads savedq's CSV as a reader savedq did not write", install: 'apt-get install python3', present: () => onPath('python3') },
   ss: { what: 'ss, to see a client’s connections', install: 'apt-get install iproute2', present: () => onPath('ss') },
   prlimit: { what: 'prlimit, for an open-file limit', install: 'apt-get install util-linux', present: () => onPath('prlimit') },
+  gnuTime: { what: "GNU time (/usr/bin/time), for a process's peak memory", install: 'apt-get install time', present: () => isExecutable('/usr/bin/time') },
   script: { what: 'script, for a real pseudo-terminal', install: 'apt-get install bsdutils', present: () => onPath('script') },
   root: {
     what: 'root with setpriv, to mount a small disk and to act as a second user of the machine',

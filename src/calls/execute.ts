@@ -32,6 +32,24 @@ export interface ExecutorParts {
 }
 
 /**
+ * A call's time limit: its query's own timeout below --timeout, never above it; and a failure for
+ * having passed it said naming the limit and where it holds (any other failure as it is).
+ */
+export function timeLimit(call: PreparedCall, globalSeconds: number): { readonly seconds: number; passed(err: unknown, location: string): unknown } {
+  const own = call.query.timeoutSeconds ?? Infinity;
+  const seconds = Math.min(own, globalSeconds);
+  return {
+    seconds,
+    passed(err, location) {
+      if (!(err instanceof QueryTimeoutError && err.ranPastLimit)) return err;
+      const forCaller = `${call.query.name} ran past its time limit of ${seconds} s (${seconds === own ? 'its own timeout' : '--timeout'}).`;
+      // The server's log (and the command line) has where, too: said once, the limit once.
+      return new QueryTimeoutError(`${forCaller.slice(0, -1)} on ${location}.`, { cause: err, forCaller, ranPastLimit: true });
+    },
+  };
+}
+
+/**
  * Runs prepared calls on the warehouse, below the cache: each in its caller's turn, a definition
  * first checked by the embedded engine (once a digest), the query's time limit the engine's.
  */
@@ -95,9 +113,8 @@ export class CallExecutor {
     const refused = await this.refusal(call.query, warehouse);
     if (refused) throw refused;
     const startedAt = this.parts.clock();
-    // A query's own timeout bounds its runs below the global one, never above it.
-    const own = call.query.timeoutSeconds ?? Infinity;
-    const timeoutSeconds = Math.min(own, this.parts.timeoutSeconds);
+    const limit = timeLimit(call, this.parts.timeoutSeconds);
+    const timeoutSeconds = limit.seconds;
     const { rows, truncated, statistics } = await executeQuery(warehouse, call.query, call.params, {
       now: call.at ?? microsFromDate(startedAt),
       timeoutSeconds,
@@ -107,11 +124,7 @@ export class CallExecutor {
       // A call that came with no request id (a command's run) is given one of its own.
       tags: { ...tags, requestId: tags?.requestId ?? nodeCrypto().randomUUID() },
     }).catch((err: unknown) => {
-      if (!(err instanceof QueryTimeoutError && err.ranPastLimit)) throw err;
-      const which = timeoutSeconds === own ? 'its own timeout' : '--timeout';
-      const forCaller = `${call.query.name} ran past its time limit of ${timeoutSeconds} s (${which}).`;
-      // The server's log (and the command line) has where, too: said once, the limit once.
-      throw new QueryTimeoutError(`${forCaller.slice(0, -1)} on ${warehouse.location}.`, { cause: err, forCaller, ranPastLimit: true });
+      throw limit.passed(err, warehouse.location);
     });
     for (const listener of this.#runListeners) listener(call.query, statistics);
     return { query: call.query, params: call.params, rows, fields: fieldsOf(call), truncated, cache: 'off', computedAt: startedAt, statistics };

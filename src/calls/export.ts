@@ -4,7 +4,7 @@ import type { CallTags } from '../queries/run.js';
 import type { Row, SavedQuery } from '../queries/types.js';
 import { microsFromDate } from '../time.js';
 import type { ChunkStream, StreamFormat } from '../warehouse/types.js';
-import type { CallExecutor, ExecutorParts } from './execute.js';
+import { timeLimit, type CallExecutor, type ExecutorParts } from './execute.js';
 import type { PreparedCall } from './prepare.js';
 import { fieldsOf } from './runner.js';
 
@@ -68,18 +68,15 @@ export async function startExport(executor: CallExecutor, executorParts: Executo
   const warehouse = await executorParts.warehouse();
   const refused = await executor.refusal(call.query, warehouse);
   if (refused) throw refused;
-  const own = call.query.timeoutSeconds ?? Infinity;
-  const timeoutSeconds = Math.min(own, executorParts.timeoutSeconds);
+  const limit = timeLimit(call, executorParts.timeoutSeconds);
+  const timeoutSeconds = limit.seconds;
   // The engine ends a query past its max_execution_time; this ends one whose output waits too (a slow
   // reader), and a server that stops sending.
   const deadline = new AbortController();
-  const timer = setTimeout(() => {
-    const which = timeoutSeconds === own ? 'its own timeout' : '--timeout';
-    deadline.abort(new QueryTimeoutError(`${call.query.name}'s export ran past its time limit of ${timeoutSeconds} s (${which}).`, { ranPastLimit: true }));
-  }, timeoutSeconds * 1000 + 500);
+  const timer = setTimeout(() => deadline.abort(new QueryTimeoutError('the export ran past its time limit.', { ranPastLimit: true })), timeoutSeconds * 1000 + 500);
   const signal = options.signal ? AbortSignal.any([options.signal, deadline.signal]) : deadline.signal;
-  /** A failure as the caller reads it: the reason it was stopped for (Ctrl-C, the time limit), or the warehouse's. */
-  const why = (err: unknown): unknown => (signal.aborted ? signal.reason : err);
+  /** A failure as the caller reads it: the reason it was stopped for (Ctrl-C, the time limit), or the warehouse's; a time limit named. */
+  const why = (err: unknown): unknown => limit.passed(signal.aborted ? signal.reason : err, warehouse.location);
   let stream: ChunkStream;
   try {
     stream = await exportQuery(warehouse, call.query, call.params, {
