@@ -19,7 +19,9 @@
 //                                on the same ClickHouse URL),
 //                                warehouse (several hosts: a miss with the first of three refused against
 //                                the same without it; a stale answer against a fresh hit; with
-//                                BENCH_BEFORE=<another checkout's bin/savedq.js>, a miss against that build)
+//                                BENCH_BEFORE=<another checkout's bin/savedq.js>, a miss against that build),
+//                                export (savedq export's rows a second, NDJSON and Parquet, against the
+//                                engine's own writer into a file; its peak memory at 1 M and 4 M rows)
 //
 // The HTTP figures need a load generator that is not the bottleneck: wrk when it is on the PATH
 // (`apt-get install wrk`), else autocannon (a dev dependency).
@@ -46,7 +48,7 @@ const REPS = Number(process.env.BENCH_REPS ?? 7);
 const LOAD_ROWS = Number(process.env.BENCH_LOAD_ROWS ?? 1_000_000);
 const HTTP_SECONDS = Number(process.env.BENCH_HTTP_SECONDS ?? 2);
 const HTTP_ROUNDS = Number(process.env.BENCH_HTTP_ROUNDS ?? 21);
-const ONLY = (process.env.BENCH_ONLY ?? 'scale,queries,load,tests,mcp,sandbox,alerts,store,peer,warehouse').split(',');
+const ONLY = (process.env.BENCH_ONLY ?? 'scale,queries,load,tests,mcp,sandbox,alerts,store,peer,warehouse,export').split(',');
 // The instant the data ends at and CLI runs are made as of: this run's start, so that what serve answers
 // as of the real now (HTTP has no as-of) covers the data too. A fixed date left the HTTP figures
 // measuring empty answers once a week had passed.
@@ -960,6 +962,50 @@ async function warehouseFigures() {
   }
 }
 
+/**
+ * Exports (CONTRACT §19): rows a second of `savedq export` to a file, NDJSON and Parquet, against the
+ * engine's own writer of the same statement into a file (a process that opens the engine on the same
+ * data directory and runs SELECT … INTO OUTFILE … FORMAT), whole processes both; and the export's peak
+ * memory for 1 M and 4 M rows.
+ */
+async function exportFigures() {
+  const rows = 4_000_000;
+  console.log(`\nexport: ${rows.toLocaleString('en-US')} rows a table`);
+  const dataDir = join(work, 'export-data');
+  await generate(dataDir, rows);
+  const queries = join(work, 'export-queries');
+  mkdirSync(queries, { recursive: true });
+  const sql = 'SELECT id, timestamp, project, event_message, metadata FROM edge_logs LIMIT @n';
+  writeFileSync(join(queries, 'every.sql'), `/*\nparams:\n  n: { type: integer, default: 1000 }\nmax_rows: 1000\n*/\n${sql}\n`);
+  const env = { SAVEDQ_DATA_DIR: dataDir, SAVEDQ_CACHE_FILE: join(work, 'export-cache.sqlite'), SAVEDQ_QUERIES: queries, HOME: mkdtempSync(join(work, 'home-')) };
+  const file = (format) => join(work, `export.${format}`);
+  const ours = (format, n) => timed('node', [BIN, '--timeout', '600', 'export', 'every', '-p', `n=${n}`, '-f', format, '-o', file(format), '-q'], env);
+  // The engine's own writer: the same statement (its settings as savedq sends them), into a file.
+  const engineFormats = { ndjson: 'JSONEachRow', parquet: 'Parquet' };
+  const reference = join(work, 'engine-writer.cjs');
+  writeFileSync(
+    reference,
+    `const { Session } = require(${JSON.stringify(here('../node_modules/chdb'))});
+const [dataDir, format, out, n] = process.argv.slice(2);
+require('fs').rmSync(out, { force: true });
+const s = new Session(dataDir);
+s.query(\`${sql.replace('@n', '${Number(n)}')} INTO OUTFILE '\${out}' FORMAT \${format} SETTINGS date_time_output_format = 'iso', output_format_json_quote_64bit_integers = 0, output_format_parquet_string_as_string = 1, readonly = 2\`, 'CSV');
+s.close();
+`,
+  );
+  const engine = (format, n) => timed('node', [reference, dataDir, engineFormats[format], file(`${format}.engine`), String(n)]);
+  const million = 1_000_000;
+  for (const format of ['ndjson', 'parquet']) {
+    const [a, b] = sideBySide(() => ours(format, million).ms, () => engine(format, million).ms);
+    if (!(statSync(file(format)).size > 0 && statSync(file(`${format}.engine`)).size > 0)) throw new Error(`the ${format} export wrote nothing`);
+    figure(`export of 1 M rows as ${format}, rows a second, against the engine's own writer into a file (whole process)`, million / (a / 1000), million / (b / 1000), 'rows/s', '>= 0.8');
+  }
+  for (const format of ['ndjson', 'parquet']) {
+    const [one, four] = sideBySide(() => ours(format, million).rssMb, () => ours(format, 4 * million).rssMb, 3);
+    figure(`export's peak memory as ${format}, 4 M rows against 1 M (flat: the same within 20 %)`, four, one, 'MB', '<= 1.2');
+  }
+}
+
 /** The HTTP figures alone (they are part of scale at its first size), on a data directory of that size. */
 async function httpOnly() {
   const rows = SIZES[0];
@@ -989,5 +1035,6 @@ if (ONLY.includes('alerts')) await alertsFigure();
 if (ONLY.includes('store')) await storeFigures();
 if (ONLY.includes('peer')) await peerFigure();
 if (ONLY.includes('warehouse')) await warehouseFigures();
+if (ONLY.includes('export')) await exportFigures();
 console.log('\nsummary (ratio, goal):');
 for (const f of figures) console.log(`  ${f.ratio.toFixed(2).padStart(6)}  ${f.goal.padEnd(8)} ${f.name}${f.within ? ` (median within ${fmt(f.within[0], 2)}–${fmt(f.within[1], 2)})` : ''}`);

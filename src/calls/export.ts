@@ -94,7 +94,12 @@ export async function startExport(executor: CallExecutor, executorParts: Executo
   }
   let rows: number | undefined = 0;
   let bytes = 0;
-  const text = EXPORT_FORMATS[options.format].engine === 'JSONEachRow' ? await textWriter(call, options, jsonFieldsOf(call.query)) : undefined;
+  const jsonFields = jsonFieldsOf(call.query);
+  // NDJSON whose values are all the engine's own (no JSON text given as an object) to a file or a pipe
+  // is the engine's JSONEachRow as it is, written as run writes it (EXPORT_FORMAT_SETTINGS): passed
+  // through, its lines counted. Otherwise the rows are read and rendered by run's renderers.
+  const passThrough = options.format === 'ndjson' && options.terminal !== true && jsonFields.length === 0;
+  const text = EXPORT_FORMATS[options.format].engine === 'JSONEachRow' && !passThrough ? await textWriter(call, options, jsonFields) : undefined;
   async function* written(): AsyncGenerator<Uint8Array> {
     try {
       for await (const chunk of stream) {
@@ -105,7 +110,8 @@ export async function startExport(executor: CallExecutor, executorParts: Executo
           if (out.bytes.length > 0) yield out.bytes;
           continue;
         }
-        rows = rows === undefined || chunk.rows === undefined ? undefined : rows + chunk.rows;
+        const counted = chunk.rows ?? (passThrough ? linesIn(chunk.bytes) : undefined);
+        rows = rows === undefined || counted === undefined ? undefined : rows + counted;
         bytes += chunk.bytes.length;
         yield chunk.bytes;
       }
@@ -167,4 +173,12 @@ async function textWriter(call: PreparedCall, options: ExportOptions, jsonFields
       return options.format === 'csv' && !headed ? rendered([]) : Buffer.alloc(0);
     },
   };
+}
+
+/** Line feeds in bytes: the rows of NDJSON. */
+function linesIn(bytes: Uint8Array): number {
+  const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  let n = 0;
+  for (let at = buffer.indexOf(0x0a); at !== -1; at = buffer.indexOf(0x0a, at + 1)) n += 1;
+  return n;
 }

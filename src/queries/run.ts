@@ -176,10 +176,14 @@ function runFailure(err: unknown, warehouse: Warehouse, query: SavedQuery, param
 }
 
 /**
- * The engine's settings of an export in a binary format: texts as UTF-8 strings (not bytes), and an
- * Arrow stream uncompressed, which every Arrow reader reads (Arrow JS has no LZ4).
+ * The engine's settings of an export: in the binary formats texts as UTF-8 strings (not bytes), and an
+ * Arrow stream uncompressed, which every Arrow reader reads (Arrow JS has no LZ4); in JSONEachRow a
+ * slash not escaped and text that is not UTF-8 made valid (U+FFFD), as JSON.stringify writes a row
+ * (calls/export.ts passes such lines through as `run`'s NDJSON).
  */
 const EXPORT_FORMAT_SETTINGS: ClickHouseSettings = {
+  output_format_json_escape_forward_slashes: 0,
+  output_format_json_validate_utf8: 1,
   output_format_parquet_string_as_string: 1,
   output_format_arrow_string_as_string: 1,
   output_format_arrow_compression_method: 'none',

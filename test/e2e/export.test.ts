@@ -48,6 +48,12 @@ beforeAll(async () => {
       'SELECT id, timestamp, event_message, metadata, toUInt64(9007199254740991 - rowNumberInAllBlocks()) AS big, toInt64(-4294967296) - toInt64(rowNumberInAllBlocks()) AS small\nFROM edge_logs WHERE project = @project ORDER BY timestamp',
     ),
   );
+  // No JSON text given as objects: its NDJSON is the engine's own, passed through; values that differ
+  // between writers (a slash, text that is not UTF-8, floats, arrays, maps, booleans).
+  writeFileSync(
+    join(queries, 'plain.sql'),
+    QUERY('params:\n  project: { type: string, required: true }\nmax_rows: 100\n', "SELECT id, timestamp, event_message, concat('a/b ', unhex('C328'), ' \\u2028') AS odd, 1 / 3 AS third, toFloat32(0.1) AS f32, -0.0 AS zero, 1e21 AS huge, toUInt64(9007199254740991) AS big, [1, 2] AS arr, map('k', 'v') AS m, true AS yes, toDecimal64(1.50, 2) AS price, NULL AS nothing\nFROM edge_logs WHERE project = @project ORDER BY timestamp"),
+  );
   // Many rows, and a query that fails after its first part is out.
   writeFileSync(join(queries, 'numbers.sql'), QUERY('params:\n  n: { type: integer, default: 1000 }\nmax_rows: 10\n', "SELECT number AS n, repeat('x', 100) AS pad FROM numbers(@n)"));
   writeFileSync(join(queries, 'fails-late.sql'), QUERY('max_rows: 10\n', 'SELECT number AS n, throwIf(number = 300000, \'stopped half-way\') AS t FROM numbers(1000000)'));
@@ -122,6 +128,14 @@ describe('savedq export', () => {
     expect(exported.code, exported.stderr).toBe(0);
     // The first rows are the run's own, byte for byte (the run stops at its cap).
     expect(exported.stdout.startsWith(ran.stdout)).toBe(true);
+    // NDJSON passed through from the engine is byte for byte run's.
+    const [plainRun, plainExport] = await Promise.all([cli(['run', 'plain', '-p', 'project=p', '-f', 'ndjson'], { env }), cli(['export', 'plain', '-p', 'project=p'], { env })]);
+    expect(plainRun.stdout.split('\n')).toHaveLength(EVENTS + 1);
+    // The same values; two floats are spelled as the engine spells them (a zero keeps its sign: -0;
+    // 1e21, where JSON.stringify writes 1e+21), the rest byte for byte.
+    const spelled = (text: string) => text.replace(/"zero":-?0,"huge":1e\+?21,/g, '');
+    expect(spelled(plainExport.stdout)).toBe(spelled(plainRun.stdout));
+    expect(plainExport.stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line, (_, v: unknown) => (Object.is(v, -0) ? 0 : v)) as unknown)).toEqual(plainRun.stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line) as unknown));
     const sql = await cli(['export', 'every', '-p', 'project=p', '--sql', 'SELECT count() AS n, max(big) AS top FROM result'], { env });
     expect(sql.code, sql.stderr).toBe(0);
     expect(sql.stdout).toBe('{"n":40,"top":9007199254740991}\n');
