@@ -146,7 +146,9 @@ async function textWriter(call: PreparedCall, options: ExportOptions, jsonFields
   const [{ textRenderer, fieldsOfRows }, { parseJsonField }] = await Promise.all([import('../output/index.js'), import('../queries/run.js')]);
   const renderer = await textRenderer(options.format === 'csv' ? 'csv' : 'ndjson');
   let rest: Buffer = Buffer.alloc(0);
-  let fields: readonly TableField[] | undefined = call.sql === undefined ? fieldsOf(call) : undefined;
+  // The declared fields, in order; none declared (or your own SQL's answer): the first rows' columns.
+  const declared = fieldsOf(call);
+  let fields: readonly TableField[] | undefined = declared.length > 0 ? declared : undefined;
   let headed = false;
   const rendered = (rows: readonly Row[]): Buffer => {
     const text = [...renderer(rows, { fields: fields ?? [], color: false, width: undefined, csvRaw: options.csvRaw, terminal: options.terminal, header: !headed })].join('');
