@@ -220,7 +220,11 @@ export class Savedq {
    * then its whole answer streamed in a format, never cached (calls/export.ts).
    */
   async export(request: ExportRequest): Promise<Export> {
-    const call = await this.prepare(request);
+    return this.exportPrepared(await this.prepare(request), request);
+  }
+
+  /** An export of a call already prepared (the command opens its file between the two). */
+  exportPrepared(call: PreparedCall, request: Omit<ExportRequest, Exclude<keyof CallRequest, 'caller'>>): Promise<Export> {
     return this.executor.export(call, {
       format: request.format,
       signal: request.signal,

@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { createWriteStream, renameSync, rmSync, type WriteStream } from 'node:fs';
-import { basename } from 'node:path';
+import { basename, dirname } from 'node:path';
 import { exportFormat, EXPORT_FORMATS, type ExportProgress } from '../calls/export.js';
 import { InputError, WarehouseError } from '../errors.js';
 import { errnoText } from '../errno.js';
@@ -35,25 +35,17 @@ export async function exportCommand(lib: Savedq, options: ExportCommandOptions, 
   if (toTerminal && EXPORT_FORMATS[format].binary) {
     throw new InputError(`${format} is a binary format: give -o FILE or redirect standard output (savedq export … -f ${format} > out.${EXPORT_FORMATS[format].extension}).`);
   }
-  const params = parsePairs(options.params);
+  // The call is checked first, then the file opened, before the query runs: a bad parameter or a path
+  // that cannot be written is said at once, and leaves nothing behind.
+  const call = await lib.prepare({ nameOrId: options.nameOrId, params: parsePairs(options.params), at: options.at, sql: options.sql });
   const partial = options.output === undefined ? undefined : `${options.output}.partial`;
-  // The file is opened before the query runs: a path that cannot be written is said at once.
   const file = partial === undefined ? undefined : await openPartial(partial);
   const out: OutStream = file ?? io.stdout;
   const shown = progress(io, options);
   const startedAt = Date.now();
   let exported: ExportProgress;
   try {
-    const answer = await lib.export({
-      nameOrId: options.nameOrId,
-      params,
-      at: options.at,
-      sql: options.sql,
-      format,
-      signal: options.signal,
-      terminal: toTerminal,
-      csvRaw: options.csvRaw,
-    });
+    const answer = await lib.exportPrepared(call, { format, signal: options.signal, terminal: toTerminal, csvRaw: options.csvRaw });
     for await (const bytes of answer.bytes) {
       if (!(await writeOut(out, bytes))) {
         // The reader has gone (`| head`): not an error, the end of the output; the query is stopped.
@@ -101,7 +93,8 @@ async function openPartial(path: string): Promise<WriteStream> {
   try {
     await once(file, 'open');
   } catch (err) {
-    throw new InputError(`cannot write ${path}: ${errnoText(err, 'file')}.`);
+    const missing = (err as NodeJS.ErrnoException).code === 'ENOENT';
+    throw new InputError(`cannot write ${path}: ${missing ? `there is no folder ${dirname(path)}` : errnoText(err, 'file')}.`);
   }
   return file;
 }

@@ -166,6 +166,12 @@ describe('savedq export', () => {
     expect(failed.stderr).not.toMatch(/\n\s+at /);
     expect(existsSync(out('late.ndjson'))).toBe(false);
     expect(existsSync(out('late.ndjson.partial'))).toBe(false);
+    // A bad call is said before any file is made; a folder that is not there, before the query runs.
+    const missing = await cli(['export', 'every', '-o', out('missing.ndjson')], { env });
+    expect([missing.code, missing.stderr]).toEqual([2, "savedq: missing parameter 'project' for every: a non-empty string.\n"]);
+    expect(existsSync(out('missing.ndjson.partial'))).toBe(false);
+    const nowhere = await cli(['export', 'every', '-p', 'project=p', '-o', out('no/such/x.ndjson')], { env });
+    expect([nowhere.code, nowhere.stderr]).toEqual([2, `savedq: cannot write ${out('no/such/x.ndjson.partial')}: there is no folder ${out('no/such')}.\n`]);
   }, LONG_TEST_MS);
 
   it('stops at its time limit, and on Ctrl-C (SIGINT) with no file left, partial or whole', async () => {
