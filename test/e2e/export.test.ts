@@ -315,6 +315,14 @@ describe('an export from a server warehouse', () => {
     await expect(answer.text()).rejects.toThrow(/terminated/);
     serve.child.kill('SIGTERM');
     await serve.exited;
+    // An error the host writes at the end of a 200 answer, plainly or tagged (ClickHouse 25.11): the
+    // engine's error, never rows.
+    for (const fault of ['exception', 'exception-tagged'] as const) {
+      await host.fault(fault);
+      const failed = await cli(['export', 'numbers', '-p', 'n=200000', '-o', out(`${fault}.ndjson`)], { env: serverEnv() });
+      expect([failed.code, failed.stderr]).toEqual([1, expect.stringMatching(/Memory limit/)]);
+      expect(existsSync(out(`${fault}.ndjson`))).toBe(false);
+    }
     await host.fault('none');
   }, LONG_TEST_MS);
 });
