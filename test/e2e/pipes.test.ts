@@ -104,9 +104,13 @@ def waiting_on_pipe():
   fcntl.ioctl(r, termios.FIONREAD, held)
   with open('/proc/%d/wchan' % child.pid) as f:
     return held[0] > 0 and 'epoll' in f.read()
-while child.poll() is None and time.monotonic() < deadline and not waiting_on_pipe():
+# Seen once is enough: its main thread wakes now and then (a timer), and a second look may catch it so.
+waited = False
+while child.poll() is None and time.monotonic() < deadline:
+  if waiting_on_pipe():
+    waited = True
+    break
   time.sleep(0.01)
-waited = child.poll() is None and waiting_on_pipe()
 data = b''
 while True:
   chunk = os.read(r, 1 << 16)
