@@ -99,9 +99,9 @@ async function openPartial(path: string): Promise<WriteStream> {
   return file;
 }
 
-/** A file's last bytes on its disk. */
+/** A file ended and closed: its last bytes written (not synced to the disk). */
 async function closed(file: WriteStream): Promise<void> {
   file.end();
-  await once(file, 'finish');
-  await new Promise<void>((resolve, reject) => file.close((err) => (err ? reject(err) : resolve())));
+  // Closed once its last bytes are written (autoClose); a failed write is the 'error' once rejects with.
+  await once(file, 'close');
 }

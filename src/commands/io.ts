@@ -2,6 +2,7 @@ import type { Readable, Writable } from 'node:stream';
 import type { Row } from '../queries/types.js';
 import type { Log } from '../report.js';
 import { resolveColor, resolveTableWidth } from '../config.js';
+import { drained } from '../drain.js';
 import { chooseFormat, fieldsOfRows, render, type Format, type TableField } from '../output/index.js';
 
 /** A writable stream that may be a terminal. */
@@ -110,18 +111,5 @@ export async function writeRows(
  */
 export function writeOut(stream: OutStream, text: string | Uint8Array): Promise<boolean> {
   if (stream.destroyed || stream.writableEnded) return Promise.resolve(false);
-  if (stream.write(text)) return Promise.resolve(true);
-  return new Promise((resolve) => {
-    const done = (ok: boolean) => () => {
-      stream.off('drain', drained);
-      stream.off('close', closed);
-      stream.off('error', closed);
-      resolve(ok);
-    };
-    const drained = done(true);
-    const closed = done(false);
-    stream.once('drain', drained);
-    stream.once('close', closed);
-    stream.once('error', closed);
-  });
+  return stream.write(text) ? Promise.resolve(true) : drained(stream);
 }

@@ -3,6 +3,7 @@ import type { Caller } from '../access/index.js';
 import { ForbiddenError, InputError, OverloadedError } from '../errors.js';
 import type { Savedq } from '../library.js';
 import type { Log } from '../report.js';
+import { drained } from '../drain.js';
 import type { Metrics } from './metrics.js';
 import { EXPORT_PREFIX } from './paths.js';
 import { decode, parseQueryString, postedCall, splitSql, traceOf, type TakeCall } from './query-route.js';
@@ -83,8 +84,7 @@ export class ExportRoute implements Route {
     let outcome: 'whole' | 'failed' | 'stopped' = 'whole';
     try {
       for await (const bytes of exported.bytes) {
-        if (!res.write(bytes)) await drained(res);
-        if (res.destroyed) {
+        if ((!res.write(bytes) && !(await drained(res))) || res.destroyed) {
           outcome = 'stopped';
           break;
         }
@@ -100,17 +100,4 @@ export class ExportRoute implements Route {
     this.metrics.exported(name, exported.format, outcome, rows, bytes);
     return { what: name };
   }
-}
-
-/** Resolves when the response takes more, or has gone. */
-function drained(res: RouteRequest['res']): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      res.off('drain', done);
-      res.off('close', done);
-      resolve();
-    };
-    res.on('drain', done);
-    res.on('close', done);
-  });
 }

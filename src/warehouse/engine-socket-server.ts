@@ -2,6 +2,7 @@ import { rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { InterruptedError, WarehouseError } from '../errors.js';
 import { nodeCrypto } from '../lazy.js';
+import { drained } from '../drain.js';
 import { readFrames, writeFrame } from './frames.js';
 import { atSocket, OPERATIONS, socketPath, toWire, type Answer, type Operation, type Request } from './engine-socket.js';
 import type { ChunkStream, LinesFormat, StagedLines, StatementKind, Statements, StreamFormat } from './types.js';
@@ -199,17 +200,7 @@ export class EngineSocketServer {
       for await (const chunk of stream) {
         if (socket.destroyed) return;
         const more = { id: request.id, more: true, ...(chunk.rows !== undefined ? { rows: chunk.rows } : {}) } satisfies Answer;
-        if (!writeFrame(socket, more, Buffer.from(chunk.bytes.buffer, chunk.bytes.byteOffset, chunk.bytes.byteLength))) {
-          await new Promise<void>((resolve) => {
-            const done = () => {
-              socket.off('drain', done);
-              socket.off('close', done);
-              resolve();
-            };
-            socket.on('drain', done);
-            socket.on('close', done);
-          });
-        }
+        if (!writeFrame(socket, more, Buffer.from(chunk.bytes.buffer, chunk.bytes.byteOffset, chunk.bytes.byteLength))) await drained(socket);
         if (stop.aborted) return;
       }
       if (!socket.destroyed) writeFrame(socket, { id: request.id } satisfies Answer);

@@ -30,60 +30,27 @@ export async function firstRead(parts: AsyncIterator<StreamChunk>): Promise<Chun
 
 /**
  * A stream that tells `onEnd` once when its iteration ends: read whole (no error), failed (the
- * error), or left early (no error, `early` true). What it wraps is left the same way.
+ * error), or left early (no error, `early` true). Leaving it early leaves what it wraps (`for await`
+ * closes the iterator it reads).
  */
-export function whenEnded(stream: ChunkStream, onEnd: (outcome: { error?: unknown; early: boolean }) => void): ChunkStream {
-  let ended = false;
-  const end = (outcome: { error?: unknown; early: boolean }) => {
-    if (ended) return;
-    ended = true;
+export async function* whenEnded(stream: ChunkStream, onEnd: (outcome: { error?: unknown; early: boolean }) => void): ChunkStream {
+  let outcome: { error?: unknown; early: boolean } = { early: true };
+  try {
+    for await (const part of stream) yield part;
+    outcome = { early: false };
+  } catch (error) {
+    outcome = { error, early: false };
+    throw error;
+  } finally {
     onEnd(outcome);
-  };
-  return {
-    [Symbol.asyncIterator]: (): AsyncIterator<StreamChunk> => {
-      const parts = stream[Symbol.asyncIterator]();
-      return {
-        next: async () => {
-          try {
-            const part = await parts.next();
-            if (part.done === true) end({ early: false });
-            return part;
-          } catch (error) {
-            end({ error, early: false });
-            throw error;
-          }
-        },
-        return: async (value?: unknown) => {
-          try {
-            await parts.return?.(value);
-          } finally {
-            end({ early: true });
-          }
-          return { done: true, value: undefined };
-        },
-      };
-    },
-  };
+  }
 }
 
 /** A stream whose failures, after its first part too, are what `convert` makes of them (a savedq error). */
-export function failingAs(stream: ChunkStream, convert: (err: unknown) => unknown): ChunkStream {
-  return {
-    [Symbol.asyncIterator]: (): AsyncIterator<StreamChunk> => {
-      const parts = stream[Symbol.asyncIterator]();
-      return {
-        next: async () => {
-          try {
-            return await parts.next();
-          } catch (err) {
-            throw convert(err);
-          }
-        },
-        return: async (value?: unknown) => {
-          await parts.return?.(value);
-          return { done: true, value: undefined };
-        },
-      };
-    },
-  };
+export async function* failingAs(stream: ChunkStream, convert: (err: unknown) => unknown): ChunkStream {
+  try {
+    yield* stream;
+  } catch (err) {
+    throw convert(err);
+  }
 }
