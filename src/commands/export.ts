@@ -7,7 +7,7 @@ import { errnoText } from '../errno.js';
 import type { Savedq } from '../library.js';
 import { parsePairs } from '../queries/params.js';
 import type { AsOf } from '../time.js';
-import { grouped } from '../words.js';
+import { bytesText, grouped } from '../words.js';
 import { progress } from './progress.js';
 import { checkInterrupted, writeOut, type CommonOptions, type Io, type OutStream } from './io.js';
 
@@ -75,9 +75,9 @@ export async function exportCommand(lib: Savedq, options: ExportCommandOptions, 
   }
 }
 
-/** `12,345 rows, 3.4 MB`: what was written (a server's Parquet and Arrow do not count their rows). */
+/** `12,345 rows, 3.4 MB` (bytes in words.ts's units, as run's --stats): what was written (a server's Parquet and Arrow do not count their rows). */
 function exportedText({ rows, bytes }: ExportProgress): string {
-  return `${rows === undefined ? '' : `${grouped(rows, 'row')}, `}${(bytes / 1e6).toFixed(1)} MB`;
+  return `${rows === undefined ? '' : `${grouped(rows, 'row')}, `}${bytesText(bytes)}`;
 }
 
 /** "exporting: 1,234,567 rows, 61.2 MB, 401,234 rows/s" */

@@ -1,4 +1,4 @@
-import { grouped } from '../words.js';
+import { bytesText, grouped } from '../words.js';
 import { ageSeconds, fromCache } from '../calls/answer.js';
 import type { AsOf } from '../time.js';
 import type { CacheMode, RunResult, Savedq } from '../library.js';
@@ -86,18 +86,6 @@ export function statsLine(result: RunResult, now: number): string {
     `${elapsed.toFixed(3)} s`,
     `read ${grouped(rows_read, 'row')}, ${bytesText(bytes_read)}`,
   ].join(' · ');
-}
-
-/** Bytes as a person reads them: 512 B, 12.3 kB, 61.2 MB, 1.4 GB (powers of 1000, as the engine's own summaries). */
-function bytesText(bytes: number): string {
-  const units = ['B', 'kB', 'MB', 'GB', 'TB'];
-  let value = bytes;
-  let unit = 0;
-  while (value >= 1000 && unit < units.length - 1) {
-    value /= 1000;
-    unit += 1;
-  }
-  return unit === 0 ? `${value} B` : `${value.toFixed(1)} ${units[unit]}`;
 }
 
 /** A word as a shell reads it back: as it is when it holds nothing a shell treats specially, else in single quotes. */

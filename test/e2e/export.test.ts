@@ -212,7 +212,7 @@ describe('savedq export', () => {
     expect(refused.stdout).toMatch(/parquet is a binary format: give -o FILE or redirect standard output/);
     const written = await inTerminal(['export', 'every', '-p', 'project=p', '-f', 'parquet', '-o', out('tty.parquet')], { env });
     expect(written.code, written.stdout).toBe(0);
-    expect(written.stdout).toMatch(/wrote tty\.parquet: 40 rows, [\d.]+ MB \(parquet\) in [\d.]+ s/);
+    expect(written.stdout).toMatch(/wrote tty\.parquet: 40 rows, [\d.]+ kB \(parquet\) in [\d.]+ s/);
   }, LONG_TEST_MS);
 });
 
