@@ -963,7 +963,7 @@ async function warehouseFigures() {
 }
 
 /**
- * Exports (CONTRACT §19): rows a second of `savedq export` to a file, NDJSON and Parquet, against the
+ * Exports (CONTRACT §19): rows a second of `savedq export` to a file, NDJSON, Parquet and Arrow, against the
  * engine's own writer of the same statement into a file (a process that opens the engine on the same
  * data directory and runs SELECT … INTO OUTFILE … FORMAT), whole processes both; and the export's peak
  * memory for 1 M and 4 M rows.
@@ -981,7 +981,7 @@ async function exportFigures() {
   const file = (format) => join(work, `export.${format}`);
   const ours = (format, n) => timed('node', [BIN, '--timeout', '600', 'export', 'every', '-p', `n=${n}`, '-f', format, '-o', file(format), '-q'], env);
   // The engine's own writer: the same statement (its settings as savedq sends them), into a file.
-  const engineFormats = { ndjson: 'JSONEachRow', parquet: 'Parquet' };
+  const engineFormats = { ndjson: 'JSONEachRow', parquet: 'Parquet', arrow: 'ArrowStream' };
   const reference = join(work, 'engine-writer.cjs');
   writeFileSync(
     reference,
@@ -989,18 +989,18 @@ async function exportFigures() {
 const [dataDir, format, out, n] = process.argv.slice(2);
 require('fs').rmSync(out, { force: true });
 const s = new Session(dataDir);
-s.query(\`${sql.replace('@n', '${Number(n)}')} INTO OUTFILE '\${out}' FORMAT \${format} SETTINGS date_time_output_format = 'iso', output_format_json_quote_64bit_integers = 0, output_format_parquet_string_as_string = 1, readonly = 2\`, 'CSV');
+s.query(\`${sql.replace('@n', '${Number(n)}')} INTO OUTFILE '\${out}' FORMAT \${format} SETTINGS date_time_output_format = 'iso', output_format_json_quote_64bit_integers = 0, output_format_parquet_string_as_string = 1, output_format_parquet_row_group_size = 122880, output_format_parquet_row_group_size_bytes = 33554432, output_format_parquet_parallel_encoding = 0, output_format_arrow_string_as_string = 1, output_format_arrow_compression_method = 'none', readonly = 2\`, 'CSV');
 s.close();
 `,
   );
   const engine = (format, n) => timed('node', [reference, dataDir, engineFormats[format], file(`${format}.engine`), String(n)]);
   const million = 1_000_000;
-  for (const format of ['ndjson', 'parquet']) {
+  for (const format of ['ndjson', 'parquet', 'arrow']) {
     const [a, b] = sideBySide(() => ours(format, million).ms, () => engine(format, million).ms);
     if (!(statSync(file(format)).size > 0 && statSync(file(`${format}.engine`)).size > 0)) throw new Error(`the ${format} export wrote nothing`);
     figure(`export of 1 M rows as ${format}, rows a second, against the engine's own writer into a file (whole process)`, million / (a / 1000), million / (b / 1000), 'rows/s', '>= 0.8');
   }
-  for (const format of ['ndjson', 'parquet']) {
+  for (const format of ['ndjson', 'parquet', 'arrow']) {
     const [one, four] = sideBySide(() => ours(format, million).rssMb, () => ours(format, 4 * million).rssMb, 3);
     figure(`export's peak memory as ${format}, 4 M rows against 1 M (flat: the same within 20 %)`, four, one, 'MB', '<= 1.2');
   }

@@ -231,6 +231,7 @@ export class Savedq {
       tags: { caller: request.caller?.name, requestId: request.requestId, trace: request.trace },
       terminal: request.terminal,
       csvRaw: request.csvRaw,
+      file: request.file,
     });
   }
 

@@ -40,6 +40,11 @@ export interface ExportOptions {
   readonly terminal?: boolean | undefined;
   /** CSV: text as it is, formulas included. */
   readonly csvRaw?: boolean | undefined;
+  /**
+   * The file made for the export (`-o`'s partial): a warehouse that writes an answer into a file itself
+   * (the embedded engine's Parquet and Arrow) writes it there, sparing a copy of every byte.
+   */
+  readonly file?: string | undefined;
 }
 
 /** How far an export has got. */
@@ -87,6 +92,7 @@ export async function startExport(executor: CallExecutor, executorParts: Executo
       sandboxMaxMemoryBytes: executorParts.sandboxMaxMemoryBytes,
       tags: options.tags,
       format: EXPORT_FORMATS[options.format].engine,
+      file: options.file,
     });
   } catch (err) {
     clearTimeout(timer);
@@ -112,8 +118,8 @@ export async function startExport(executor: CallExecutor, executorParts: Executo
         }
         const counted = chunk.rows ?? (passThrough ? linesIn(chunk.bytes) : undefined);
         rows = rows === undefined || counted === undefined ? undefined : rows + counted;
-        bytes += chunk.bytes.length;
-        yield chunk.bytes;
+        bytes += chunk.bytes.length + (chunk.inFile ?? 0);
+        if (chunk.bytes.length > 0) yield chunk.bytes;
       }
       signal.throwIfAborted();
       const last = text?.end();

@@ -45,7 +45,7 @@ export async function exportCommand(lib: Savedq, options: ExportCommandOptions, 
   const startedAt = Date.now();
   let exported: ExportProgress;
   try {
-    const answer = await lib.exportPrepared(call, { format, signal: options.signal, terminal: toTerminal, csvRaw: options.csvRaw });
+    const answer = await lib.exportPrepared(call, { format, signal: options.signal, terminal: toTerminal, csvRaw: options.csvRaw, file: partial });
     for await (const bytes of answer.bytes) {
       if (!(await writeOut(out, bytes))) {
         // The reader has gone (`| head`): not an error, the end of the output; the query is stopped.

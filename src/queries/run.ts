@@ -187,6 +187,13 @@ const EXPORT_FORMAT_SETTINGS: ClickHouseSettings = {
   output_format_parquet_string_as_string: 1,
   output_format_arrow_string_as_string: 1,
   output_format_arrow_compression_method: 'none',
+  // Parquet's writer holds a row group whole until it is written (a million rows, 512 MiB, by default),
+  // and encodes several at once: groups of DuckDB's size, encoded one at a time, keep an export's memory
+  // flat (4 M rows of 110 bytes: 1.2 GB with the defaults, about what 250 k rows take with these) at
+  // about the same speed.
+  output_format_parquet_row_group_size: '122880',
+  output_format_parquet_row_group_size_bytes: String(32 * 1024 * 1024),
+  output_format_parquet_parallel_encoding: 0,
 };
 
 /**
@@ -195,7 +202,7 @@ const EXPORT_FORMAT_SETTINGS: ClickHouseSettings = {
  * limit, the query's own LIMIT aside. Fails as a run fails when the engine refuses it before its
  * first part; a failure after that is the stream's.
  */
-export async function exportQuery(warehouse: Warehouse, query: SavedQuery, params: NormalisedParams, options: ExecuteOptions & { readonly format: StreamFormat }): Promise<ChunkStream> {
+export async function exportQuery(warehouse: Warehouse, query: SavedQuery, params: NormalisedParams, options: ExecuteOptions & { readonly format: StreamFormat; readonly file?: string | undefined }): Promise<ChunkStream> {
   const sandboxed = options.sql !== undefined;
   const settings = sandboxed ? sandboxSettings(query, options.timeoutSeconds, options.sandboxMaxMemoryBytes ?? MAX_MEMORY_BYTES, options.tags) : querySettings(query, options.timeoutSeconds, options.tags);
   delete settings.limit; // the whole answer: no row cap
@@ -209,6 +216,7 @@ export async function exportQuery(warehouse: Warehouse, query: SavedQuery, param
       signal: options.signal,
       headers: options.tags?.trace,
       format: options.format,
+      file: options.file,
     });
   } catch (err) {
     throw runFailure(err, warehouse, query, params, sandboxed);

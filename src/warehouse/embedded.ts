@@ -1,13 +1,14 @@
 // fs.promises, read where it is used: Node loads it then, when a load stages its lines, not as every run starts.
-import { accessSync, constants, existsSync, promises as fsPromises, readdirSync, rmSync, statSync } from 'node:fs';
+import { accessSync, constants, createReadStream, existsSync, promises as fsPromises, readdirSync, rmSync, statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
+import type { ClickHouseClient } from '@clickhouse/client';
 import { errnoText } from '../errno.js';
 import { InputError, WarehouseError } from '../errors.js';
 import { inDirectory, makeDirectory, ownDirectory } from '../fs.js';
 import { nodeCrypto } from '../lazy.js';
 import { loadClient } from './load-client.js';
-import { BASE_SETTINGS, clientRun, settingsClause } from './client.js';
+import { BASE_SETTINGS, clientRun, quoteText, settingsClause } from './client.js';
 import { toWarehouseError } from './errors.js';
 import { engaged, inLane } from './lane.js';
 import { failingAs, firstRead, whenEnded } from './streams.js';
@@ -15,7 +16,7 @@ import { GENERATION_FILE } from './generation.js';
 import { connectToServe, SOCKET, socketPath } from './engine-socket.js';
 import { stagedSource } from './staging.js';
 import { LOCK_FILE, lockDataDir, OWNER_FILE, StopWaiting } from './lock.js';
-import type { Answers, StagedLines, Statement, Statements } from './types.js';
+import type { Answers, StagedLines, Statement, Statements, StreamChunk, StreamFormat } from './types.js';
 
 /** What the embedded engine needs: its data directory, and how long to wait for another process to let go of it. */
 export interface EmbeddedOptions {
@@ -185,7 +186,11 @@ async function openEngine(options: EmbeddedOptions, stopIf: (() => boolean) | un
     return inLane({
       location,
       embedded: true,
-      run: (kind, statement) => (kind === 'stream' ? (engineStream(dataDir, statement, location) as Promise<Answers[typeof kind]>) : run(kind, statement)),
+      run: (kind, statement) => {
+        if (kind !== 'stream') return run(kind, statement);
+        const answer = statement.format === undefined || statement.format === 'JSONEachRow' ? engineStream(dataDir, statement, location) : engineFile(dataDir, client, statement, location);
+        return answer as Promise<Answers[typeof kind]>;
+      },
       stage: (lines) => stageFiles(join(dataDir, STAGING_DIR), lines, run, location),
       async close() {
         await client.close().finally(release);
@@ -226,6 +231,94 @@ async function engineStream(dataDir: string, statement: Statement, location: str
     session?.close();
     release();
     throw fail(err);
+  }
+}
+
+/** The file name each binary format is written under while it is made. */
+const FILE_EXTENSIONS: Readonly<Record<Exclude<StreamFormat, 'JSONEachRow'>, string>> = { Parquet: 'parquet', ArrowStream: 'arrows' };
+
+/**
+ * A query's answer in a binary format (Parquet, the Arrow stream), written whole by the engine's own
+ * writer into a file (`INTO OUTFILE`): the one the statement names (an export's `-o`), else one of the
+ * staging folder, read from there as the output takes it, and removed. chdb's streaming query formats
+ * each of its parts as a file of its own (a Parquet file, an Arrow stream, each with its own header and
+ * footer), which joined end to end are no file any reader takes past the first part; the engine's
+ * writer given the whole answer makes one. The file is written in the engine's turn as any statement
+ * is, not streamed to the reader as it is made: a reader's pace then never holds the engine (a
+ * statement with parameters holds every other one of the process until it ends: chdb runs them one at
+ * a time). A caller that stops waiting (Ctrl-C, the time limit, a client gone) has the statement
+ * stopped with KILL QUERY.
+ */
+async function engineFile(dataDir: string, client: ClickHouseClient, statement: Statement, location: string): Promise<Answers['stream']> {
+  const format = statement.format as keyof typeof FILE_EXTENSIONS;
+  const dir = join(dataDir, STAGING_DIR);
+  const marker = nodeCrypto().randomUUID();
+  // Beside the caller's file (which the caller made, and removes if this fails), renamed over it once
+  // whole; the marker in its name is how KILL QUERY finds the statement.
+  const path = statement.file !== undefined ? `${statement.file}.${marker}` : join(dir, `${process.pid}-${marker}.${FILE_EXTENSIONS[format]}`);
+  const removeMade = () => fsPromises.rm(path, { force: true });
+  const why = (err: unknown) => toWarehouseError(statement.signal?.aborted ? statement.signal.reason : err, location);
+  const stop = () => void killQuery(dataDir, marker);
+  statement.signal?.addEventListener('abort', stop, { once: true });
+  let rows: number;
+  try {
+    statement.signal?.throwIfAborted();
+    if (statement.file === undefined) makeDirectory(dir);
+    const { summary } = await client.command({
+      query: `${statement.sql}\nINTO OUTFILE ${quoteText(path)} FORMAT ${format}${settingsClause(statement.settings)}`,
+      query_params: { ...statement.params },
+    });
+    // chdb counts an answer's rows as the rows it read.
+    rows = Number(summary?.result_rows ?? 0);
+    statement.signal?.throwIfAborted();
+    if (statement.file !== undefined) await fsPromises.rename(path, statement.file);
+  } catch (err) {
+    await removeMade();
+    throw why(err);
+  } finally {
+    statement.signal?.removeEventListener('abort', stop);
+  }
+  const inFile = statement.file === undefined ? undefined : (await fsPromises.stat(statement.file)).size;
+  async function* parts(): AsyncGenerator<StreamChunk> {
+    if (inFile !== undefined) {
+      yield { bytes: new Uint8Array(0), rows, inFile };
+      return;
+    }
+    try {
+      let first = true;
+      for await (const bytes of createReadStream(path, { highWaterMark: FILE_PART_BYTES, signal: statement.signal })) {
+        // The rows are all in the file: the first part says how many.
+        yield { bytes: bytes as Buffer, rows: first ? rows : 0 };
+        first = false;
+      }
+    } finally {
+      await removeMade();
+    }
+  }
+  return failingAs(await firstRead(parts()), why);
+}
+
+/** The size of the parts a made file is read in. */
+const FILE_PART_BYTES = 1024 * 1024;
+
+/**
+ * Stops the engine's statement whose text holds `marker` (in the name of engineFile's file), from a connection
+ * of its own. The marker is a UUID savedq made, written into the text: bound as a parameter, this
+ * statement would wait for the one it stops (chdb runs statements with parameters one at a time).
+ * Best effort: a statement that has ended meanwhile is no longer there to stop.
+ */
+async function killQuery(dataDir: string, marker: string): Promise<void> {
+  if (!/^[0-9a-f-]{36}$/.test(marker)) return;
+  const { Session } = await import('chdb');
+  let session: InstanceType<typeof Session> | undefined;
+  try {
+    session = startedInside(dataDir, () => new Session(dataDir));
+    // Its own statement is in the process list too, holding the marker: queryID() leaves it out.
+    await session.queryAsync(`KILL QUERY WHERE position(query, '${marker}') > 0 AND query_id != queryID() ASYNC`, { format: 'TabSeparated' });
+  } catch {
+    // The statement ends at its time limit anyway.
+  } finally {
+    session?.close();
   }
 }
 

@@ -75,6 +75,8 @@ export interface StreamChunk {
   readonly bytes: Uint8Array;
   /** Rows in these bytes (the embedded engine says; a server's binary formats do not: undefined). */
   readonly rows?: number | undefined;
+  /** Bytes the warehouse wrote into the statement's file itself (Statement.file), beside these. */
+  readonly inFile?: number | undefined;
 }
 
 /**
@@ -106,6 +108,12 @@ export interface Statement {
   readonly requestSettings?: ClickHouseSettings | undefined;
   /** The format a `stream` statement's answer is written in (default JSONEachRow). */
   readonly format?: StreamFormat | undefined;
+  /**
+   * A file made for a `stream` statement's answer (an export's `-o`), which a warehouse that writes its
+   * answers into files itself (the embedded engine's binary formats) writes into: no bytes of it then
+   * pass through savedq (StreamChunk.inFile says how many were written there).
+   */
+  readonly file?: string | undefined;
 }
 
 /** One host of a server warehouse, as /health and `savedq status` show it. */

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { tableFromIPC } from 'apache-arrow';
@@ -56,6 +56,8 @@ beforeAll(async () => {
   );
   // Many rows, and a query that fails after its first part is out.
   writeFileSync(join(queries, 'numbers.sql'), QUERY('params:\n  n: { type: integer, default: 1000 }\nmax_rows: 10\n', "SELECT number AS n, repeat('x', 100) AS pad FROM numbers(@n)"));
+  // A million rows of the types a copy carries: many parts of the engine's answer.
+  writeFileSync(join(queries, 'million.sql'), QUERY('params:\n  n: { type: integer, default: 1000000 }\nmax_rows: 10\n', "SELECT number AS n, toString(number * 7) AS s, toDateTime64(1700000000 + number, 6, 'UTC') AS t FROM numbers(@n)"));
   writeFileSync(join(queries, 'fails-late.sql'), QUERY('max_rows: 10\n', 'SELECT number AS n, throwIf(number = 300000, \'stopped half-way\') AS t FROM numbers(1000000)'));
   writeFileSync(join(queries, 'slow.sql'), QUERY('max_rows: 10\n', 'SELECT sum(number) AS s FROM numbers(100000000000)'));
   writeFileSync(join(dir, 'events.ndjson'), `${events()}\n`);
@@ -120,6 +122,41 @@ describe('savedq export', () => {
       const message = (c.event_message as string).startsWith("''") ? (c.event_message as string).slice(1) : c.event_message;
       expect({ id: c.id, micros: micros(c.timestamp as string), message, metadata: JSON.parse(c.metadata as string) as unknown, big: BigInt(c.big as string), small: BigInt(c.small as string) }).toEqual(values);
     });
+  }, LONG_TEST_MS);
+
+  it('writes a million rows as one Parquet file and one Arrow stream, each read whole by DuckDB and Apache Arrow: the count and sum of the NDJSON export', async () => {
+    for (const format of ['ndjson', 'parquet', 'arrow']) {
+      const done = await cli(['export', 'million', '-f', format, '-o', out(`million.${format}`)], { env });
+      expect(done.code, done.stderr).toBe(0);
+    }
+    const lines = readFileSync(out('million.ndjson'), 'utf8').trimEnd().split('\n');
+    const fromNdjson = { count: lines.length, sum: lines.reduce((sum, line) => sum + BigInt((JSON.parse(line) as { n: number }).n), 0n) };
+    expect(fromNdjson).toEqual({ count: 1_000_000, sum: 499_999_500_000n });
+    // One file: Parquet's magic at its start and its end, and nowhere else.
+    const parquetBytes = readFileSync(out('million.parquet'));
+    expect(parquetBytes.toString('latin1').split('PAR1')).toHaveLength(3);
+    const parquet = (await duck.runAndReadAll(`SELECT count(*) AS count, sum(n) AS sum, max(t) = TIMESTAMPTZ '2023-11-26 11:59:59+00' AS last FROM read_parquet('${out('million.parquet')}')`)).getRowObjects()[0];
+    expect(parquet).toEqual({ count: BigInt(fromNdjson.count), sum: fromNdjson.sum, last: true });
+    // One Arrow stream, read to its end by Apache Arrow: every batch, one schema.
+    const arrow = tableFromIPC(readFileSync(out('million.arrow')));
+    const ns = arrow.getChild('n');
+    let arrowSum = 0n;
+    for (const data of ns?.data ?? []) for (const value of data.values as BigUint64Array) arrowSum += value;
+    expect({ count: arrow.numRows, sum: arrowSum }).toEqual(fromNdjson);
+    // Serve's route gives the same file.
+    const serve = await startServe({ ...env, SAVEDQ_API_KEYS: 'key' });
+    try {
+      for (const format of ['parquet', 'arrow']) {
+        const answer = await fetch(`${serve.url}/api/endpoints/export/million?format=${format}`, { headers: { 'X-API-KEY': 'key' } });
+        expect(answer.status).toBe(200);
+        writeFileSync(out(`http-million.${format}`), Buffer.from(await answer.arrayBuffer()));
+      }
+    } finally {
+      serve.child.kill('SIGTERM');
+      await serve.exited;
+    }
+    expect((await duck.runAndReadAll(`SELECT count(*) AS count, sum(n) AS sum FROM read_parquet('${out('http-million.parquet')}')`)).getRowObjects()[0]).toEqual({ count: 1_000_000n, sum: fromNdjson.sum });
+    expect(tableFromIPC(readFileSync(out('http-million.arrow'))).numRows).toBe(1_000_000);
   }, LONG_TEST_MS);
 
   it('streams NDJSON and CSV as run writes them, and your own SQL over the answer through the same door', async () => {
@@ -187,23 +224,42 @@ describe('savedq export', () => {
     expect(code, stderr).toBe(130);
     expect(existsSync(out('many.ndjson.partial'))).toBe(false);
     expect(existsSync(out('many.ndjson'))).toBe(false);
+    // A binary format, which the engine writes whole itself (beside -o's file, then over it; to a file of
+    // its data directory, then read, for standard output): stopped while the engine writes it (a billion
+    // rows would take minutes), and nothing of it left anywhere.
+    const staging = join(env.SAVEDQ_DATA_DIR, 'savedq-load');
+    const slowParquet = await cli(['--timeout', '1', 'export', 'slow', '-f', 'parquet', '-o', out('slow.parquet')], { env });
+    expect([slowParquet.code, slowParquet.stderr]).toEqual([1, expect.stringMatching(/time limit of 1 s/)]);
+    const made = (folder: string, start: string) => (existsSync(folder) ? readdirSync(folder).filter((name) => name.startsWith(start)) : []);
+    const toFile = startCli(['export', 'numbers', '-p', 'n=1000000000', '-f', 'arrow', '-o', out('many.arrow')], { env });
+    await eventually('the engine to write the Arrow stream', () => made(dir, 'many.arrow.partial.').some((name) => statSync(join(dir, name)).size > 0));
+    toFile.child.kill('SIGINT');
+    const stopped = await toFile.done;
+    expect(stopped.code, stopped.stderr).toBe(130);
+    const toPipe = startCli(['export', 'numbers', '-p', 'n=1000000000', '-f', 'parquet'], { env });
+    await eventually('the engine to write the Parquet file', () => made(staging, '').some((name) => statSync(join(staging, name)).size > 0));
+    toPipe.child.kill('SIGTERM');
+    expect((await toPipe.done).code).toBe(130);
+    expect([made(dir, 'many.arrow'), made(dir, 'slow.parquet'), made(staging, '')]).toEqual([[], [], []]);
   }, LONG_TEST_MS);
 
-  it.runIf(has.gnuTime)('keeps its memory flat: four times the rows (a million of over 100 bytes) in the same memory, within a fifth', async () => {
+  it.runIf(has.gnuTime)('keeps its memory flat: four times the rows (a million of over 100 bytes) in the same memory, within a fifth, in each format', async () => {
     /** The peak resident memory, in kB, of an export of `n` rows to a file (GNU time's %M). */
-    const peak = async (n: number) => {
-      const measured = await runProgram('/usr/bin/time', ['-f', 'peak %M', process.execPath, join(import.meta.dirname, '../../bin/savedq.js'), 'export', 'numbers', '-p', `n=${n}`, '-o', out(`n${n}.ndjson`)], { env: { ...process.env, ...env }, timeoutMs: LONG_TEST_MS });
+    const peak = async (n: number, format: string) => {
+      const measured = await runProgram('/usr/bin/time', ['-f', 'peak %M', process.execPath, join(import.meta.dirname, '../../bin/savedq.js'), 'export', 'numbers', '-p', `n=${n}`, '-f', format, '-o', out(`n${n}.${format}`)], { env: { ...process.env, ...env }, timeoutMs: LONG_TEST_MS });
       expect(measured.code, measured.stderr).toBe(0);
       return Number(/peak (\d+)/.exec(measured.stderr)?.[1]);
     };
-    const quarter = await peak(250_000);
-    const million = await peak(1_000_000);
-    const bytes = statSync(out('n1000000.ndjson')).size;
-    expect(bytes).toBeGreaterThan(100_000_000);
-    // Within a fifth (the contract's flat): held whole, the answer (over 100 MB, twice over: the engine's
-    // and Node's copy) would be more than a fifth of the 300-odd MB the engine and Node start with.
-    expect(million).toBeLessThan(quarter * 1.2);
-    expect(bytes / 1024).toBeGreaterThan(quarter * 0.2);
+    for (const format of ['ndjson', 'parquet', 'arrow']) {
+      const quarter = await peak(250_000, format);
+      const million = await peak(1_000_000, format);
+      const bytes = statSync(out(`n1000000.${format}`)).size;
+      // Within a fifth (the contract's flat): held whole, the answer (over 100 MB, twice over: the engine's
+      // and Node's copy; Parquet's a million rows in one group) would be more than a fifth of the 300-odd MB
+      // the engine and Node start with.
+      expect(million, format).toBeLessThan(quarter * 1.2);
+      if (format !== 'parquet') expect(bytes / 1024).toBeGreaterThan(quarter * 0.2);
+    }
   }, LONG_TEST_MS);
 
   it.runIf(has.script)('refuses a binary format to a terminal, and shows a file’s progress and what it wrote there', async () => {
