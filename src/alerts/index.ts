@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { basename } from 'node:path';
 import { asOfMicros, type CallRequest, type PreparedCall } from '../calls/prepare.js';
 import type { RunResult } from '../calls/runner.js';
+import { jsonText } from '../json.js';
 import { nodeCrypto } from '../lazy.js';
 import type { DefinitionProblem } from '../queries/definition.js';
 import { paramsText } from '../queries/params.js';
@@ -306,7 +307,7 @@ export class Alerts {
             return;
           }
           const { next, change, evaluation } = evaluated;
-          const payload = evaluation.notification ? JSON.stringify(evaluation.notification) : undefined;
+          const payload = evaluation.notification ? jsonText(evaluation.notification) : undefined;
           await store.decide(next, change, payload ? alert.notify.map((target) => ({ target: JSON.stringify(target), payload })) : [], now);
           evaluations.push(evaluation);
         }

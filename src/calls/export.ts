@@ -1,4 +1,5 @@
 import { InputError, QueryTimeoutError } from '../errors.js';
+import { parseJson } from '../json.js';
 import type { TableField } from '../output/types.js';
 import type { CallTags } from '../queries/run.js';
 import type { Row, SavedQuery } from '../queries/types.js';
@@ -169,7 +170,7 @@ async function textWriter(call: PreparedCall, options: ExportOptions, jsonFields
       rest = Buffer.from(all.subarray(end + 1));
       if (end < 0) return { bytes: Buffer.alloc(0), rows: 0 };
       const rows = all.toString('utf8', 0, end).split('\n').map((line) => {
-        const row = JSON.parse(line) as Row;
+        const row = parseJson(line) as Row;
         for (const name of jsonFields) if (name in row) row[name] = parseJsonField(row[name]);
         return row;
       });

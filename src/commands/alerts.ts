@@ -1,5 +1,6 @@
 import { durationText, stateWord, type AlertState, type CheckReport, type Evaluation, type GoneAlert } from '../alerts/index.js';
 import { AlertsNotOkError, InputError } from '../errors.js';
+import { jsonText } from '../json.js';
 import type { Savedq } from '../library.js';
 import { alertsOf } from '../admin.js';
 import { displayPath, problemText } from '../queries/catalog.js';
@@ -147,7 +148,7 @@ export async function alertsForgetCommand(lib: Savedq, options: CommonOptions & 
 /** `savedq alerts test <name>`: evaluates one alert now and prints the JSON it would send, sending nothing and changing nothing. */
 export async function alertsTestCommand(lib: Savedq, options: CommonOptions & { name: string; at?: AsOf }, io: Io): Promise<Evaluation> {
   const evaluation = await (await alertsOf(lib)).test(options.name, options.at);
-  await writeOut(io.stdout, `${JSON.stringify(evaluation.notification, null, 2)}\n`);
+  await writeOut(io.stdout, `${jsonText(evaluation.notification, 2)}\n`);
   const sends = evaluation.wouldSend
     ? `would send this to ${evaluation.targets.join(', ')}`
     : `a change from ${stateWord(evaluation.oldState)} to ${evaluation.newState} sends nothing; above is what a notification would carry`;

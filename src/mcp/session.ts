@@ -2,6 +2,7 @@ import { basename } from 'node:path';
 import { answerFactsOf } from '../calls/answer.js';
 import type { Caller } from '../access/index.js';
 import { InputError, SandboxRefusedError, SavedqError } from '../errors.js';
+import { forJsonStringify, jsonText } from '../json.js';
 import type { Savedq } from '../library.js';
 import { describeText } from '../output/describe.js';
 import { closest } from '../suggest.js';
@@ -83,7 +84,9 @@ export function mcpServer(sdk: Sdk, session: McpSession): InstanceType<Sdk['Serv
       const run = () => lib.run({ nameOrId: tool.query.id, params: [], arguments: args, sql: sql, caller: session.caller, signal: extra.signal });
       const result = await (session.around ? session.around(run) : run());
       const answer = { rows: result.rows, row_count: result.rows.length, ...answerFactsOf(result, lib.clock()) };
-      return { structuredContent: answer, content: [{ type: 'text' as const, text: JSON.stringify(answer) }] };
+      // Every digit of an integer past 2^53: in the text as savedq writes JSON; in the structured result as
+      // far as the SDK's JSON.stringify can write it (json.ts).
+      return { structuredContent: forJsonStringify(answer) as Record<string, unknown>, content: [{ type: 'text' as const, text: jsonText(answer) }] };
     } catch (err) {
       if (err instanceof SandboxRefusedError) session.refusedSql?.(err);
       return { isError: true, content: [{ type: 'text' as const, text: failure(err, session) }] };

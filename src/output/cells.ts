@@ -9,9 +9,11 @@ export type Shown = 'whole' | 'rounded';
 /**
  * The texts of a column's cells. Instants in UTC to the column's unit (a day, a minute, as given), with
  * their zone; decimals the same in every cell of a column: at most 2 (3 significant digits below 1),
- * and, `rounded`, fewer the larger the numbers (none from 100).
+ * and, `rounded`, fewer the larger the numbers (none from 100). Objects and arrays as `json` writes them
+ * (a terminal's rows may hold a 64-bit integer past 2^53, which JSON.stringify cannot write).
  */
-export function columnTexts(values: readonly unknown[], type: string, shown: Shown, middle?: number): string[] {
+export function columnTexts(values: readonly unknown[], type: string, shown: Shown, middle?: number, json: (value: unknown) => string = JSON.stringify): string[] {
+  const otherText = (value: unknown): string => (value === null || value === undefined ? '' : typeof value === 'object' ? json(value) : String(value));
   if (type === 'timestamp') {
     const isInstant = (v: unknown): v is string => typeof v === 'string' && ISO_INSTANT.test(v);
     const instants = values.filter(isInstant);
@@ -40,7 +42,3 @@ export function middleOf(numbers: readonly number[]): number {
   return Math.abs([...numbers].sort((a, b) => a - b)[Math.floor(numbers.length / 2)] ?? 0);
 }
 
-function otherText(value: unknown): string {
-  if (value === null || value === undefined) return '';
-  return typeof value === 'object' ? JSON.stringify(value) : String(value);
-}

@@ -24,7 +24,9 @@ type Paint = InstanceType<typeof Chalk>;
  * stretched when few, the highest of several buckets a column when many), leaves a gap where a bucket
  * has no row, and labels it.
  */
-export function renderChart(rows: readonly Row[], options: RenderOptions): string {
+export function renderChart(given: readonly Row[], options: RenderOptions): string {
+  // A chart draws a 64-bit integer past 2^53 (a bigint) as near as a double gets.
+  const rows = given.map((row) => (Object.values(row).some((v) => typeof v === 'bigint') ? Object.fromEntries(Object.entries(row).map(([k, v]) => [k, typeof v === 'bigint' ? Number(v) : v])) : row));
   const width = Math.max(options.width ?? 80, 20);
   const paint = new Chalk({ level: options.color ? 1 : 0 });
   const shape = chartShape(rows, options.fields);

@@ -1,4 +1,5 @@
 import { stringify } from 'csv-stringify/sync';
+import { jsonText } from '../json.js';
 import type { Row } from '../queries/types.js';
 import { inBatches, visible, type RenderOptions } from './types.js';
 
@@ -21,7 +22,7 @@ export function* renderCsv(rows: readonly Row[], options: RenderOptions): Genera
       record_delimiter: '\r\n',
       quoted_match: /[\r\n]/,
       escape_formulas: options.csvRaw !== true,
-      cast: { object: (value) => text(JSON.stringify(value)), boolean: (value) => String(value), string: (value) => text(value) },
+      cast: { object: (value) => text(jsonText(value)), boolean: (value) => String(value), string: (value) => text(value) },
     });
     header = false;
   }

@@ -1,12 +1,13 @@
 import { InputError } from '../errors.js';
+import { jsonText } from '../json.js';
 import type { Row } from '../queries/types.js';
 import { FORMATS, inBatches, terminalJson, type Format, type RenderOptions, type Renderer } from './types.js';
 
 export { fieldsOfRows } from './shape.js';
 export { FORMATS, RUN_FORMATS, type Format, type RenderOptions, type TableField } from './types.js';
 
-/** A row's JSON text: on a terminal with DEL and C1 escaped too (JSON.stringify escapes C0). */
-const rowJson = (options: RenderOptions) => (options.terminal === true ? (r: Row) => terminalJson(JSON.stringify(r)) : (r: Row) => JSON.stringify(r));
+/** A row's JSON text (an integer past 2^53 with every digit): on a terminal with DEL and C1 escaped too (JSON.stringify escapes C0). */
+const rowJson = (options: RenderOptions) => (options.terminal === true ? (r: Row) => terminalJson(jsonText(r)) : (r: Row) => jsonText(r));
 
 function* json(rows: readonly Row[], options: RenderOptions): Generator<string> {
   if (rows.length === 0) {

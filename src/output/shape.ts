@@ -21,7 +21,7 @@ const NEEDS = 'a chart needs numbers over a timestamp or date field (a time seri
 const isTimeField = (f: TableField, rows: readonly Row[]) =>
   f.type === 'timestamp' || f.type === 'date' || rows.every((r) => typeof r[f.name] === 'string' && (ISO_INSTANT.test(r[f.name] as string) || ISO_DATE.test(r[f.name] as string)));
 const isNumericField = (f: TableField, rows: readonly Row[]) =>
-  f.type === 'integer' || f.type === 'number' || rows.every((r) => typeof r[f.name] === 'number' || r[f.name] === null);
+  f.type === 'integer' || f.type === 'number' || rows.every((r) => typeof r[f.name] === 'number' || typeof r[f.name] === 'bigint' || r[f.name] === null);
 const distinct = (rows: readonly Row[], name: string) => new Set(rows.map((r) => r[name])).size === rows.length;
 const list = (fields: readonly TableField[]) => fields.map((f) => f.name).join(', ');
 
@@ -55,6 +55,8 @@ export function fieldsOfRows(rows: readonly Row[]): TableField[] {
 
 function typeOfValue(value: unknown): TableField['type'] {
   if (typeof value === 'number') return Number.isInteger(value) ? 'integer' : 'number';
+  // A 64-bit integer past 2^53 (json.ts).
+  if (typeof value === 'bigint') return 'integer';
   if (typeof value === 'string' && ISO_INSTANT.test(value)) return 'timestamp';
   if (typeof value === 'object' && value !== null) return 'object';
   return 'string';

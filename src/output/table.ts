@@ -1,6 +1,7 @@
 import { Chalk } from 'chalk';
 import Table from 'cli-table3';
 import stringWidth from 'string-width';
+import { jsonText } from '../json.js';
 import type { Row } from '../queries/types.js';
 import { columnTexts, middleOf, type Shown } from './cells.js';
 import { visible, type RenderOptions, type TableField } from './types.js';
@@ -28,7 +29,7 @@ function cellTexts(rows: readonly Row[], fields: readonly TableField[], shown: S
   const fractional = new Set(fields.filter((f) => isNumber(f) && rows.some((r) => fraction(r[f.name]))));
   const numbers = [...fractional].flatMap((f) => rows.map((r) => r[f.name]).filter((v): v is number => typeof v === 'number' && Number.isFinite(v)));
   const middle = shown === 'rounded' && fractional.size > 1 ? middleOf(numbers) : undefined;
-  const columns = fields.map((f) => columnTexts(rows.map((r) => r[f.name]), f.type, shown, fractional.has(f) ? middle : undefined).map(visible));
+  const columns = fields.map((f) => columnTexts(rows.map((r) => r[f.name]), f.type, shown, fractional.has(f) ? middle : undefined, jsonText).map(visible));
   return rows.map((_, i) => columns.map((c) => c[i] ?? ''));
 }
 

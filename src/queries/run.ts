@@ -1,5 +1,6 @@
 import type { ClickHouseSettings } from '@clickhouse/client';
 import { DefinitionError, InputError, LimitError, type EngineFailure, type WarehouseError } from '../errors.js';
+import { parseJson } from '../json.js';
 import { packageVersion } from '../package.js';
 import { toClickHouseDateTime, type Micros } from '../time.js';
 import { engineSays, isBadPattern, isRefusal, isSyntaxError } from '../warehouse/errors.js';
@@ -232,7 +233,7 @@ export function jsonFieldsOf(query: SavedQuery): string[] {
 export function parseJsonField(value: unknown): unknown {
   if (typeof value !== 'string') return value;
   try {
-    return JSON.parse(value);
+    return parseJson(value);
   } catch {
     return value;
   }

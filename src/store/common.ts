@@ -2,10 +2,31 @@ import type Keyv from 'keyv';
 import { generationOf, generations, NAMESPACE } from './marks.js';
 import { beat, processes, releaseLease, takeFromBucket, takeLease, takeLeaseReading } from './records.js';
 import type { SqlSession } from './sql.js';
+import { holdsBigInt, jsonText, parseJson } from '../json.js';
+import type { Row } from '../queries/types.js';
 import type { CachedResult, GenerationState, Lookup, ServedRecord, Store, StoreSignal } from './types.js';
 
 /** What keyv keeps of a call: its result, and its served record. */
 export type EntryKind = 'result' | 'served';
+
+/**
+ * A result as keyv keeps it: rows holding an integer past 2^53 (a bigint, json.ts), which keyv's JSON
+ * cannot write, as their JSON text, every digit kept; other rows as they are.
+ */
+interface StoredResult extends Omit<CachedResult, 'rows'> {
+  readonly rows: Row[];
+  readonly rowsJson?: string;
+}
+
+function stored(result: CachedResult): StoredResult {
+  return holdsBigInt(result.rows) ? { ...result, rows: [], rowsJson: jsonText(result.rows) } : result;
+}
+
+function resultOf(kept: StoredResult | undefined): CachedResult | undefined {
+  if (kept?.rowsJson === undefined) return kept;
+  const { rowsJson, ...result } = kept;
+  return { ...result, rows: parseJson(rowsJson) as Row[] };
+}
 
 /** How often a process looks at the count of cache clears (and a PostgreSQL store at its LISTEN connection). */
 const LOOK_EVERY_MS = 500;
@@ -26,20 +47,20 @@ export abstract class CommonStore {
   protected abstract entryKey(kind: EntryKind, key: string): string;
 
   getResult(key: string): Promise<CachedResult | undefined> {
-    return this.kv('get', undefined, (keyv) => keyv.get<CachedResult>(this.entryKey('result', key)));
+    return this.kv('get', undefined, async (keyv) => resultOf(await keyv.get<StoredResult>(this.entryKey('result', key))));
   }
 
   /** A call's result and when its served record was written, in one read. */
   lookup(key: string): Promise<Lookup> {
     return this.kv('get', { result: undefined, servedAt: undefined }, async (keyv) => {
-      const [result, served] = await keyv.getMany<CachedResult | ServedRecord>([this.entryKey('result', key), this.entryKey('served', key)]);
-      return { result: result as CachedResult | undefined, servedAt: (served as ServedRecord | undefined)?.servedAt };
+      const [result, served] = await keyv.getMany<StoredResult | ServedRecord>([this.entryKey('result', key), this.entryKey('served', key)]);
+      return { result: resultOf(result as StoredResult | undefined), servedAt: (served as ServedRecord | undefined)?.servedAt };
     });
   }
 
   async setResult(key: string, result: CachedResult, ttlMs: number): Promise<void> {
     await this.kv('set', undefined, async (keyv) => {
-      await keyv.set(this.entryKey('result', key), result, ttlMs);
+      await keyv.set(this.entryKey('result', key), stored(result), ttlMs);
     });
   }
 
@@ -74,8 +95,8 @@ export abstract class CommonStore {
     if (read.value === null) return { taken: true };
     const text = read.value;
     const result = await this.kv('get', undefined, async (keyv) => {
-      const data = await keyv.deserializeData<CachedResult>(text);
-      return data && (typeof data.expires !== 'number' || data.expires > Date.now()) ? data.value : undefined;
+      const data = await keyv.deserializeData<StoredResult>(text);
+      return data && (typeof data.expires !== 'number' || data.expires > Date.now()) ? resultOf(data.value) : undefined;
     });
     return result === undefined ? { taken: true } : { taken: true, result };
   }

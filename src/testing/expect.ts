@@ -1,3 +1,4 @@
+import { jsonText } from '../json.js';
 import type { Row } from '../queries/types.js';
 import type { ErrorKind, ExpectedRow, Rewritable, TestCase } from './spec.js';
 import { plural } from '../words.js';
@@ -58,7 +59,7 @@ function orderedDifference(expected: readonly ExpectedRow[], actual: readonly Ro
     const fields = [...new Set([...Object.keys(want), ...Object.keys(got)])];
     const field = fields.find((f) => !(f in want) || !(f in got) || canonical(want[f]) !== canonical(got[f]));
     if (field !== undefined) {
-      const value = (row: Readonly<Record<string, unknown>>) => (field in row ? JSON.stringify(row[field]) : 'no such field');
+      const value = (row: Readonly<Record<string, unknown>>) => (field in row ? jsonText(row[field]) : 'no such field');
       return [{ expectation: 'rows', message: `row ${i + 1}, field ${field}: expected ${value(want)}, got ${value(got)}`, row: i + 1, field, expected: want, actual: got }];
     }
   }
@@ -93,7 +94,7 @@ export function canonical(value: unknown): string {
     const entries = Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
   }
-  return JSON.stringify(value) ?? 'null';
+  return value === undefined ? 'null' : jsonText(value);
 }
 
 function article(kind: string): string {

@@ -1,4 +1,5 @@
 import { Chalk } from 'chalk';
+import { jsonText } from '../json.js';
 import { wrapped } from '../output/wrap.js';
 import type { Builder as JUnitReportBuilder } from 'junit-report-builder';
 import { displayPath, problemText } from '../queries/catalog.js';
@@ -57,8 +58,8 @@ export function brokenText(result: FileResult, color: boolean): string {
 function failureLines(failure: Failure): string[] {
   const lines = [failure.message];
   if (failure.expectation === 'rows' || failure.expectation === 'rows_unordered') {
-    if (failure.expected !== undefined) lines.push(`  expected: ${JSON.stringify(failure.expected)}`);
-    if (failure.actual !== undefined) lines.push(`  actual:   ${JSON.stringify(failure.actual)}`);
+    if (failure.expected !== undefined) lines.push(`  expected: ${jsonText(failure.expected)}`);
+    if (failure.actual !== undefined) lines.push(`  actual:   ${jsonText(failure.actual)}`);
   }
   return lines;
 }
@@ -90,7 +91,7 @@ export function jsonReport(results: readonly FileResult[], ms: number): string {
       })),
     })),
   };
-  return `${JSON.stringify(report, null, 2)}\n`;
+  return `${jsonText(report, 2)}\n`;
 }
 
 /**

@@ -2,6 +2,7 @@ import { statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { Node, Pair } from 'yaml';
 import { errnoText } from '../errno.js';
+import { jsonText } from '../json.js';
 import type { DefinitionProblem } from '../queries/definition.js';
 import type { RawParams } from '../queries/params.js';
 import {
@@ -208,7 +209,7 @@ function readFixtures(
       } else if (isSeq(value)) {
         const events = (value.items as Node[]).map((item) => {
           if (!isMap(item)) throw new Problem(at(item), `an event of the ${table} fixture must be YAML keys (its fields), not ${describeNode(item)}.`);
-          return { json: JSON.stringify(plain(item.toJSON())), line: at(item) };
+          return { json: jsonText(plain(item)), line: at(item) };
         });
         fixtures.push({ table: table as TableName, line: valueLine, source: { events } });
       } else {
@@ -293,7 +294,7 @@ function expectedRows(node: Node | null, line: number, what: string, at: LineOf)
   if (!isSeq(node)) throw new Problem(line, `${what} must be a list of rows (an empty one is []), not ${describeNode(node)}.`);
   return (node.items as Node[]).map((item) => {
     if (!isMap(item)) throw new Problem(at(item), `a row of ${what} must be YAML keys, field: value, not ${describeNode(item)}.`);
-    return plain((item).toJSON()) as ExpectedRow;
+    return plain(item) as ExpectedRow;
   });
 }
 
@@ -317,10 +318,14 @@ function span(pair: Pair<Node, Node | null>, text: string, lines: LineIndex): Va
   return { start, end, keyColumn: keyStart - lineStart(keyStart), onKeyLine: lines.lineAt(start) === lines.lineAt(keyStart) };
 }
 
-/** A YAML value as JSON would hold it: whole numbers as numbers (as the engine's JSON gives them). */
-function plain(value: unknown): unknown {
-  if (typeof value === 'bigint') return Number(value);
-  if (Array.isArray(value)) return value.map(plain);
-  if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, plain(v)]));
-  return value;
+/**
+ * A YAML node as JSON would hold it: whole numbers as numbers, those a double cannot hold as bigints of
+ * every digit (as answers hold them: json.ts). Read from the nodes, which keep what YAML read: a node's
+ * own toJSON makes every integer a double (an alias aside, which only it follows).
+ */
+function plain(node: unknown): unknown {
+  if (isScalar(node)) return typeof node.value === 'bigint' && Number.isSafeInteger(Number(node.value)) ? Number(node.value) : node.value;
+  if (isSeq(node)) return node.items.map(plain);
+  if (isMap(node)) return Object.fromEntries(node.items.map((pair) => [String(isScalar(pair.key) ? pair.key.value : pair.key), plain(pair.value)]));
+  return (node as { toJSON?: () => unknown } | null)?.toJSON?.() ?? null;
 }

@@ -1,4 +1,5 @@
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
+import { parseJson } from '../json.js';
 import { toWarehouseError } from './errors.js';
 import { loadClient } from './load-client.js';
 import { failingAs, firstRead } from './streams.js';
@@ -99,7 +100,7 @@ async function* withoutTrailingError(stream: AsyncIterable<unknown>, headers: Re
 
 /** JSONEachRow's rows. */
 function eachRow(text: string): WarehouseRow[] {
-  return text.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as WarehouseRow);
+  return text.split('\n').filter((line) => line !== '').map((line) => parseJson(line) as WarehouseRow);
 }
 
 /** How each kind of statement runs on a client (a missing kind is a compile error). */
@@ -111,7 +112,8 @@ const KINDS: { readonly [K in StatementKind]: (client: ClickHouseClient, stateme
   // The JSON format carries the engine's statistics after the rows, on the embedded engine and on a server alike.
   measure: async (client, statement) => {
     const result = await client.query({ ...request(statement), query: `${statement.sql}${settingsClause(statement.settings)}`, format: 'JSON' });
-    const body = await answerOf(result, (text) => JSON.parse(text) as { data: WarehouseRow[]; statistics?: unknown });
+    // A 64-bit integer past 2^53 is a bigint of every digit (json.ts).
+    const body = await answerOf(result, (text) => parseJson(text) as { data: WarehouseRow[]; statistics?: unknown });
     // Counts of 64 bits may come as text (output_format_json_quote_64bit_integers).
     const s = body.statistics as { elapsed?: number | string; rows_read?: number | string; bytes_read?: number | string } | undefined;
     return { rows: body.data, statistics: { elapsed: Number(s?.elapsed ?? 0), rows_read: Number(s?.rows_read ?? 0), bytes_read: Number(s?.bytes_read ?? 0) } };

@@ -3,6 +3,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { InterruptedError, WarehouseError } from '../errors.js';
 import { nodeCrypto } from '../lazy.js';
 import { drained } from '../drain.js';
+import { jsonText } from '../json.js';
 import { readFrames, writeFrame } from './frames.js';
 import { atSocket, OPERATIONS, socketPath, toWire, type Answer, type Operation, type Request } from './engine-socket.js';
 import type { ChunkStream, LinesFormat, StagedLines, StatementKind, Statements, StreamFormat } from './types.js';
@@ -56,7 +57,7 @@ const ANSWER_PART_BYTES = 4 * 1024 * 1024;
 
 /** Sends a request's value as its answer: its JSON in frames of at most ANSWER_PART_BYTES. */
 function writeAnswer(socket: Socket, id: number, value: unknown): void {
-  const json = value === undefined ? Buffer.alloc(0) : Buffer.from(JSON.stringify(value));
+  const json = value === undefined ? Buffer.alloc(0) : Buffer.from(jsonText(value));
   let at = 0;
   for (; json.length - at > ANSWER_PART_BYTES; at += ANSWER_PART_BYTES) {
     writeFrame(socket, { id, more: true } satisfies Answer, json.subarray(at, at + ANSWER_PART_BYTES));

@@ -4,6 +4,7 @@ import type { Socket } from 'node:net';
 import { join } from 'node:path';
 import { BusyError, InputError, InterruptedError, QueryTimeoutError, SavedqError, WarehouseError, type EngineFailure } from '../errors.js';
 import { inDirectory } from '../fs.js';
+import { parseJson } from '../json.js';
 import { stagedSource } from './staging.js';
 import { firstRead } from './streams.js';
 import type { Answers, ChunkStream, LinesFormat, Statement, StagedLines, StatementKind, StatementParams, Statements, StreamChunk, StreamFormat, WarehouseRow } from './types.js';
@@ -326,7 +327,7 @@ class EngineSocketClient implements Statements {
       return;
     }
     const json = w.parts.length === 0 ? body : Buffer.concat([...w.parts, body]);
-    w.resolve(json.length === 0 ? undefined : (JSON.parse(json.toString('utf8')) as unknown));
+    w.resolve(json.length === 0 ? undefined : parseJson(json.toString('utf8')));
   }
 
   #call<T>(request: Omit<Request, 'id'>, waitMs: number, body?: Buffer): Promise<T> {

@@ -43,6 +43,15 @@ sandbox: true
 */
 SELECT status_code, count() AS n FROM edge_logs WHERE project = @project GROUP BY status_code ORDER BY status_code
 `;
+/** Integers a double cannot hold, which the table shows with every digit. */
+const WIDE = `/*
+description: 64-bit integers past 2^53.
+fields:
+  big: { type: integer }
+  neg: { type: integer }
+*/
+SELECT toUInt64(9007199254740993) AS big, toInt64(-9223372036854775807) AS neg
+`;
 /** Where the test leaves its screenshot (SAVEDQ_PAGE_SCREENSHOT: also there, as the README's picture is made). */
 const SCREENSHOT = join(dir, 'page.png');
 
@@ -95,6 +104,7 @@ beforeAll(async () => {
   mkdirSync(join(dir, 'queries'), { recursive: true });
   writeFileSync(join(dir, 'queries', 'page.kinds.sql'), KINDS);
   writeFileSync(join(dir, 'queries', 'page.sandboxed.sql'), SANDBOXED);
+  writeFileSync(join(dir, 'queries', 'page.wide.sql'), WIDE);
   server = await startServe(env, ['--queries', join(dir, 'queries')]);
   if (has.chromium) {
     const { chromium } = await import('playwright-core');
@@ -293,6 +303,16 @@ describe('the page at /', () => {
     const { body } = await api('/api/endpoints/query/page.kinds?flag=true&day=2026-02-03&n=4&since=2026-11-20T10:30:00Z');
     expect(body.result).toEqual([{ flag: true, day: '2026-02-03', n: 4, since: expect.stringMatching(/^2026-11-20 10:30:00/) }]);
     expect(await tableRows(tab)).toEqual((body.result ?? []).map((r) => [r.flag, r.day, r.n, r.since].map(String)));
+    expect(errors).toEqual([]);
+    await tab.context().close();
+  });
+
+  it.runIf(has.chromium)('shows a 64-bit integer past 2^53 with every digit', async () => {
+    const { tab, errors } = await openTab('/#page.wide');
+    await tab.getByLabel('API key or token').fill(KEY);
+    await tab.getByRole('button', { name: 'Run page.wide' }).click();
+    expect(await answered(tab)).toMatch(/^1 row/);
+    expect(await tableRows(tab)).toEqual([['9007199254740993', '-9223372036854775807']]);
     expect(errors).toEqual([]);
     await tab.context().close();
   });

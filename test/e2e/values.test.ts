@@ -1,8 +1,8 @@
-import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { cli, EVENT_DEADLINE_MS, inTerminal, NO_CONFIG, savedqCommandLine, tempDir } from '../helpers.js';
+import { binPath, cli, eventually, EVENT_DEADLINE_MS, inTerminal, NO_CONFIG, savedqCommandLine, startServe, tempDir } from '../helpers.js';
 import { has } from '../system.js';
 
 // Values that hold what ends a line, a field or a terminal's patience, written by every format and read
@@ -37,9 +37,9 @@ function ndjson(): Buffer {
 }
 
 /** savedq's standard output into a reader in a pipe: what the reader printed. */
-function through(args: readonly string[], reader: string): string {
+function through(args: readonly string[], reader: string, more: Record<string, string> = {}): string {
   const r = spawnSync('bash', ['-o', 'pipefail', '-c', `${savedqCommandLine(args)} | ${reader}`], {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', XDG_CONFIG_HOME: NO_CONFIG, ...env },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', XDG_CONFIG_HOME: NO_CONFIG, ...env, ...more },
     encoding: 'utf8',
     timeout: EVENT_DEADLINE_MS,
   });
@@ -110,5 +110,100 @@ describe.runIf(has.script)('control characters of a value on a terminal', () => 
     const csv = through([...logs, '-f', 'csv'], 'cat');
     expect(csv).toContain('\u001b]0;pwned\u0007');
     expect(through([...logs, '-f', 'ndjson'], 'cat')).toContain('\\u001b]0;pwned\\u0007\\u001b[31mred\\u001b[0m \u009b1m');
+  });
+});
+
+describe('64-bit integers past 2^53: every digit the engine holds, in every format and surface', () => {
+  const queries = join(dir, 'wide-queries');
+  const wideEnv = { ...env, SAVEDQ_QUERIES: queries };
+  const BIG = '9007199254740993';
+  const NEG = '-9223372036854775807';
+  const TOP = '18446744073709551615';
+  const call = ['big.ints', '-p', 'project=wide'];
+
+  beforeAll(async () => {
+    mkdirSync(queries, { recursive: true });
+    writeFileSync(
+      join(queries, 'big.ints.sql'),
+      `/*\ndescription: integers a double cannot hold.\nparams:\n  project: { type: string, required: true }\nfields:\n  big: { type: integer }\n  neg: { type: integer }\n  top: { type: array }\n  metadata: { type: object }\ncache: 900\n*/\nSELECT JSONExtractUInt(metadata, 'big') AS big, JSONExtractInt(metadata, 'neg') AS neg, [toUInt64(${TOP}), 1] AS top, metadata\nFROM edge_logs WHERE project = @project\n`,
+    );
+    // The same values expected by a test of the query: YAML's integers, read as the engine's are.
+    writeFileSync(join(queries, 'big.ints.test.yaml'), `at: 2026-11-20T12:00:00Z\nfixtures:\n  edge_logs:\n    - { timestamp: 2026-11-20T11:00:00Z, project: wide, metadata: { big: ${BIG}, neg: ${NEG} } }\ncases:\n  - name: keeps every digit\n    params: { project: wide }\n    rows:\n      - { big: ${BIG}, neg: ${NEG}, top: [${TOP}, 1], metadata: { big: ${BIG}, neg: ${NEG} } }\n`);
+    const file = join(dir, 'wide.ndjson');
+    writeFileSync(file, `{"timestamp":"${new Date().toISOString()}","project":"wide","event_message":"m","metadata":{"big":${BIG},"neg":${NEG}}}\n`);
+    const r = await cli(['load', 'edge_logs', file], { env: wideEnv });
+    expect(r.code, r.stderr).toBe(0);
+  });
+
+  /** What Python's json (integers of any size) reads of a JSON text: its integers as digits. */
+  const digitsOf = (text: string): unknown =>
+    JSON.parse(spawnSync('python3', ['-c', 'import json, sys\ndef big(v):\n  if isinstance(v, bool): return v\n  if isinstance(v, int) and abs(v) > 2**53: return str(v)\n  if isinstance(v, list): return [big(x) for x in v]\n  if isinstance(v, dict): return {k: big(x) for k, x in v.items()}\n  return v\nprint(json.dumps(big(json.loads(sys.stdin.read()))))'], { input: text, encoding: 'utf8' }).stdout);
+  const expected = { big: BIG, neg: NEG, top: [TOP, 1], metadata: { big: BIG, neg: NEG } };
+
+  it.runIf(has.python3)('run prints them in JSON, NDJSON, CSV and a table, computed and from the cache; export in NDJSON and CSV', async () => {
+    for (const pass of ['computed', 'cached']) {
+      const json = await cli(['run', ...call, '-f', 'json', '--stats'], { env: wideEnv });
+      expect(json.stderr, pass).toMatch(pass === 'cached' ? /cached/ : /computed now/);
+      expect(digitsOf(json.stdout)).toEqual([expected]);
+      expect(digitsOf((await cli(['run', ...call, '-f', 'ndjson'], { env: wideEnv })).stdout)).toEqual(expected);
+    }
+    expect(digitsOf((await cli(['export', ...call], { env: wideEnv })).stdout)).toEqual(expected);
+    const read = `python3 -c 'import csv, json, sys; print(json.dumps(list(csv.reader(sys.stdin))))'`;
+    for (const command of ['run', 'export']) {
+      const rows = JSON.parse(through([command, ...call, '-f', 'csv'], read, wideEnv)) as string[][];
+      expect(rows.map((r) => r.slice(0, 3)), command).toEqual([['big', 'neg', 'top'], [BIG, NEG, `[${TOP},1]`]]);
+    }
+    const table = await cli(['run', ...call, '-f', 'table'], { env: { ...wideEnv, COLUMNS: '200' } });
+    expect(table.stdout).toContain(`${BIG} │ ${NEG}`);
+  });
+
+  it.runIf(has.python3)('serve answers them, and a command through serve’s engine gets them whole', async () => {
+    const serve = await startServe({ ...wideEnv, SAVEDQ_API_KEYS: 'key' });
+    try {
+      const answer = await fetch(`${serve.url}/api/endpoints/query/big.ints?project=wide`, { headers: { 'X-API-KEY': 'key' } });
+      expect(answer.status).toBe(200);
+      expect((digitsOf(await answer.text()) as { result: unknown[] }).result).toEqual([expected]);
+      const viaSocket = await cli(['run', ...call, '-f', 'ndjson', '--no-cache'], { env: wideEnv });
+      expect(digitsOf(viaSocket.stdout)).toEqual(expected);
+    } finally {
+      serve.child.kill('SIGTERM');
+      await serve.exited;
+    }
+  });
+
+  it.runIf(has.python3)('an MCP tool call gives them in its text, and in its structured result as far as the SDK can write them', async () => {
+    const mcp = spawn(process.execPath, [binPath, 'mcp'], { env: { ...process.env, ...wideEnv, XDG_CONFIG_HOME: NO_CONFIG } });
+    const lines: string[] = [];
+    let buffered = '';
+    mcp.stdout.on('data', (d: Buffer) => {
+      buffered += d.toString();
+      for (let at = buffered.indexOf('\n'); at >= 0; at = buffered.indexOf('\n')) {
+        lines.push(buffered.slice(0, at));
+        buffered = buffered.slice(at + 1);
+      }
+    });
+    const send = (message: object) => mcp.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', ...message })}\n`);
+    send({ id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'test', version: '0' } } });
+    send({ method: 'notifications/initialized' });
+    send({ id: 2, method: 'tools/call', params: { name: 'big_ints', arguments: { project: 'wide' } } });
+    const line = await eventually('the tool call to be answered', () => lines.find((l) => l.includes('"id":2')));
+    mcp.stdin.end();
+    const reply = digitsOf(line) as { result: { structuredContent: { rows: unknown[] }; content: { text: string }[] } };
+    expect((digitsOf(reply.result.content[0]?.text ?? '') as { rows: unknown[] }).rows).toEqual([expected]);
+    // Raw numbers where Node has JSON.rawJSON (22 and later); texts of every digit on Node 20.
+    expect(reply.result.structuredContent.rows).toEqual([expected]);
+    if (typeof (JSON as { rawJSON?: unknown }).rawJSON === 'function') expect(line).toContain(`"rows":[{"big":${BIG},"neg":${NEG}`);
+    else expect(line).toContain(`"rows":[{"big":"${BIG}","neg":"${NEG}"`);
+  });
+
+  it('savedq test compares them by every digit: the expected rows pass, one digit off fails', async () => {
+    const passed = await cli(['test', 'big.ints'], { env: wideEnv });
+    expect(passed.code, passed.stdout + passed.stderr).toBe(0);
+    const wrong = join(dir, 'wide-wrong');
+    mkdirSync(wrong, { recursive: true });
+    copyFileSync(join(queries, 'big.ints.sql'), join(wrong, 'big.ints.sql'));
+    writeFileSync(join(wrong, 'big.ints.test.yaml'), readFileSync(join(queries, 'big.ints.test.yaml'), 'utf8').replace(`rows:\n      - { big: ${BIG}`, `rows:\n      - { big: 9007199254740992`));
+    const failed = await cli(['test', 'big.ints', '--queries', wrong], { env: { ...env, SAVEDQ_QUERIES: '' } });
+    expect([failed.code, failed.stdout]).toEqual([1, expect.stringContaining(`field big: expected 9007199254740992, got ${BIG}`)]);
   });
 });

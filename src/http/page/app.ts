@@ -292,7 +292,7 @@ async function run(): Promise<void> {
       sql === ''
         ? await fetch(callUrl(query, given), { headers: auth })
         : await fetch(callUrl(query, []), { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: JSON.stringify({ params: Object.fromEntries(given), sql }) });
-    const body = (await response.json().catch(() => ({}))) as { result?: Row[]; truncated?: boolean; statistics?: { rows_read: number }; error?: { code: string; message: string } };
+    const body = answerJson(await response.text()) as { result?: Row[]; truncated?: boolean; statistics?: { rows_read: number }; error?: { code: string; message: string } };
     const ms = Math.round(performance.now() - started);
     if (!response.ok || !body.result) {
       clearAnswer();
@@ -493,3 +493,19 @@ for (const [button, source] of [
   });
 }
 void start();
+
+/**
+ * An answer's JSON as the browser reads it, but an integer a double cannot hold (a 64-bit one past
+ * 2^53) as the text of every digit, where the browser tells a number's source text (JSON.parse's
+ * context: Chromium 114 and later); elsewhere as near as a double gets. Not JSON: nothing.
+ */
+function answerJson(text: string): unknown {
+  const reviver = (_key: string, value: unknown, context?: { source?: string }): unknown =>
+    typeof value === 'number' && Number.isInteger(value) && !Number.isSafeInteger(value) && context?.source !== undefined && /^-?\d+$/.test(context.source) ? context.source : value;
+  try {
+    return JSON.parse(text, reviver);
+  } catch {
+    return {};
+  }
+}
+
