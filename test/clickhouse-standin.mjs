@@ -172,6 +172,9 @@ const server = createServer(async (req, res) => {
       res.writeHead(200, headers);
       res.end(out);
     } catch (err) {
+      // chdb hands what a failed statement wrote to the next statement of the connection, before its own
+      // answer (embedded.ts's drainedAfterFailure); a server has no such thing: dropped here.
+      await connection.exec({ query: 'SELECT 1' }).then((r) => r.stream.resume(), () => undefined);
       const code = Number(err?.code ?? 1001) || 1001;
       const type = err?.type ?? 'STD_EXCEPTION';
       const message = String(err?.message ?? err).replace(/^Code: \d+\. DB::Exception: /, '');

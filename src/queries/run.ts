@@ -90,11 +90,13 @@ export function bindValues(query: SavedQuery, params: NormalisedParams, now: Mic
 
 /**
  * The settings every saved query runs under: read-only, a time limit, a memory limit, and the row
- * limit, all set by the library so no saved query can write or exhaust the machine.
+ * limit, all set by the library so no saved query can write or exhaust the machine; and its answer
+ * (`answer`: not savedq's own statements about it, such as the engine's check of its plan, whose
+ * output is no answer) under the limits its definition sets.
  */
-export function querySettings(query: SavedQuery, timeoutSeconds: number, tags?: CallTags): ClickHouseSettings {
+export function querySettings(query: SavedQuery, timeoutSeconds: number, tags?: CallTags, answer = true): ClickHouseSettings {
   return {
-    ...limitSettings(query.limits),
+    ...(answer ? limitSettings(query.limits) : {}),
     log_comment: logComment(query, tags),
     readonly: '2',
     max_execution_time: timeoutSeconds,
@@ -109,9 +111,9 @@ export function querySettings(query: SavedQuery, timeoutSeconds: number, tags?: 
  * setting changed, no table function: a second wall behind the check), the call's time limit, the
  * sandbox's memory limit, and the row limit on the caller's answer (not on `result`).
  */
-export function sandboxSettings(query: SavedQuery, timeoutSeconds: number, maxMemoryBytes: number, tags?: CallTags): ClickHouseSettings {
+export function sandboxSettings(query: SavedQuery, timeoutSeconds: number, maxMemoryBytes: number, tags?: CallTags, answer = true): ClickHouseSettings {
   return {
-    ...limitSettings(query.limits),
+    ...(answer ? limitSettings(query.limits) : {}),
     log_comment: logComment(query, tags),
     max_execution_time: timeoutSeconds,
     max_memory_usage: String(maxMemoryBytes),
@@ -292,7 +294,7 @@ export async function explainQuery(
       const words = kind.replace(/Query$/, '').replace(/([a-z])([A-Z])/g, '$1 $2').toUpperCase();
       return { line: query.sqlLine, message: `a saved query is one SELECT (WITH, UNION ALL and subqueries of its own included); the engine reads ${words === '' ? 'another statement' : `a ${words} statement`}.` };
     }
-    await warehouse.query(`EXPLAIN ${query.boundSql}`, values, querySettings(query, 30));
+    await warehouse.query(`EXPLAIN ${query.boundSql}`, values, querySettings(query, 30, undefined, false));
     return undefined;
   } catch (err) {
     // Only the engine refusing the query is the query's fault; anything else (unreachable, busy, out of
@@ -337,7 +339,7 @@ function unreadable(query: SavedQuery, err: WarehouseError, prefix: number): { l
  */
 export async function explainOver(warehouse: Warehouse, query: SavedQuery, params: NormalisedParams, sql: string, now: Micros): Promise<string | undefined> {
   try {
-    await warehouse.query(`EXPLAIN ${overAnswer(query, sql)}`, bindValues(query, params, now), sandboxSettings(query, 30, MAX_MEMORY_BYTES));
+    await warehouse.query(`EXPLAIN ${overAnswer(query, sql)}`, bindValues(query, params, now), sandboxSettings(query, 30, MAX_MEMORY_BYTES, undefined, false));
     return undefined;
   } catch (err) {
     if (!isRefusal(err)) throw err;

@@ -182,7 +182,7 @@ async function openEngine(options: EmbeddedOptions, stopIf: (() => boolean) | un
       clickhouse_settings: BASE_SETTINGS,
       log: { level: ClickHouseLogLevel.OFF },
     });
-    const run = clientRun(client, location);
+    const run = drainedAfterFailure(clientRun(client, location), client);
     return inLane({
       location,
       embedded: true,
@@ -200,6 +200,23 @@ async function openEngine(options: EmbeddedOptions, stopIf: (() => boolean) | un
     await release();
     throw toWarehouseError(err, location);
   }
+}
+
+/**
+ * The client's statements, each failure followed by a statement whose answer is dropped. chdb hands
+ * what a statement wrote before it failed (its first rows, a JSON answer's head) to the next statement
+ * of the connection, in front of that one's own answer: a failed query's first rows would be taken for
+ * the next query's, or its answer would be no JSON. In the engine's turn, so nothing comes between.
+ */
+function drainedAfterFailure(run: Statements['run'], client: ClickHouseClient): Statements['run'] {
+  return async (kind, statement) => {
+    try {
+      return await run(kind, statement);
+    } catch (err) {
+      await client.command({ query: 'SELECT 1' }).catch(() => undefined);
+      throw err;
+    }
+  };
 }
 
 /**
