@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -7,7 +7,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QueryTimeoutError } from '../src/errors.js';
 import { startServer, type RunningServer } from '../src/http/server.js';
-import { cli, inTerminal, LONG_TEST_MS, load, logInto, NO_CONFIG, runProgram, tempDir, testLibrary , serveOptions } from './helpers.js';
+import { cli, EVENT_DEADLINE_MS, inTerminal, LONG_TEST_MS, load, logInto, NO_CONFIG, runProgram, savedqCommandLine, serveOptions, tempDir, testLibrary } from './helpers.js';
 import { has } from './system.js';
 
 // Every answer says whether it is whole, how old it is and what it cost (docs/serve.md), on every
@@ -124,15 +124,21 @@ describe('on the command line', () => {
     expect([piped.stdout, piped.stderr]).toEqual(['[\n{"n":0},\n{"n":1},\n{"n":2}\n]\n', '']);
     const stats = await cli(['--queries', folder, 'run', 'stats.five', '-f', 'json', '--stats'], { env });
     expect(stats.stdout).toBe(piped.stdout);
-    expect(stats.stderr).toMatch(/^showing the first 3 rows: the query has more \(max_rows 3\); every row:\n {2}savedq export stats\.five\n3 rows \(truncated at max_rows 3\) · cached \d+ s ago · \d+\.\d{3} s · read [\d,]+ rows?, [\d.]+ k?B\n$/);
+    expect(stats.stderr).toMatch(/^wrote only the first 3 rows: the query has more \(max_rows 3\); every row:\n {2}savedq export stats\.five\n3 rows \(truncated at max_rows 3\) · cached \d+ s ago · \d+\.\d{3} s · read [\d,]+ rows?, [\d.]+ k?B\n$/);
     const whole = await cli(['--queries', folder, 'run', 'stats.three', '-f', 'csv', '--stats', '--no-cache'], { env });
     expect([whole.stdout, whole.stderr]).toEqual(['n\r\n0\r\n1\r\n2\r\n', expect.stringMatching(/^3 rows · computed now · \d+\.\d{3} s · read [\d,]+ rows?, [\d.]+ k?B\n$/)]);
   });
 
-  it.runIf(has.script)('says a cut answer in a terminal without being asked', async () => {
+  it.runIf(has.script)('says a cut answer in a terminal without being asked, and when the rows go to a file or a pipe from one', async () => {
     const shown = await inTerminal(['--queries', folder, 'run', 'stats.five'], { env });
     expect(shown.code, shown.stderr).toBe(0);
     expect(shown.stdout).toMatch(/^showing the first 3 rows: the query has more \(max_rows 3\); every row:\n {2}savedq export stats\.five$/m);
+    const piped = await inTerminal(['--queries', folder, 'run', 'stats.five', '-f', 'csv'], { env, piped: true });
+    expect(piped.stdout).toMatch(/^wrote only the first 3 rows: the query has more \(max_rows 3\); every row:\n {2}savedq export stats\.five$/m);
+    const file = join(dir, 'five.csv');
+    const written = await runProgram('script', ['-qec', `${savedqCommandLine(['--queries', folder, 'run', 'stats.five', '-f', 'csv'])} > ${file}`, '/dev/null'], { env: { PATH: process.env.PATH ?? '', ...env }, timeoutMs: EVENT_DEADLINE_MS });
+    expect(written.stdout.replace(/\r/g, '')).toMatch(/^wrote only the first 3 rows: the query has more \(max_rows 3\); every row:\n {2}savedq export stats\.five\n/);
+    expect(readFileSync(file, 'utf8')).toBe('n\r\n0\r\n1\r\n2\r\n');
   });
 
   it('savedq test expects truncated, and says when it is not as expected', async () => {

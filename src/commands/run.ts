@@ -40,12 +40,14 @@ export async function runCommand(lib: Savedq, options: RunOptions, io: Io): Prom
   const announced = result.cache === 'hit' || result.cache === 'stale' ? undefined : lib.announce('run');
   await writeRows(io, options, format, result.rows, result.fields);
   await announced;
-  const watching = io.stderr.isTTY === true && io.stdout.isTTY === true;
-  // A cut answer says so where a person reads it: in a terminal always, in a pipe when asked (--stats).
-  const cut = result.truncated && (options.stats === true || (watching && !options.quiet));
+  // A cut answer says so where a person reads it: whenever standard error is a terminal (the rows may
+  // have gone to a file: `run q -f csv > out.csv` must not leave a short file unsaid), and when asked
+  // (--stats) wherever it goes.
+  const cut = result.truncated && (options.stats === true || (io.stderr.isTTY === true && !options.quiet));
   if (cut) {
     const again = ['savedq export', result.query.name, ...options.params.map((p) => `-p ${shellWord(p)}`), ...(options.sql !== undefined ? [`--sql ${shellWord(options.sql)}`] : [])].join(' ');
-    io.stderr.write(`showing the first ${grouped(result.rows.length, 'row')}: the query has more (max_rows ${result.query.maxRows}); every row:\n  ${again}\n`);
+    const what = io.stdout.isTTY === true ? 'showing the first' : 'wrote only the first';
+    io.stderr.write(`${what} ${grouped(result.rows.length, 'row')}: the query has more (max_rows ${result.query.maxRows}); every row:\n  ${again}\n`);
   }
   // A stale answer is said wherever standard error goes: a cron job's mail must say it is old.
   if (result.cache === 'stale') {
