@@ -1,8 +1,8 @@
 import { once } from 'node:events';
-import { createWriteStream, renameSync, rmSync, type WriteStream } from 'node:fs';
+import { createWriteStream, renameSync, rmSync, statSync, type WriteStream } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { exportFormat, EXPORT_FORMATS, type ExportProgress } from '../calls/export.js';
-import { InputError, WarehouseError } from '../errors.js';
+import { InputError, SavedqError } from '../errors.js';
 import { errnoText } from '../errno.js';
 import type { Savedq } from '../library.js';
 import { parsePairs } from '../queries/params.js';
@@ -40,6 +40,10 @@ export async function exportCommand(lib: Savedq, options: ExportCommandOptions, 
   const call = await lib.prepare({ nameOrId: options.nameOrId, params: parsePairs(options.params), at: options.at, sql: options.sql });
   const partial = options.output === undefined ? undefined : `${options.output}.partial`;
   const file = partial === undefined ? undefined : await openPartial(partial);
+  // What the file's writes met (a full disk), said as the reason it cannot be written.
+  let failed: unknown;
+  file?.on('error', (err) => (failed ??= err));
+  const cannotWrite = (err: unknown) => new SavedqError(`cannot write ${partial ?? ''}: ${err === undefined ? 'the file was closed' : errnoText(err, 'file')}.`, { cause: err });
   const out: OutStream = file ?? io.stdout;
   const shown = progress(io, options);
   const startedAt = Date.now();
@@ -50,14 +54,16 @@ export async function exportCommand(lib: Savedq, options: ExportCommandOptions, 
       if (!(await writeOut(out, bytes))) {
         // The reader has gone (`| head`): not an error, the end of the output; the query is stopped.
         if (file === undefined) return;
-        throw new WarehouseError(`cannot write ${partial ?? ''}: the file was closed.`);
+        throw cannotWrite(failed);
       }
       shown.update(progressText(answer.progress(), startedAt));
     }
     checkInterrupted(options.signal);
     exported = answer.progress();
     if (file !== undefined && partial !== undefined && options.output !== undefined) {
-      await closed(file);
+      await closed(file).catch((err: unknown) => {
+        throw cannotWrite(err);
+      });
       renameSync(partial, options.output);
     }
   } catch (err) {
@@ -93,10 +99,17 @@ async function openPartial(path: string): Promise<WriteStream> {
   try {
     await once(file, 'open');
   } catch (err) {
-    const missing = (err as NodeJS.ErrnoException).code === 'ENOENT';
-    throw new InputError(`cannot write ${path}: ${missing ? `there is no folder ${dirname(path)}` : errnoText(err, 'file')}.`);
+    throw new InputError(`cannot write ${path}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? noEntry(dirname(path)) : errnoText(err, 'file')}.`);
   }
   return file;
+}
+
+/**
+ * Why a file cannot be made in a folder that said it has no such entry: there is no such folder, or it
+ * is one that makes no files (/proc, /sys).
+ */
+function noEntry(folder: string): string {
+  return statSync(folder, { throwIfNoEntry: false })?.isDirectory() === true ? `no file can be made in ${folder}` : `there is no folder ${folder}`;
 }
 
 /** A file ended and closed: its last bytes written (not synced to the disk). */

@@ -1,10 +1,10 @@
 // fs.promises, read where it is used: Node loads it then, when a load stages its lines, not as every run starts.
 import { accessSync, constants, createReadStream, existsSync, promises as fsPromises, readdirSync, rmSync, statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { errnoText } from '../errno.js';
-import { InputError, WarehouseError } from '../errors.js';
+import { InputError, SavedqError, WarehouseError } from '../errors.js';
 import { inDirectory, makeDirectory, ownDirectory } from '../fs.js';
 import { nodeCrypto } from '../lazy.js';
 import { loadClient } from './load-client.js';
@@ -36,6 +36,11 @@ export interface EmbeddedOptions {
 
 /** Where batches are staged for the engine to read: cleared whenever a process takes the directory. */
 const STAGING_DIR = 'savedq-load';
+/**
+ * Where the engine writes an export's Parquet or Arrow file to be read from (engineFile): cleared too.
+ * A folder only savedq makes, so that a data directory holding nothing else yet is still known for one.
+ */
+const EXPORTS_DIR = 'savedq-export';
 
 /** Parts a batch is read in by its inserts: a stream each (at most 8), as the engine checks one file's rows in a single stream. */
 const INSERT_STREAMS = Math.min(8, Math.max(2, availableParallelism()));
@@ -79,8 +84,8 @@ function prepareDataDir(dataDir: string): void {
   if (unsafe !== undefined) throw new InputError(`refusing data directory ${dataDir}: ${unsafe}.`);
 }
 
-/** Files only savedq makes in a data directory (its staging folder aside: a name a user's folder may have). */
-const SAVEDQ_FILES = [GENERATION_FILE, SOCKET, LOCK_FILE, OWNER_FILE];
+/** Files only savedq makes in a data directory (its load's staging folder aside: a name a user's folder may have). */
+const SAVEDQ_FILES = [GENERATION_FILE, SOCKET, LOCK_FILE, OWNER_FILE, EXPORTS_DIR];
 /** What the engine makes in its path, as a ClickHouse server does; `tmp` first, before its tables. */
 const ENGINE_NAMES = ['access', 'data', 'flags', 'format_schemas', 'metadata', 'metadata_dropped', 'named_collections', 'preprocessed_configs', 'status', 'store', 'tmp', 'user_defined', 'user_files', 'user_scripts', 'uuid'];
 
@@ -160,6 +165,7 @@ async function openEngine(options: EmbeddedOptions, stopIf: (() => boolean) | un
       // socket of a serve (a serve holds the directory for as long as it answers).
       onTaken: () => {
         rmSync(join(dataDir, STAGING_DIR), { recursive: true, force: true });
+        rmSync(join(dataDir, EXPORTS_DIR), { recursive: true, force: true });
         rmSync(socketPath(dataDir), { force: true });
       },
       stopIf,
@@ -257,18 +263,18 @@ const FILE_EXTENSIONS: Readonly<Record<Exclude<StreamFormat, 'JSONEachRow'>, str
 /**
  * A query's answer in a binary format (Parquet, the Arrow stream), written whole by the engine's own
  * writer into a file (`INTO OUTFILE`): the one the statement names (an export's `-o`), else one of the
- * staging folder, read from there as the output takes it, and removed. chdb's streaming query formats
- * each of its parts as a file of its own (a Parquet file, an Arrow stream, each with its own header and
- * footer), which joined end to end are no file any reader takes past the first part; the engine's
- * writer given the whole answer makes one. The file is written in the engine's turn as any statement
- * is, not streamed to the reader as it is made: a reader's pace then never holds the engine (a
- * statement with parameters holds every other one of the process until it ends: chdb runs them one at
- * a time). A caller that stops waiting (Ctrl-C, the time limit, a client gone) has the statement
+ * data directory's EXPORTS_DIR, read from there as the output takes it, and removed. chdb's streaming
+ * query formats each of its parts as a file of its own (a Parquet file, an Arrow stream, each with its
+ * own header and footer), which joined end to end are no file any reader takes past the first part;
+ * the engine's writer given the whole answer makes one. The file is written in the engine's turn as any
+ * statement is, not streamed to the reader as it is made: a reader's pace then never holds the engine
+ * (a statement with parameters holds every other one of the process until it ends: chdb runs them one
+ * at a time). A caller that stops waiting (Ctrl-C, the time limit, a client gone) has the statement
  * stopped with KILL QUERY.
  */
 async function engineFile(dataDir: string, client: ClickHouseClient, statement: Statement, location: string): Promise<Answers['stream']> {
   const format = statement.format as keyof typeof FILE_EXTENSIONS;
-  const dir = join(dataDir, STAGING_DIR);
+  const dir = join(dataDir, EXPORTS_DIR);
   const marker = nodeCrypto().randomUUID();
   // Beside the caller's file (which the caller made, and removes if this fails), renamed over it once
   // whole; the marker in its name is how KILL QUERY finds the statement.
@@ -288,6 +294,8 @@ async function engineFile(dataDir: string, client: ClickHouseClient, statement: 
     // chdb counts an answer's rows as the rows it read.
     rows = Number(summary?.result_rows ?? 0);
     statement.signal?.throwIfAborted();
+    const cut = await cutShort(path, format);
+    if (cut !== undefined) throw statement.file !== undefined ? new SavedqError(`cannot write ${statement.file}: ${cut}.`) : new WarehouseError(`cannot write the export into ${dir}: ${cut}.`);
     if (statement.file !== undefined) await fsPromises.rename(path, statement.file);
   } catch (err) {
     await removeMade();
@@ -314,6 +322,32 @@ async function engineFile(dataDir: string, client: ClickHouseClient, statement: 
   }
   return failingAs(await firstRead(parts()), why);
 }
+
+/**
+ * Why a file the engine wrote is not whole, or undefined when it ends as its format's files end: a
+ * Parquet file with its footer (its length, then PAR1), an Arrow stream with its end-of-stream marker
+ * (0xFFFFFFFF, then a length of 0). The engine's writer does not report a failed write (a full disk
+ * left a Parquet file of the disk's size, and the statement answered as done): the end it writes last
+ * tells.
+ */
+async function cutShort(path: string, format: keyof typeof FILE_EXTENSIONS): Promise<string | undefined> {
+  const handle = await fsPromises.open(path, 'r');
+  let whole: boolean;
+  try {
+    const { size } = await handle.stat();
+    const tail = Buffer.alloc(Math.min(8, size));
+    await handle.read(tail, 0, tail.length, size - tail.length);
+    whole = tail.length === 8 && (format === 'Parquet' ? tail.toString('latin1', 4) === 'PAR1' && size >= 12 + tail.readUInt32LE(0) : tail.readUInt32LE(0) === 0xffffffff && tail.readUInt32LE(4) === 0);
+  } finally {
+    await handle.close();
+  }
+  if (whole) return undefined;
+  const free = await fsPromises.statfs(dirname(path)).then((fs) => fs.bavail * fs.bsize, () => undefined);
+  return free !== undefined && free < FULL_BELOW_BYTES ? errnoText({ code: 'ENOSPC' }) : 'the engine left it unfinished';
+}
+
+/** A file system with less than this free is full (what the engine's writer met, as it does not say). */
+const FULL_BELOW_BYTES = 1024 * 1024;
 
 /** The size of the parts a made file is read in. */
 const FILE_PART_BYTES = 1024 * 1024;

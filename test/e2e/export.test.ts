@@ -1,9 +1,10 @@
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { tableFromIPC } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cli, eventually, inTerminal, LONG_TEST_MS, runProgram, startCli, startServe, tempDir, EVENT_DEADLINE_MS } from '../helpers.js';
+import { cli, eventually, inTerminal, LONG_TEST_MS, runProgram, savedqCommandLine, startCli, startServe, tempDir, EVENT_DEADLINE_MS } from '../helpers.js';
 import { startStandin, type Standin } from '../standin.js';
 import { has } from '../system.js';
 
@@ -209,6 +210,9 @@ describe('savedq export', () => {
     expect(existsSync(out('missing.ndjson.partial'))).toBe(false);
     const nowhere = await cli(['export', 'every', '-p', 'project=p', '-o', out('no/such/x.ndjson')], { env });
     expect([nowhere.code, nowhere.stderr]).toEqual([2, `savedq: cannot write ${out('no/such/x.ndjson.partial')}: there is no folder ${out('no/such')}.\n`]);
+    // A folder that is there but makes no files.
+    const proc = await cli(['export', 'every', '-p', 'project=p', '-o', '/proc/x.ndjson'], { env });
+    expect([proc.code, proc.stderr]).toEqual([2, 'savedq: cannot write /proc/x.ndjson.partial: no file can be made in /proc.\n']);
   }, LONG_TEST_MS);
 
   it('stops at its time limit, and on Ctrl-C (SIGINT) with no file left, partial or whole', async () => {
@@ -227,7 +231,7 @@ describe('savedq export', () => {
     // A binary format, which the engine writes whole itself (beside -o's file, then over it; to a file of
     // its data directory, then read, for standard output): stopped while the engine writes it (a billion
     // rows would take minutes), and nothing of it left anywhere.
-    const staging = join(env.SAVEDQ_DATA_DIR, 'savedq-load');
+    const staging = join(env.SAVEDQ_DATA_DIR, 'savedq-export');
     const slowParquet = await cli(['--timeout', '1', 'export', 'slow', '-f', 'parquet', '-o', out('slow.parquet')], { env });
     expect([slowParquet.code, slowParquet.stderr]).toEqual([1, expect.stringMatching(/time limit of 1 s/)]);
     const made = (folder: string, start: string) => (existsSync(folder) ? readdirSync(folder).filter((name) => name.startsWith(start)) : []);
@@ -259,6 +263,35 @@ describe('savedq export', () => {
       // the engine and Node start with.
       expect(million, format).toBeLessThan(quarter * 1.2);
       if (format !== 'parquet') expect(bytes / 1024).toBeGreaterThan(quarter * 0.2);
+    }
+  }, LONG_TEST_MS);
+
+  it.runIf(has.root)('says a full disk as such, in each format, and leaves nothing there: -o on a small disk, and a data directory on one', async () => {
+    // Small tmpfs disks stand in for full ones; mounting them needs root (as on CI).
+    const small = out('small-disk');
+    const smallData = out('small-data');
+    mkdirSync(small, { recursive: true });
+    mkdirSync(smallData, { recursive: true });
+    const mounted = [spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=256k', 'tmpfs', small], { encoding: 'utf8' }), spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=16m', 'tmpfs', smallData], { encoding: 'utf8' })];
+    try {
+      expect(mounted.map((m) => [m.status, m.stderr])).toEqual([[0, ''], [0, '']]);
+      for (const format of ['ndjson', 'csv', 'parquet', 'arrow']) {
+        const file = join(small, `full.${format}`);
+        const full = await cli(['export', 'numbers', '-p', 'n=100000', '-f', format, '-o', file], { env });
+        expect([full.code, full.stderr]).toEqual([1, `savedq: cannot write ${file}.partial: no space left on the device.\n`]);
+        expect(readdirSync(small)).toEqual([]);
+      }
+      // The engine writes a binary export for standard output into the data directory first.
+      const data = { ...env, SAVEDQ_DATA_DIR: join(smallData, 'data') };
+      const piped = await runProgram('bash', ['-c', `set -o pipefail; ${savedqCommandLine(['export', 'numbers', '-p', 'n=1000000', '-f', 'arrow'])} | wc -c`], { env: { ...process.env, ...data }, timeoutMs: LONG_TEST_MS });
+      expect([piped.code, piped.stderr]).toEqual([1, `savedq: cannot write the export into ${join(smallData, 'data', 'savedq-export')}: no space left on the device.\n`]);
+      expect(readdirSync(join(smallData, 'data', 'savedq-export'))).toEqual([]);
+      // A data directory that holds only what exports made there is still known for one.
+      const after = await cli(['export', 'numbers', '-p', 'n=3', '-f', 'csv'], { env: data });
+      expect([after.code, after.stdout]).toEqual([0, expect.stringMatching(/^n,pad\r\n0,/)]);
+    } finally {
+      spawnSync('umount', [small]);
+      spawnSync('umount', [smallData]);
     }
   }, LONG_TEST_MS);
 
