@@ -294,6 +294,14 @@ export class Alerts {
     const [before, owing] = await Promise.all([store.states(), store.owing()]);
     for (const alert of chosen) {
       options.signal?.throwIfAborted();
+      // The one rule: an alert check calls broken is broken whenever a check runs, due or not (its
+      // state, firing a moment ago, is not reported as if it held). A warehouse that cannot tell now
+      // leaves it to its evaluation, when due.
+      const problem = await this.#problemOf(alert, options.at).catch(() => undefined);
+      if (problem !== undefined) {
+        broken.push({ file: alert.file, problems: [problem] });
+        continue;
+      }
       if (!isDue(alert, before.get(alert.name)) && !owing.includes(alert.name)) continue;
       await underLease(alert.name, async (state) => {
         if (isDue(alert, state)) {
@@ -364,7 +372,15 @@ export class Alerts {
 
   /** Every alert with its state and what it owes (`savedq alerts`). */
   async list(): Promise<{ alerts: AlertView[]; broken: BrokenAlert[]; gone: GoneAlert[]; folders: readonly string[] }> {
-    const { alerts, broken } = this.read();
+    const read = this.read();
+    const broken = [...read.broken];
+    const alerts: AlertSpec[] = [];
+    // Listed as check calls it: broken, not in the state it was in before.
+    for (const alert of read.alerts) {
+      const problem = await this.#problemOf(alert).catch(() => undefined);
+      if (problem === undefined) alerts.push(alert);
+      else broken.push({ file: alert.file, problems: [problem] });
+    }
     const store = await this.#open();
     const [states, owed] = await Promise.all([store.states(), store.outboxSummary()]);
     const views = alerts.map((a): AlertView => {
@@ -401,18 +417,8 @@ export class Alerts {
     const { alerts, broken } = this.read();
     const checked: { file: string; name: string | null; query: string | null; problems: DefinitionProblem[] }[] = [];
     for (const alert of alerts) {
-      let problems: DefinitionProblem[] = [];
-      let query: string | null = null;
-      try {
-        const { call, over } = await this.#callOf(alert);
-        query = call.query.name;
-        const said = await this.#parts.explain(over);
-        if (said !== undefined) problems = [refusedCondition(alert, call.query.name, said).problem];
-      } catch (err) {
-        if (!(err instanceof AlertProblem)) throw err;
-        problems = [err.problem];
-      }
-      checked.push({ file: alert.file, name: alert.name, query, problems });
+      const { query, problem } = await this.#checked(alert);
+      checked.push({ file: alert.file, name: alert.name, query, problems: problem === undefined ? [] : [problem] });
     }
     for (const b of broken) {
       // Its call too, as far as it reads: every problem of the file at once, not one round a fix.
@@ -423,6 +429,28 @@ export class Alerts {
       checked.push({ file: b.file, name: null, query: null, problems: [...b.problems, ...more].sort((x, y) => x.line - y.line) });
     }
     return checked;
+  }
+
+  /**
+   * What makes an alert broken, or undefined: its call (#callOf), then the engine's plan of its
+   * condition over the answer (a field the answer has not). Anything else (the warehouse) is thrown.
+   */
+  async #problemOf(alert: AlertSpec, at?: AsOf): Promise<DefinitionProblem | undefined> {
+    return (await this.#checked(alert, at)).problem;
+  }
+
+  /** An alert as check reads it: the query its call runs (when it reads so far), and its problem. */
+  async #checked(alert: AlertSpec, at?: AsOf): Promise<{ query: string | null; problem: DefinitionProblem | undefined }> {
+    let query: string | null = null;
+    try {
+      const { call, over } = await this.#callOf(alert, at);
+      query = call.query.name;
+      const said = await this.#parts.explain(over);
+      return { query, problem: said === undefined ? undefined : refusedCondition(alert, call.query.name, said).problem };
+    } catch (err) {
+      if (err instanceof AlertProblem) return { query, problem: err.problem };
+      throw err;
+    }
   }
 
   /**

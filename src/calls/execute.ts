@@ -148,11 +148,17 @@ export class CallExecutor {
   /**
    * Has the engine parse and plan a call with SQL over its answer (an alert's), its parameters bound,
    * without running it: what the engine says of the SQL (a column the answer has not), or undefined.
+   * A plan the engine took is remembered by the call's key (its definition's digest, parameters and SQL
+   * in it), so every `alerts check` can ask it of every alert and reach the engine once an alert.
    */
   async explainOver(call: PreparedCall): Promise<string | undefined> {
     if (call.sql === undefined) return undefined;
+    const taken = memoKeys.engineTookOver(this.parts.source, call.key);
+    if (await this.parts.memo.get(taken)) return undefined;
     const { explainOver } = await import('../queries/run.js');
-    return explainOver(await this.parts.warehouse(), call.query, call.params, call.sql, call.at ?? microsFromDate(this.parts.clock()));
+    const said = await explainOver(await this.parts.warehouse(), call.query, call.params, call.sql, call.at ?? microsFromDate(this.parts.clock()));
+    if (said === undefined) await this.parts.memo.set(taken, true);
+    return said;
   }
 
   /**

@@ -14,6 +14,8 @@ export const memoKeys = {
   index: (version: number, dirs: readonly string[]) => `index:${version}:${dirs.join('\n')}`,
   pattern: (pattern: string) => `pattern:${pattern}`,
   engineTook: (source: string, digest: string) => `engine-took:${source}:${digest}`,
+  /** The engine planned SQL over a call's answer (an alert's condition) without a word: by the call's key. */
+  engineTookOver: (source: string, callKey: string) => `engine-took-over:${source}:${callKey}`,
 };
 
 /** A memo file's name (fileNameOf's), or one being written (`.<pid>.tmp`): all pruning ever removes. */

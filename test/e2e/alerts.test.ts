@@ -366,6 +366,30 @@ describe('savedq check and broken alerts', () => {
     expect(tested.stderr).toMatch(/^savedq: the alert no-column is broken: the engine refuses the condition over functions\.invocation-stats's answer: .*\(see savedq check\)\.\n$/);
   }, LONG_TEST_MS);
 
+  it('reports an alert broken at once when its file breaks while it fires, before it is due again: in alerts check and alerts list', async () => {
+    const hook = await receiver();
+    const flags = folder('breaks-firing', { 'fn.alert.yaml': alertFile(hook.url) });
+    const fired = await cli([...flags, 'alerts', 'check', '--at', AT]);
+    expect([fired.code, fired.stderr]).toEqual([1, expect.stringMatching(/^firing {2}fn \(was new\)/)]);
+    // Its condition misspelled a minute later (its every is 5m: not due), then a file that does not read.
+    const file = join(dir, 'breaks-firing', 'fn.alert.yaml');
+    for (const [broken, said] of [
+      [alertFile(hook.url).replace('when: error_count > 0', 'when: error_cuont > 0'), /warning: skipped .*fn\.alert\.yaml:4: the engine refuses the condition over functions\.invocation-stats's answer: .*error_cuont/],
+      [alertFile(hook.url).replace('when: error_count > 0', 'wen: error_count > 0'), /warning: skipped .*fn\.alert\.yaml:4: unknown key 'wen'/],
+    ] as const) {
+      writeFileSync(file, broken);
+      const checked = await cli([...flags, 'alerts', 'check', '--at', atOffset(MINUTE)]);
+      expect(checked.code, checked.stderr).toBe(1);
+      expect(checked.stderr).toMatch(said);
+      expect(checked.stderr).not.toMatch(/fn firing|[1-9] firing/);
+      expect(checked.stderr).toMatch(/alerts not ok: 1 alert file broken/);
+      const listed = await cli([...flags, 'alerts']);
+      expect(listed.stderr).toMatch(said);
+      expect(listed.stdout).not.toMatch(/firing/);
+    }
+    expect(hook.got).toHaveLength(1);
+  }, LONG_TEST_MS);
+
   it('reads an alert file with every problem at its line', () => {
     const read = readAlertFile('/q/x.alert.yaml', 'query: q\nwhen: a > 1\nwhen_sql: SELECT 1\nevery: 5 minutes\nrepeat: 10s\nnotify: []\n');
     expect(read.problems?.map((p) => `${p.line}: ${p.message}`)).toEqual([
