@@ -161,13 +161,15 @@ export class CallRunner {
 
   /**
    * Runs a call in a mode: its answer, and what the cache did for it. A store that does not answer
-   * (before the call, or on the way) makes it `bypass`: the answer straight from the warehouse, nothing kept.
+   * (before the call, or on the way) makes an answer computed from the warehouse `bypass`: straight
+   * from the warehouse, nothing kept. One read from the store before it failed keeps what it is (a
+   * hit, another process's answer, an expired one served stale).
    */
   async run(call: PreparedCall, mode: CacheMode, options: RunOptions = {}): Promise<RunResult> {
     const cached = call.query.cacheSeconds > 0 && mode !== 'skip';
     if (cached && !this.#parts.store.up) return { ...(await this.#skipping(call, options)), cache: 'bypass' };
     const result = cached ? await this.#cached(call, mode, options) : await this.#skipping(call, options);
-    return cached && !this.#parts.store.up && result.cache !== 'hit' ? { ...result, cache: 'bypass' } : result;
+    return cached && !this.#parts.store.up && (result.cache === 'miss' || result.cache === 'off') ? { ...result, cache: 'bypass' } : result;
   }
 
   /** A call answered from the warehouse alone, shared with an identical one in flight here. */

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -279,6 +280,28 @@ describe('every host down', () => {
     expect(again.headers.get('x-cache')).toBe('MISS');
     expect((await (await get('/health')).json()) as object).toMatchObject({ warehouse: 'ok' });
   });
+
+  it('an answer served stale keeps its mark when the store fails on the way too (a partition that cuts both)', async () => {
+    const [a] = hosts as [Standin];
+    const e = env();
+    const first = await cli([...urls(a), 'run', 'count', '-p', 'project=p0', '-f', 'json'], { env: e });
+    expect(first.code, first.stderr).toBe(0);
+    await a.fault('refuse');
+    await eventually('the answer to be served stale', async () => (await cli([...urls(a), 'run', 'count', '-p', 'project=p0', '-f', 'json'], { env: e })).stderr.includes('did not answer'));
+    // The cache file's writes held by another process: the answer is read, then the store fails the
+    // call's next step (its lease) and is taken as down while the warehouse refuses.
+    const holder = spawn('python3', ['-c', "import sqlite3, sys; c = sqlite3.connect(sys.argv[1], isolation_level=None); c.execute('BEGIN IMMEDIATE'); print('held', flush=True); sys.stdin.read()", e.SAVEDQ_CACHE_FILE as string], { stdio: ['pipe', 'pipe', 'inherit'] });
+    try {
+      await new Promise((resolve) => holder.stdout.once('data', resolve));
+      const stale = await cli([...urls(a), 'run', 'count', '-p', 'project=p0', '-f', 'json', '--stats'], { env: e });
+      expect(stale.code, stale.stderr).toBe(0);
+      expect(stale.stdout).toBe(first.stdout);
+      expect(stale.stderr).toMatch(/warning: the warehouse did not answer \(no host of it\); this is count's answer from the cache/);
+      expect(stale.stderr).toMatch(/· cached \d+ s ago, stale \(the warehouse did not answer\) ·/);
+    } finally {
+      holder.stdin.end();
+    }
+  }, LONG_TEST_MS);
 
   it('a run answers from the cache, exit 0, saying on standard error that the warehouse did not answer and how old the answer is', async () => {
     const [a] = hosts as [Standin];
