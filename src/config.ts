@@ -315,7 +315,9 @@ function checkServerUrl(url: string): void {
   try {
     parsed = new URL(url);
   } catch {
-    throw new InputError(`invalid ClickHouse URL ${shown()}: not a URL (http://user@host:8123/database).`);
+    // Hosts joined by commas, as SAVEDQ_CLICKHOUSE_URL takes them (which splits them before this), in a flag.
+    const several = url.includes(',') ? '; give each host a --url of its own (SAVEDQ_CLICKHOUSE_URL takes them separated by commas)' : ' (http://user@host:8123/database)';
+    throw new InputError(`invalid ClickHouse URL ${shown()}: not a URL${several}.`);
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new InputError(`invalid ClickHouse URL ${redactUrl(url)}: expected http:// or https://.`);
   if (parsed.hostname === '') throw new InputError(`invalid ClickHouse URL ${redactUrl(url)}: no host.`);

@@ -123,7 +123,7 @@ describe.runIf(has.clickhouseServer)("Debian's clickhouse-server", () => {
       expect(r.stderr).toContain(`savedq: ClickHouse at http://tester@127.0.0.1:${port} refused the credentials.\n`);
       expect(r.stderr).not.toContain('nope-nope');
       const status = await cli(['status'], { env: { ...env, SAVEDQ_CLICKHOUSE_URL: `${refused},${url()}` } });
-      expect(status.stdout).toContain(`${refused}: does not answer since`);
+      expect(status.stdout).toContain(`${refused}: does not answer (`);
       expect(status.stdout).toContain(`http://tester@127.0.0.1:${port}: answers`);
       const kill = await fetch(`http://127.0.0.1:${port}/`, { method: 'POST', headers: { 'X-ClickHouse-User': 'tester', 'X-ClickHouse-Key': PASSWORD }, body: "KILL QUERY WHERE query_id = 'savedq-none' ASYNC" });
       expect(kill.status, await kill.text()).toBe(200);

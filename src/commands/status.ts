@@ -71,8 +71,9 @@ function statusLines(status: StatusReport): string[] {
   }
   if (status.hosts === undefined) lines.push(line('warehouse', status.warehouse));
   else {
-    // Each host on a line of its own: whether it answers, and since when and why not.
-    for (const [i, h] of status.hosts.entries()) lines.push(line(i === 0 ? 'warehouse' : '', `${h.host}: ${h.state === 'up' ? 'answers' : `does not answer since ${h.since} (${h.last_error ?? 'no answer'})`}`));
+    // Each host on a line of its own: whether it answers, and why not. Not since when: this command
+    // asked each host just now, and knows nothing of when one went down.
+    for (const [i, h] of status.hosts.entries()) lines.push(line(i === 0 ? 'warehouse' : '', `${h.host}: ${h.state === 'up' ? 'answers' : `does not answer (${h.last_error ?? 'no answer'})`}`));
     if (status.hosts.every((h) => h.state === 'down')) lines.push(line('', 'no host answers: calls are answered from the cache where they can be (stale_if_error)'));
   }
   if (status.data) lines.push(line('data', `${status.data.current === '' ? 'no load through savedq yet' : `generation ${status.data.current}`}${status.data.loading ? '; a load is under way' : ''}`));

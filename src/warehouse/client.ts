@@ -1,6 +1,6 @@
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
 import { parseJson } from '../json.js';
-import { toWarehouseError } from './errors.js';
+import { cutOff, toWarehouseError } from './errors.js';
 import { loadClient } from './load-client.js';
 import { failingAs, firstRead } from './streams.js';
 import type { Answers, Statement, StatementKind, Statements, StreamChunk, WarehouseRow } from './types.js';
@@ -150,7 +150,8 @@ const KINDS: { readonly [K in StatementKind]: (client: ClickHouseClient, stateme
 export function clientRun(client: ClickHouseClient, location: string): Statements['run'] {
   return async <K extends StatementKind>(kind: K, statement: Statement) => {
     const answer = await classified(location, () => (KINDS[kind] as (c: ClickHouseClient, s: Statement) => Promise<Answers[K]>)(client, statement));
-    // A streamed answer can fail after its first part too: classified the same way.
-    return kind === 'stream' ? (failingAs(answer as Answers['stream'], (err) => toWarehouseError(err, location)) as Answers[K]) : answer;
+    // A streamed answer can fail after its first part too: classified the same way, a connection lost
+    // then being the answer cut off (the host was reached).
+    return kind === 'stream' ? (failingAs(answer as Answers['stream'], (err) => cutOff(err, location)) as Answers[K]) : answer;
   };
 }

@@ -65,6 +65,23 @@ function engineFailure(e: ErrorLike, message: string): EngineFailure | undefined
   return { ...(code !== undefined ? { code } : {}), ...(type !== undefined ? { type } : {}), message: firstLine(message) };
 }
 
+/** The errno code of a connection that failed (on the error or its cause), if it is one. */
+function networkCode(err: unknown): string | undefined {
+  const e = (err ?? {}) as ErrorLike;
+  const causeCode = (e.cause as ErrorLike | undefined)?.code;
+  return [e.code, causeCode].find((c): c is string => typeof c === 'string' && NETWORK_CODES.has(c));
+}
+
+/**
+ * A streamed answer's failure after its first part, as the caller is to read it: a connection that
+ * failed then was cut half-way through the answer, the host having been reached (not 'cannot reach').
+ */
+export function cutOff(err: unknown, location: string): SavedqError {
+  const network = networkCode(err instanceof WarehouseUnreachableError ? err.cause : err);
+  if (network === undefined) return toWarehouseError(err, location);
+  return new WarehouseError(`the answer of ${location} was cut off half-way: ${errnoText({ code: network })}.`, { cause: err, forCaller: "the warehouse's answer was cut off half-way." });
+}
+
 /**
  * Maps anything the ClickHouse client or the embedded engine throws to the savedq error family: the one
  * place engine errors are classified (as clickhouse-js's parseError is for the client). Above the
@@ -75,12 +92,11 @@ export function toWarehouseError(err: unknown, location: string): SavedqError {
   const e = (err ?? {}) as ErrorLike;
   const message = typeof e.message === 'string' ? e.message : String(err);
   const engine = engineFailure(e, message);
-  const causeCode = typeof (e.cause as ErrorLike | undefined)?.code === 'string' ? ((e.cause as ErrorLike).code as string) : '';
   const options = { cause: err, engine };
   if (engine?.type === 'TIMEOUT_EXCEEDED' || engine?.code === TIMEOUT_CODE || /Timeout exceeded/i.test(message)) {
     return new QueryTimeoutError(`query on ${location} ran past its time limit.`, { cause: err, ranPastLimit: true });
   }
-  const network = [e.code, causeCode].find((c) => typeof c === 'string' && NETWORK_CODES.has(c));
+  const network = networkCode(err);
   if (network !== undefined) {
     const why = errnoText({ code: network });
     return new WarehouseUnreachableError(`cannot reach ${location}: ${why}.`, { ...options, forCaller: `the warehouse cannot be reached (${why}).` });

@@ -300,14 +300,16 @@ export async function openHosts(options: HostsOptions): Promise<Statements> {
       for (let host = next(tried); host !== undefined; ) {
         tried.add(host);
         try {
-          return await attempt(host, kind, statement);
+          const answer = await attempt(host, kind, statement);
+          // Moved away from each host that failed it, to this one, which answered: a failover of each.
+          for (const failed of errors.keys()) failed.failovers += 1;
+          return answer;
         } catch (err) {
           if (!isNetworkFailure(err) || statement.signal?.aborted === true) throw err;
           errors.set(host, err);
           if (host.down(errorText(err))) wentDown.push(host);
           const then = next(tried);
           if (then === undefined || Date.now() >= until) break;
-          host.failovers += 1;
           host = then;
         }
       }

@@ -136,6 +136,8 @@ describe('savedq (the built CLI)', () => {
     await expectBadInput(['list', '--project', 'acme'], /^savedq: unknown option '--project'\n$/);
     await expectBadInput(['schema', '--cluster', ''], /^savedq: --cluster is empty: give the name of a cluster of the server \(system.clusters\)\.\n$/);
     await expectBadInput(['runn'], /^savedq: unknown command 'runn'\n\(Did you mean run\?\)\n$/);
+    // Two letters the wrong way round are one slip.
+    await expectBadInput(['rnu'], /^savedq: unknown command 'rnu'\n\(Did you mean run\?\)\n$/);
     // A command missing its query names the saved queries (the first few of many).
     const named = /^savedq: missing required argument 'query'\n\(the saved queries: functions\.invocation-stats, logs\.all, usage\.api-counts; savedq list shows what each takes\)\n$/;
     await expectBadInput(['run'], named);
