@@ -22,9 +22,11 @@ export function asOfStored(stored: string): AsOf {
   return stored === '' ? undefined : stored;
 }
 
-/** The range a ClickHouse DateTime64 can hold. */
+/** The range a ClickHouse DateTime64 can hold: its years, and its first and last instant (UTC). */
 const MIN_YEAR = 1900;
 const MAX_YEAR = 2299;
+const MIN_MICROS = BigInt(Date.UTC(MIN_YEAR, 0, 1)) * 1000n;
+const MAX_MICROS = BigInt(Date.UTC(MAX_YEAR + 1, 0, 1)) * 1000n - 1n;
 
 /** An ISO 8601 timestamp's shape, as savedq reads one: here, and as the pattern of OpenAPI's schema. */
 export const ISO_TIMESTAMP_PATTERN = '^(\\d{4})-(\\d{2})-(\\d{2})(?:[Tt ](\\d{2}):(\\d{2})(?::(\\d{2})(?:[.,](\\d{1,9}))?)?)?(Z|z|[+-]\\d{2}(?::?\\d{2})?)?$';
@@ -64,7 +66,9 @@ export function parseIsoTimestamp(text: string): Micros | undefined {
 
 /** What an ISO 8601 timestamp must be, said of one that is not (its shape, or the engine's range). */
 export function isoTimestampProblem(text: string): string {
-  return readIsoTimestamp(text) === 'out of range' ? `a timestamp from ${MIN_YEAR}-01-01 to ${MAX_YEAR}-12-31, the range the engine holds` : 'an ISO 8601 timestamp such as 2026-01-31T12:00:00Z';
+  return readIsoTimestamp(text) === 'out of range'
+    ? `a timestamp from ${MIN_YEAR}-01-01T00:00:00Z to ${MAX_YEAR}-12-31T23:59:59.999999Z in UTC (its offset applied), the range the engine holds`
+    : 'an ISO 8601 timestamp such as 2026-01-31T12:00:00Z';
 }
 
 /** A timestamp read: its microseconds, undefined when it is no ISO 8601 instant, or 'out of range' when it is one the engine cannot hold. */
@@ -91,7 +95,9 @@ function readIsoTimestamp(text: string): Micros | 'out of range' | undefined {
     offsetMinutes = (zone.startsWith('-') ? -1 : 1) * (oh * 60 + om);
   }
   const ms = Date.UTC(year, month - 1, day, hour, minute, second) - offsetMinutes * 60_000;
-  return BigInt(ms) * 1000n + BigInt(frac.padEnd(6, '0').slice(0, 6) || '0');
+  const micros = BigInt(ms) * 1000n + BigInt(frac.padEnd(6, '0').slice(0, 6) || '0');
+  // The instant, its offset applied, is what the engine must hold (1900-01-01T00:00+05:00 is 1899's).
+  return micros < MIN_MICROS || micros > MAX_MICROS ? 'out of range' : micros;
 }
 
 function daysInMonth(year: number, month: number): number {

@@ -109,10 +109,16 @@ describe('parameters', () => {
 
   it('calls a value of the right shape out of range what it is: out of the engine\'s range, or of the declared bounds', async () => {
     expect(() => normaliseParams(logs, [['project', 'p'], ['iso_timestamp_start', '1800-01-01T00:00:00Z']])).toThrow(
-      "invalid value \"1800-01-01T00:00:00Z\" for parameter 'iso_timestamp_start': a timestamp from 1900-01-01 to 2299-12-31, the range the engine holds.",
+      "invalid value \"1800-01-01T00:00:00Z\" for parameter 'iso_timestamp_start': a timestamp from 1900-01-01T00:00:00Z to 2299-12-31T23:59:59.999999Z in UTC (its offset applied), the range the engine holds.",
     );
     expect(() => normaliseParams(logs, [['project', 'p'], ['iso_timestamp_start', '2026-02-30T00:00:00Z']])).toThrow(/: an ISO 8601 timestamp such as/);
-    expect(() => asOfMicros('2300-01-01T00:00:00Z')).toThrow('invalid --at "2300-01-01T00:00:00Z": expected a timestamp from 1900-01-01 to 2299-12-31, the range the engine holds.');
+    // The instant in UTC, its offset applied, is what the engine must hold: its first and last instants, and just past them.
+    for (const [value, held] of [['1900-01-01T00:00:00+05:00', false], ['1900-01-01T05:00:00+05:00', true], ['1900-01-01T00:00:00Z', true], ['2299-12-31T23:59:59-00:01', false], ['2299-12-31T23:59:59.999999Z', true], ['2299-12-31T23:59:00-00:00', true]] as const) {
+      const check = () => normaliseParams(logs, [['project', 'p'], ['iso_timestamp_end', value]]);
+      if (held) expect(check, value).not.toThrow();
+      else expect(check, value).toThrow(/the range the engine holds\.$/);
+    }
+    expect(() => asOfMicros('2300-01-01T00:00:00Z')).toThrow('invalid --at "2300-01-01T00:00:00Z": expected a timestamp from 1900-01-01T00:00:00Z to 2299-12-31T23:59:59.999999Z in UTC (its offset applied), the range the engine holds.');
     const days = (await new QueryCatalog({ builtin: builtinQueriesDir, user: [examplesDir] }).scan()).byName.get('errors.by-path') as SavedQuery;
     for (const value of ['9223372036854775807', '9223372036854775808', '-99999999999999999999', '91']) {
       expect(() => normaliseParams(days, [['project', 'p'], ['days', value]]), value).toThrow(`invalid value "${value}" for parameter 'days': a base-10 integer from 1 to 90.`);

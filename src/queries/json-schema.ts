@@ -86,6 +86,9 @@ export function sqlSchema(query: Pick<SavedQuery, 'fields'>, maxLength = 16 * 10
   };
 }
 
+/** What a regex parameter's schema says of it: a text that is not RE2 is refused (400), before anything runs. */
+const REGEX_TEXT = 'An RE2 regular expression (https://github.com/google/re2/wiki/Syntax); a text that is not one is refused.';
+
 /** A parameter's value in the schema's own terms: a number for a number, a list for a list. */
 function typedValue(param: ParamDefinition, text: string): unknown {
   switch (param.type) {
@@ -108,11 +111,14 @@ function typedValue(param: ParamDefinition, text: string): unknown {
  * the JSON value its type takes (queries/arguments.ts), null standing for an optional one left out. A
  * timestamp is any ISO 8601 form savedq reads, a date one the engine holds, as exact patterns. A
  * required value may not be empty (empty is missing), and a required list has an item that is not
- * blank. Allowed values are an `enum` where others are refused; where others behave as the default
+ * blank; in a query string an optional timestamp or date may be (empty is absent). A regex says it is
+ * RE2, which the server checks. Allowed values are an `enum` where others are refused; where others behave as the default
  * (`other: default`), any value is taken, so they are `examples`.
  */
 export function parameterSchema(p: ParamDefinition, carrier: ValueCarrier): object {
   const json = carrier === 'json';
+  // In a query string, an optional text left empty is the value left out.
+  const orEmpty = (pattern: string) => (json || p.required ? pattern : `^$|${pattern}`);
   const enumOf = (values: readonly string[]) =>
     p.other === 'reject' ? { enum: values.map((v) => typedValue({ ...p, type: p.type === 'string[]' ? 'string' : p.type }, v)) } : { examples: [...values] };
   const base: Record<string, unknown> = (() => {
@@ -126,9 +132,13 @@ export function parameterSchema(p: ParamDefinition, carrier: ValueCarrier): obje
         return json ? { type: 'boolean' } : { type: 'string', enum: BOOLEAN_TEXTS.map(([t]) => t) };
       case 'timestamp':
         // ISO 8601 with Z, an offset or no zone (UTC): wider than RFC 3339's date-time, which needs a zone.
-        return { type: 'string', pattern: ISO_TIMESTAMP_EXACT, description: 'ISO 8601; without a zone it is UTC.' };
+        // (The pattern cannot say the range of the instant once an offset is applied: the words do.)
+        return { type: 'string', pattern: orEmpty(ISO_TIMESTAMP_EXACT), description: `ISO 8601; without a zone it is UTC; from 1900-01-01T00:00:00Z to 2299-12-31T23:59:59.999999Z once its offset is applied.${json || p.required ? '' : ' Empty: left out.'}` };
       case 'date':
-        return { type: 'string', format: 'date', pattern: DATE_EXACT };
+        // (format date would refuse the empty value a query string may give.)
+        return { type: 'string', ...(json || p.required ? { format: 'date' } : {}), pattern: orEmpty(DATE_EXACT) };
+      case 'regex':
+        return { type: 'string', ...(p.required ? { minLength: 1 } : {}), description: REGEX_TEXT };
       case 'string[]': {
         const items = { type: 'string', ...(p.allowed ? enumOf(p.allowed) : {}) };
         // As JSON, a list or one text of comma-separated items; required, an item that is not blank.
@@ -145,7 +155,7 @@ export function parameterSchema(p: ParamDefinition, carrier: ValueCarrier): obje
     ...(p.min !== undefined ? { minimum: p.min } : {}),
     ...(p.max !== undefined ? { maximum: p.max } : {}),
     ...(p.default !== undefined ? { default: p.type === 'boolean' && !json ? p.default : typedValue(p, p.default) } : {}),
-    ...(json && p.description ? { description: p.description } : {}),
+    ...(json && p.description ? { description: typeof base.description === 'string' ? `${p.description} ${base.description}` : p.description } : {}),
   };
   // As JSON, null is an optional value left out.
   if (json && !p.required) {

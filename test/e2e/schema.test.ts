@@ -2,6 +2,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
 import fc from 'fast-check';
@@ -184,3 +187,42 @@ describe("serve's answers, held to its own OpenAPI document", () => {
 function findGet(path: string, name: string): Parameter | undefined {
   return doc.paths[path]?.get?.parameters?.find((p) => p.name === name);
 }
+
+describe('timestamps at the edges of what the engine holds, and what the document says of them', () => {
+  const ajv = new Ajv2020({ strict: false });
+  formats.default(ajv);
+  const start = () => findGet('/api/endpoints/query/logs.all', 'iso_timestamp_start') as Parameter;
+
+  it('takes an optional timestamp left empty as left out, as its schema says; and says a regex is RE2', async () => {
+    expect(ajv.validate(start().schema, '')).toBe(true);
+    const empty = await fetch(`${server.url}/api/endpoints/query/logs.all?project=acme-shop&iso_timestamp_start=`, { headers });
+    expect(empty.status).toBe(200);
+    const project = findGet('/api/endpoints/query/usage.api-counts', 'project') as Parameter;
+    expect(project.schema.description).toMatch(/RE2 regular expression.*refused/);
+  });
+
+  it('refuses an instant outside the engine’s range once its offset is applied: 400 on GET, POST and export, an error MCP and run say, never 500', async () => {
+    const ranged = /a timestamp from 1900-01-01T00:00:00Z to 2299-12-31T23:59:59\.999999Z in UTC \(its offset applied\), the range the engine holds/;
+    for (const value of ['1900-01-01T00:00:00+05:00', '2299-12-31T23:59:59-00:01']) {
+      // The pattern admits the text; the instant is what the server checks.
+      expect(ajv.validate(start().schema, value)).toBe(true);
+      const query = `project=acme-shop&iso_timestamp_start=${encodeURIComponent(value)}`;
+      for (const path of [`/api/endpoints/query/logs.all?${query}`, `/api/endpoints/export/logs.all?${query}`]) {
+        const res = await fetch(`${server.url}${path}`, { headers });
+        expect([res.status, ((await res.json()) as { error: { message: string } }).error.message], path).toEqual([400, expect.stringMatching(ranged)]);
+      }
+      const posted = await fetch(`${server.url}/api/endpoints/query/logs.all`, { method: 'POST', headers: { ...headers, 'Content-Type': 'application/json' }, body: JSON.stringify({ params: { project: 'acme-shop', iso_timestamp_start: value } }) });
+      expect(posted.status).toBe(400);
+      const mcp = new Client({ name: 'schema-test', version: '0' });
+      await mcp.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers } }));
+      try {
+        const called = (await mcp.callTool({ name: 'logs_all', arguments: { project: 'acme-shop', iso_timestamp_start: value } })) as CallToolResult;
+        expect([called.isError, (called.content[0] as { text: string }).text]).toEqual([true, expect.stringMatching(ranged)]);
+      } finally {
+        await mcp.close();
+      }
+      const run = await cli(['run', 'logs.all', '-p', 'project=acme-shop', '-p', `iso_timestamp_start=${value}`], { env });
+      expect([run.code, run.stderr]).toEqual([2, expect.stringMatching(ranged)]);
+    }
+  });
+});
