@@ -25,6 +25,8 @@ export interface StatusReport {
   /** Left out when the store does not answer. */
   readonly data?: GenerationState;
   readonly cached?: { readonly calls: number; readonly bytes: number; readonly maxBytes: number };
+  /** What a process keeps in memory of the answers it gave (--memory-mb), at most. */
+  readonly memory: { readonly maxBytes: number };
   readonly processes?: ProcessRecord[];
 }
 
@@ -45,7 +47,7 @@ export async function statusOf(lib: Savedq): Promise<StatusReport> {
   const warehouse = lib.config.urls.length === 0 ? lib.config.dataDir : lib.config.urls.map(redactUrl).join(', ');
   // A server's hosts are asked (their /ping: no engine is started, no query run).
   const probed = lib.config.urls.length === 0 ? undefined : await (await lib.warehouse()).probeHosts?.();
-  const where = { warehouse, ...(probed ? { hosts: probed.hosts } : {}) };
+  const where = { warehouse, ...(probed ? { hosts: probed.hosts } : {}), memory: { maxBytes: lib.config.memoryBytes } };
   // Tables not made yet: nothing kept to tell (and asking would make them: savedq init --store's work).
   if (!probe.up || (probe.tables !== undefined && probe.tables.version === undefined)) return { store, ...where };
   const [data, served, bytes, processes] = await Promise.all([lib.generation.fresh(), lib.store.served(), lib.cache.size(), storeProcesses(lib)]);

@@ -63,6 +63,7 @@ const program = withSettings(
   'lockWait',
   'timeout',
   'cacheMaxMb',
+  'memoryMb',
   'sandboxMaxMemoryMb',
 )
   .option('--no-color', 'no colour, whatever the terminal')

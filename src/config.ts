@@ -50,6 +50,7 @@ export const SETTINGS = {
   lockWait: { flag: '--lock-wait <seconds>', env: 'SAVEDQ_LOCK_WAIT', default: '30', help: 'how long to wait for another process using the data directory', number: { min: 0, max: 86_400, unit: 'seconds' } },
   timeout: { flag: '--timeout <seconds>', env: 'SAVEDQ_TIMEOUT', default: '30', help: 'per-query time limit', number: { min: 0.001, max: 86_400, unit: 'seconds' } },
   cacheMaxMb: { flag: '--cache-max-mb <megabytes>', env: 'SAVEDQ_CACHE_MAX_MB', default: '512', help: 'the results cache stays within about this size; the least recently served go first', number: { min: 1, max: 1_048_576, unit: 'megabytes' } },
+  memoryMb: { flag: '--memory-mb <megabytes>', env: 'SAVEDQ_MEMORY_MB', default: '128', help: "answers a process keeps in memory to give again at once (their rows, half; serve's bodies of them, half), at most; the least recently used go first", number: { min: 2, max: 1_048_576, unit: 'megabytes' } },
   sandboxMaxMemoryMb: { flag: '--sandbox-max-memory-mb <megabytes>', env: 'SAVEDQ_SANDBOX_MAX_MEMORY_MB', default: '1024', help: "the memory a caller's own SQL over a sandboxed query's answer may take in the engine", number: { min: 16, max: 1_048_576, unit: 'megabytes' } },
   host: { flag: '--host <host>', default: '127.0.0.1', help: 'address to bind' },
   port: { flag: '--port <port>', default: '4000', help: 'port to listen on (0 = any free port)', number: { min: 0, max: 65535, integer: true, unit: '' } },
@@ -116,6 +117,11 @@ export interface Config {
   readonly cacheMaxBytes: number;
   /** The memory a caller's SQL over a sandboxed query's answer may take (--sandbox-max-memory-mb), in bytes. */
   readonly sandboxMaxMemoryBytes: number;
+  /**
+   * The answers this process keeps in memory to give again at once (--memory-mb), in bytes: half for
+   * their rows (calls/runner.ts's recent results), half for serve's bodies of them (http/query-route.ts).
+   */
+  readonly memoryBytes: number;
   /** The user's saved-query folders, in order (the built-ins ship with savedq). */
   readonly queryFolders: readonly string[];
   /** Where `savedq new` writes a definition: the first user folder, else the default one (made then). */
@@ -154,6 +160,7 @@ export interface ConfigFlags {
   timeout?: string | undefined;
   cacheMaxMb?: string | undefined;
   sandboxMaxMemoryMb?: string | undefined;
+  memoryMb?: string | undefined;
   /** --queries, repeatable. */
   queries?: readonly string[] | undefined;
   passwordFile?: string | undefined;
@@ -249,6 +256,7 @@ export function resolveConfig(flags: ConfigFlags = {}, env: Env = process.env): 
     queryTimeoutSeconds: numberSetting(SETTINGS.timeout, flags.timeout, env),
     cacheMaxBytes: numberSetting(SETTINGS.cacheMaxMb, flags.cacheMaxMb, env) * 2 ** 20,
     sandboxMaxMemoryBytes: numberSetting(SETTINGS.sandboxMaxMemoryMb, flags.sandboxMaxMemoryMb, env) * 2 ** 20,
+    memoryBytes: numberSetting(SETTINGS.memoryMb, flags.memoryMb, env) * 2 ** 20,
     ...folders,
   };
 }

@@ -156,6 +156,7 @@ export class Savedq {
       owner: this.owner,
       waitMs: config.queryTimeoutSeconds * 1000,
       maxBytes: config.cacheMaxBytes,
+      recentBytes: config.memoryBytes / 2,
     });
   }
 
@@ -247,6 +248,11 @@ export class Savedq {
   /** The answer from what this process served a moment ago, without waiting (serve's hot path), if any. */
   answerRecent(call: PreparedCall): RunResult | undefined {
     return this.#runner.answerRecent(call);
+  }
+
+  /** The rows of answers this process keeps in memory to give again at once: about how many bytes, of at most how many (serve's /health). */
+  recentMemory(): { bytes: number; maxBytes: number } {
+    return this.#runner.recentMemory();
   }
 
   /** The embedded engine's queue of statements, when this process has it open (serve's /health). */

@@ -293,7 +293,7 @@ describe('the cache stays bounded', () => {
 
 describe('what a process served a moment ago', () => {
   it('is trusted for a moment from when it was read, however often it is served meanwhile; then the cache file is to be read again, once', () => {
-    const recent = new RecentResults();
+    const recent = new RecentResults(2 ** 20);
     const stored = { rows: [], computedAt: 0 };
     const entry = (): RecentResult => {
       const found = recent.get('k');
@@ -316,7 +316,7 @@ describe('what a process served a moment ago', () => {
   });
 
   it('takes a clock set back as past its moment: the file read again, the served record written', () => {
-    const recent = new RecentResults();
+    const recent = new RecentResults(2 ** 20);
     recent.served('k', { rows: [], computedAt: 0 }, 10_000);
     const entry = recent.get('k') as RecentResult;
     expect(recent.reread(entry, 9_000)).toBe(true);
@@ -380,7 +380,7 @@ describe('a re-read of the cache file', () => {
   it('that ends after a newer result was computed leaves the newer one answered, not the older it read', async () => {
     const store = new SqliteStore(join(tempDir(), 'cache.sqlite'), () => undefined);
     const cache = new HeldRead(store);
-    const runner = new CallRunner({ cache, store, executor: lib.executor, generation: lib.generation, clock: () => now, owner: 'test', waitMs: 30_000, maxBytes: 512 * 2 ** 20 });
+    const runner = new CallRunner({ cache, store, executor: lib.executor, generation: lib.generation, clock: () => now, owner: 'test', waitMs: 30_000, maxBytes: 512 * 2 ** 20, recentBytes: 64 * 2 ** 20 });
     const call = await lib.prepare({ nameOrId: 'usage.api-counts', params: [['project', 'race'], ['interval', 'hourly']] });
     const first = await runner.run(call, 'use');
     expect(first.cache).toBe('miss');

@@ -1,4 +1,4 @@
-import { BoundedMap } from '../bounded.js';
+import { LRUCache } from 'lru-cache';
 import type { CachedResult } from './index.js';
 
 /**
@@ -16,6 +16,8 @@ const within = (since: number, now: number, ms: number): boolean => now >= since
 /** A result this process served lately, and when its served record was last written. */
 export interface RecentResult {
   readonly result: CachedResult;
+  /** About the bytes its rows take in memory (sizeOfValue). */
+  readonly bytes: number;
   /** When the result was read from the cache file or computed: it is trusted RECENT_MS from then. */
   readonly seenAt: number;
   markedAt: number;
@@ -31,7 +33,21 @@ export interface RecentResult {
  * load, the one that did waited behind every other request of a few turns of the event loop).
  */
 export class RecentResults {
-  readonly #recent = new BoundedMap<string, RecentResult>(RECENT_ENTRIES);
+  readonly #recent: LRUCache<string, RecentResult>;
+
+  /**
+   * At most `maxBytes` of rows (as sizeOfValue counts them) and RECENT_ENTRIES results: past either,
+   * the least recently used go first; a result larger than the whole is not kept (each call of it
+   * reads the cache file).
+   */
+  constructor(readonly maxBytes: number) {
+    this.#recent = new LRUCache({ max: RECENT_ENTRIES, maxSize: maxBytes, sizeCalculation: (recent) => Math.max(1, recent.bytes) });
+  }
+
+  /** What the results kept take now, about. */
+  get bytes(): number {
+    return this.#recent.calculatedSize;
+  }
 
   /** The result served for a key lately, if any, however long ago it was read (see `reread`). */
   get(key: string): RecentResult | undefined {
@@ -57,7 +73,7 @@ export class RecentResults {
    * `markedAt` (by this process or another): a run of the CLI a second then writes nothing.
    */
   read(key: string, result: CachedResult, now: number, markedAt: number | undefined): void {
-    this.#recent.set(key, { result, seenAt: now, markedAt: markedAt ?? Number.NEGATIVE_INFINITY, rereading: false });
+    this.#recent.set(key, { result, bytes: sizeOfValue(result.rows), seenAt: now, markedAt: markedAt ?? Number.NEGATIVE_INFINITY, rereading: false });
   }
 
   /**
@@ -67,7 +83,8 @@ export class RecentResults {
   served(key: string, result: CachedResult, now: number, force = false): boolean {
     const previous = this.#recent.get(key);
     const due = force || !previous || !within(previous.markedAt, now, SERVED_EVERY_MS);
-    this.#recent.set(key, { result, seenAt: now, markedAt: due ? now : (previous?.markedAt ?? now), rereading: false });
+    const bytes = previous?.result === result ? previous.bytes : sizeOfValue(result.rows);
+    this.#recent.set(key, { result, bytes, seenAt: now, markedAt: due ? now : (previous?.markedAt ?? now), rereading: false });
     return due;
   }
 
@@ -79,4 +96,24 @@ export class RecentResults {
   clear(): void {
     this.#recent.clear();
   }
+}
+
+/**
+ * About the bytes a value read from JSON takes in memory: a text two bytes a character, a number or a
+ * flag eight, and a little for each object, array and key. Not exact (V8 does not say): near enough to
+ * bound what is kept by what it weighs, not by how many.
+ */
+export function sizeOfValue(value: unknown): number {
+  if (typeof value === 'string') return 16 + 2 * value.length;
+  if (Array.isArray(value)) {
+    let size = 16 + 8 * value.length;
+    for (const item of value) size += sizeOfValue(item);
+    return size;
+  }
+  if (value !== null && typeof value === 'object') {
+    let size = 32;
+    for (const key in value) size += 16 + 2 * key.length + sizeOfValue((value as Record<string, unknown>)[key]);
+    return size;
+  }
+  return 8;
 }

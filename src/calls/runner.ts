@@ -86,6 +86,8 @@ export interface RunnerParts {
   readonly waitMs: number;
   /** The cached answers' bound (--cache-max-mb), in bytes: kept after each answer stored. */
   readonly maxBytes: number;
+  /** The rows of answers kept in memory to give again at once, at most (half of --memory-mb), in bytes. */
+  readonly recentBytes: number;
 }
 
 /** Who runs a call, and when they stop waiting. */
@@ -120,7 +122,7 @@ interface RefreshOptions extends RunOptions {
  */
 export class CallRunner {
   readonly #parts: RunnerParts;
-  readonly #recent = new RecentResults();
+  readonly #recent: RecentResults;
   /** Work in flight, by cache key: runs that skip the cache, cache lookups, and runs whose result is stored. */
   readonly #uncached = new InFlight<RunResult>();
   readonly #lookups = new InFlight<RunResult>();
@@ -135,6 +137,12 @@ export class CallRunner {
 
   constructor(parts: RunnerParts) {
     this.#parts = parts;
+    this.#recent = new RecentResults(parts.recentBytes);
+  }
+
+  /** The rows of answers kept in memory to give again at once: about how many bytes, of at most how many. */
+  recentMemory(): { bytes: number; maxBytes: number } {
+    return { bytes: this.#recent.bytes, maxBytes: this.#recent.maxBytes };
   }
 
   /**

@@ -45,6 +45,7 @@ export async function statusCommand(lib: Savedq, options: StatusOptions, io: Io)
       ...(status.hosts ? { hosts: status.hosts } : {}),
       ...(status.data ? { data: { generation: status.data.current || null, loading: status.data.loading } } : {}),
       ...(status.cached ? { cached: { calls: status.cached.calls, bytes: status.cached.bytes, max_bytes: status.cached.maxBytes } } : {}),
+      memory: { max_bytes: status.memory.maxBytes },
       ...(status.processes ? { processes } : {}),
     };
     await writeOut(io.stdout, `${JSON.stringify(json, null, 2)}\n`);
@@ -78,6 +79,7 @@ function statusLines(status: StatusReport): string[] {
   }
   if (status.data) lines.push(line('data', `${status.data.current === '' ? 'no load through savedq yet' : `generation ${status.data.current}`}${status.data.loading ? '; a load is under way' : ''}`));
   if (status.cached) lines.push(line('cached', `${plural(status.cached.calls, 'call')}, ${megabytes(status.cached.bytes)} of at most ${megabytes(status.cached.maxBytes)}`));
+  lines.push(line('memory', `answers a process keeps to give again at once: at most ${megabytes(status.memory.maxBytes)} (--memory-mb)`));
   if (status.processes) lines.push(line('processes', status.processes.length === 0 ? 'none shared the store in the last minute' : 'those that shared the store in the last minute:'));
   return lines;
 }

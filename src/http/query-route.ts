@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ageSeconds, answerFactsOf, fromCache } from '../calls/answer.js';
 import { outcomeNames } from '../calls/outcomes.js';
+import { LRUCache } from 'lru-cache';
 import { BoundedMap } from '../bounded.js';
 import { addressOf, addressOfTarget, QUERY_PREFIX } from './paths.js';
 import type { Access, Caller } from '../access/index.js';
@@ -21,7 +22,7 @@ const PREPARED_CALLS_A_TOKEN = 64;
 const MAX_POST_BYTES = 1024 * 1024;
 /** The JSON renderer takes no width or colour. */
 const BODY_OPTIONS = { fields: [], color: false, width: undefined };
-/** Results whose rows' JSON is kept, by their call's key (the result of the instant it was computed). */
+/** Results whose rows' JSON is kept, by their call's key (the result of the instant it was computed), at most. */
 const BODIES_KEPT = 1_000;
 
 /**
@@ -159,7 +160,12 @@ export class QueryRoute implements Route {
   readonly credential = 'caller';
   #preparedFor;
   #calls = new WeakMap<Caller, PreparedCalls>();
-  readonly #bodies = new BoundedMap<string, Body>(BODIES_KEPT);
+  /**
+   * Bodies kept, at most BODIES_KEPT and half of --memory-mb, each weighed twice its bytes (its head,
+   * and the copy of it in the whole body last sent) in UTF-16: past either, the least recently used go
+   * first; one larger than the whole is not kept (made again for each request).
+   */
+  readonly #bodies: LRUCache<string, Body>;
 
   constructor(
     private readonly lib: Savedq,
@@ -167,6 +173,12 @@ export class QueryRoute implements Route {
     private readonly takeCall: TakeCall,
   ) {
     this.#preparedFor = { queries: lib.catalog, generation: lib.generation.current().current };
+    this.#bodies = new LRUCache({ max: BODIES_KEPT, maxSize: lib.config.memoryBytes / 2, sizeCalculation: (body) => 64 + 4 * body.bytes });
+  }
+
+  /** The bodies kept: about how many bytes, of at most how many. */
+  bodiesMemory(): { bytes: number; maxBytes: number } {
+    return { bytes: this.#bodies.calculatedSize, maxBytes: this.#bodies.maxSize };
   }
 
   matches(path: string): boolean {

@@ -57,6 +57,11 @@ export function serveRoutes(of: RoutesOf): ServeRoutes {
     ));
   const openapiText = openapiTexts(lib, of.version);
   const query = new QueryRoute(lib, access, takeCall);
+  /** What answers kept in memory take (--memory-mb): their rows, and serve's bodies of them. */
+  const answersMemory = () => {
+    const [rows, bodies] = [lib.recentMemory(), query.bodiesMemory()];
+    return { rows: { bytes: rows.bytes, max_bytes: rows.maxBytes }, bodies: { bytes: bodies.bytes, max_bytes: bodies.maxBytes } };
+  };
   const fixedPath = (path: string) => (p: string) => p === path;
   const table: Route[] = [];
   if (of.mcp) {
@@ -99,7 +104,7 @@ export function serveRoutes(of: RoutesOf): ServeRoutes {
         // to an API key only (an address is not every caller's to learn).
         const queue = lib.engineQueue();
         const store = lib.store.up ? 'ok' : 'unreachable';
-        const shared = ctx.caller?.kind === 'key' ? { store_location: lib.store.location, processes: (await storeProcesses(lib)).map((p) => ({ ...p, seen: new Date(p.seen).toISOString() })) } : {};
+        const shared = ctx.caller?.kind === 'key' ? { store_location: lib.store.location, processes: (await storeProcesses(lib)).map((p) => ({ ...p, seen: new Date(p.seen).toISOString() })), memory: answersMemory() } : {};
         // A server warehouse: whether any host answers, to anyone (200 whatever it says: serve still
         // answers from the store, and a balancer must not pull every replica at once); each host, to a key.
         const hosts = lib.warehouseHosts();

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startServer, type RunningServer } from '../../src/http/server.js';
 import { keyChecker } from '../../src/http/keys.js';
 import { EngineSocketServer } from '../../src/warehouse/engine-socket-server.js';
-import { binPath, cli, endpoints, engineQueue, eventually, findEndpoint, load, NO_CONFIG, startServe, tempDir, logInto, libraryOf, serveOptions } from '../helpers.js';
+import { binPath, cli, endpoints, engineQueue, eventually, findEndpoint, load, LONG_TEST_MS, NO_CONFIG, startServe, tempDir, logInto, libraryOf, serveOptions } from '../helpers.js';
 import { has } from '../system.js';
 
 const dir = tempDir();
@@ -391,4 +391,39 @@ describe('serve --quiet', () => {
       await server.exited;
     }
   });
+});
+
+describe('what serve keeps in memory of its answers', () => {
+  it('stays within --memory-mb however many large answers it gives: the least recently used go first, and each is answered whole', async () => {
+    const folder = join(dir, 'large-answers');
+    mkdirSync(folder, { recursive: true });
+    // About 2 MB of rows an answer (4 MB in memory), a call a value of p.
+    writeFileSync(join(folder, 'large.sql'), "/*\nparams:\n  p: { type: string, required: true }\ncache: 900\n*/\nSELECT @p AS p, number AS n, repeat('x', 20000) AS pad FROM numbers(100)\n");
+    const serve = await startServe({ SAVEDQ_DATA_DIR: join(dir, 'large-data'), SAVEDQ_CACHE_FILE: join(dir, 'large.sqlite'), SAVEDQ_API_KEYS: 'key', XDG_CONFIG_HOME: NO_CONFIG }, ['--queries', folder, '--memory-mb', '8']);
+    try {
+      const ask = async (path: string) => (await fetch(`${serve.url}${path}`, { headers: { 'X-API-KEY': 'key' } })).json() as Promise<Record<string, unknown>>;
+      const resident = async () => Number(/^process_resident_memory_bytes (\d+)/m.exec(await (await fetch(`${serve.url}/metrics`, { headers: { 'X-API-KEY': 'key' } })).text())?.[1]);
+      // Each call twice: computed, then from what serve kept (or the cache file, once it let it go).
+      let early = 0;
+      for (let i = 0; i < 80; i++) {
+        if (i === 10) early = await resident();
+        for (let twice = 0; twice < 2; twice++) {
+          const body = (await ask(`/api/endpoints/query/large?p=${i}`)) as { result: { p: string; n: number }[] };
+          expect([body.result.length, body.result[99]?.p, body.result[99]?.n]).toEqual([100, String(i), 99]);
+        }
+      }
+      type Kept = { bytes: number; max_bytes: number };
+      const { memory } = (await ask('/health')) as { memory: { rows: Kept; bodies: Kept } };
+      expect([memory.rows.max_bytes, memory.bodies.max_bytes]).toEqual([4 * 2 ** 20, 4 * 2 ** 20]);
+      expect(memory.rows.bytes).toBeLessThanOrEqual(memory.rows.max_bytes);
+      expect(memory.bodies.bytes).toBeLessThanOrEqual(memory.bodies.max_bytes);
+      expect(memory.rows.bytes).toBeGreaterThan(0);
+      // Held whole, the 70 answers since the tenth would take over 300 MB more (their rows in UTF-16, and
+      // their bodies): 350 MB more was measured so; within the bound, 15 MB more or 25 less.
+      expect((await resident()) - early).toBeLessThan(150 * 2 ** 20);
+    } finally {
+      serve.child.kill('SIGTERM');
+      await serve.exited;
+    }
+  }, LONG_TEST_MS);
 });
