@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, readdirSync, rmSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { SizedCache } from '../src/bounded.js';
 import { memoDirOf, pruneMemo } from '../src/store/memo.js';
 import { cli, startServe, tempDir } from './helpers.js';
 
@@ -76,5 +77,29 @@ describe('what the catalog remembers', () => {
     const made = existsSync(memoDirOf(device));
     rmSync(memoDirOf(device), { recursive: true, force: true });
     expect(made).toBe(false);
+  });
+});
+
+describe('SizedCache', () => {
+  it('keeps at most its entries and its size, the least recently used going first, a read making one recent; one too large is not kept', () => {
+    const cache = new SizedCache<string, string>(3, 10, (v) => v.length);
+    cache.set('a', 'aaaa');
+    cache.set('b', 'bbbb');
+    expect(cache.get('a')).toBe('aaaa');
+    // Past the size: b, read least lately, goes.
+    cache.set('c', 'cccc');
+    expect([cache.get('a'), cache.get('b'), cache.get('c'), cache.size]).toEqual(['aaaa', undefined, 'cccc', 8]);
+    // Past the entries: a (read before c) goes.
+    cache.set('d', 'd');
+    cache.set('e', 'e');
+    expect([cache.get('a'), cache.size]).toEqual([undefined, 6]);
+    // Set again: its size counted once, as it is now.
+    cache.set('c', 'cc');
+    expect(cache.size).toBe(4);
+    // Larger than the whole: not kept, and what it replaced is gone.
+    cache.set('c', 'x'.repeat(11));
+    expect([cache.get('c'), cache.size]).toEqual([undefined, 2]);
+    cache.clear();
+    expect([cache.get('d'), cache.size]).toEqual([undefined, 0]);
   });
 });

@@ -1,4 +1,4 @@
-import { LRUCache } from 'lru-cache';
+import { SizedCache } from '../bounded.js';
 import type { CachedResult } from './index.js';
 
 /**
@@ -33,7 +33,7 @@ export interface RecentResult {
  * load, the one that did waited behind every other request of a few turns of the event loop).
  */
 export class RecentResults {
-  readonly #recent: LRUCache<string, RecentResult>;
+  readonly #recent: SizedCache<string, RecentResult>;
 
   /**
    * At most `maxBytes` of rows (as sizeOfValue counts them) and RECENT_ENTRIES results: past either,
@@ -41,12 +41,12 @@ export class RecentResults {
    * reads the cache file).
    */
   constructor(readonly maxBytes: number) {
-    this.#recent = new LRUCache({ max: RECENT_ENTRIES, maxSize: maxBytes, sizeCalculation: (recent) => Math.max(1, recent.bytes) });
+    this.#recent = new SizedCache(RECENT_ENTRIES, maxBytes, (recent) => recent.bytes);
   }
 
   /** What the results kept take now, about. */
   get bytes(): number {
-    return this.#recent.calculatedSize;
+    return this.#recent.size;
   }
 
   /** The result served for a key lately, if any, however long ago it was read (see `reread`). */

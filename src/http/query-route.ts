@@ -1,8 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ageSeconds, answerFactsOf, fromCache } from '../calls/answer.js';
 import { outcomeNames } from '../calls/outcomes.js';
-import { LRUCache } from 'lru-cache';
-import { BoundedMap } from '../bounded.js';
+import { BoundedMap, SizedCache } from '../bounded.js';
 import { addressOf, addressOfTarget, QUERY_PREFIX } from './paths.js';
 import type { Access, Caller } from '../access/index.js';
 import { InputError, UnsupportedMediaTypeError } from '../errors.js';
@@ -165,7 +164,7 @@ export class QueryRoute implements Route {
    * and the copy of it in the whole body last sent) in UTF-16: past either, the least recently used go
    * first; one larger than the whole is not kept (made again for each request).
    */
-  readonly #bodies: LRUCache<string, Body>;
+  readonly #bodies: SizedCache<string, Body>;
 
   constructor(
     private readonly lib: Savedq,
@@ -173,12 +172,12 @@ export class QueryRoute implements Route {
     private readonly takeCall: TakeCall,
   ) {
     this.#preparedFor = { queries: lib.catalog, generation: lib.generation.current().current };
-    this.#bodies = new LRUCache({ max: BODIES_KEPT, maxSize: lib.config.memoryBytes / 2, sizeCalculation: (body) => 64 + 4 * body.bytes });
+    this.#bodies = new SizedCache(BODIES_KEPT, lib.config.memoryBytes / 2, (body) => 64 + 4 * body.bytes);
   }
 
   /** The bodies kept: about how many bytes, of at most how many. */
   bodiesMemory(): { bytes: number; maxBytes: number } {
-    return { bytes: this.#bodies.calculatedSize, maxBytes: this.#bodies.maxSize };
+    return { bytes: this.#bodies.size, maxBytes: this.#bodies.maxSize };
   }
 
   matches(path: string): boolean {
