@@ -54,6 +54,7 @@ const program = withSettings(
   new Command('savedq').description('Run saved, parameterised analytics queries over platform log data.').version(version, '-V, --version'),
   'url',
   'loadBalance',
+  'warehouseConcurrency',
   'passwordFile',
   'dataDir',
   'cacheFile',

@@ -40,6 +40,7 @@ export interface NumberBounds {
  */
 export const SETTINGS = {
   url: { flag: '--url <url>', env: 'SAVEDQ_CLICKHOUSE_URL', shown: 'the embedded engine', help: 'ClickHouse server URL; given again, another host of the same warehouse (repeatable; the variable comma-separated)', repeatable: true },
+  warehouseConcurrency: { flag: '--warehouse-concurrency <n>', env: 'SAVEDQ_WAREHOUSE_CONCURRENCY', default: '8', help: "statements a process sends a ClickHouse server at once, at most (the embedded engine runs one at a time); the others wait their turn, fairly across callers", number: { min: 1, max: 1024, integer: true, unit: '' } },
   loadBalance: { flag: '--load-balance <order>', env: 'SAVEDQ_LOAD_BALANCE', default: 'in-order', help: 'which of several --url hosts a process uses: in-order (the first that answers) or random (one picked, then kept)' },
   passwordFile: { flag: '--password-file <file>', env: 'SAVEDQ_CLICKHOUSE_PASSWORD_FILE', help: "the ClickHouse server's password: the file's first line (readable by you alone)" },
   dataDir: { flag: '--data-dir <dir>', env: 'SAVEDQ_DATA_DIR', shown: '$XDG_DATA_HOME/savedq, else ~/.local/share/savedq', help: 'embedded engine data directory' },
@@ -115,6 +116,8 @@ export interface Config {
   readonly queryTimeoutSeconds: number;
   /** The results cache stays within about this size: past it, the least recently served go first. */
   readonly cacheMaxBytes: number;
+  /** Statements this process sends a server warehouse at once, at most (--warehouse-concurrency); the embedded engine's is one. */
+  readonly warehouseConcurrency: number;
   /** The memory a caller's SQL over a sandboxed query's answer may take (--sandbox-max-memory-mb), in bytes. */
   readonly sandboxMaxMemoryBytes: number;
   /**
@@ -154,6 +157,7 @@ export interface ConfigFlags {
   /** --url, repeatable (one as a string, as a test gives it). */
   url?: string | readonly string[] | undefined;
   loadBalance?: string | undefined;
+  warehouseConcurrency?: string | undefined;
   dataDir?: string | undefined;
   cacheFile?: string | undefined;
   lockWait?: string | undefined;
@@ -255,6 +259,7 @@ export function resolveConfig(flags: ConfigFlags = {}, env: Env = process.env): 
     lockWaitMs: numberSetting(SETTINGS.lockWait, flags.lockWait, env) * 1000,
     queryTimeoutSeconds: numberSetting(SETTINGS.timeout, flags.timeout, env),
     cacheMaxBytes: numberSetting(SETTINGS.cacheMaxMb, flags.cacheMaxMb, env) * 2 ** 20,
+    warehouseConcurrency: numberSetting(SETTINGS.warehouseConcurrency, flags.warehouseConcurrency, env),
     sandboxMaxMemoryBytes: numberSetting(SETTINGS.sandboxMaxMemoryMb, flags.sandboxMaxMemoryMb, env) * 2 ** 20,
     memoryBytes: numberSetting(SETTINGS.memoryMb, flags.memoryMb, env) * 2 ** 20,
     ...folders,

@@ -8,7 +8,6 @@ import { prepareCall, type CallRequest, type PreparedCall } from './calls/prepar
 import { CallRunner, type CacheMode, type Clock, type RunOptions, type RunResult } from './calls/runner.js';
 import { CallExecutor } from './calls/execute.js';
 import type { Export, ExportOptions } from './calls/export.js';
-import { FairTurns } from './calls/turns.js';
 import { embeddedGeneration, serverGeneration, type DataGeneration } from './calls/generation.js';
 import { cachedCallViews, dueForWarming, warm, type CachedCallView, type WarmingParts, type WarmOptions, type WarmOutcome } from './calls/warming.js';
 import type { Config } from './config.js';
@@ -99,8 +98,6 @@ export class Savedq {
   readonly generation: DataGeneration;
   /** What runs calls on the warehouse below the cache (calls/execute.ts). */
   readonly executor: CallExecutor;
-  /** Turns at the engine, fair across callers (what serve's --max-queue bounds). */
-  readonly turns = new FairTurns();
   /** Told of warnings and notes as they happen. */
   readonly reporter: Reporter;
   /** This process, as its leases name it to the others sharing the store. */
@@ -134,7 +131,7 @@ export class Savedq {
     const patterns = serving ? memoryMemo(PATTERNS_KEPT) : this.#memo;
     this.#patterns = { get: (pattern) => patterns.get(memoKeys.pattern(pattern)), set: (pattern) => patterns.set(memoKeys.pattern(pattern), true) };
     this.#catalog = options.queries ?? new QueryCatalog({ builtin: builtinQueriesDir, user: config.queryFolders }, this.#memo);
-    this.#warehouse = new WarehouseHandle(config, { owns: serving, signal: options.signal, reporter: this.reporter });
+    this.#warehouse = new WarehouseHandle(config, { owns: serving, signal: options.signal, reporter: this.reporter, store: this.store });
     // Unique enough beside the host and pid, and no node:crypto for it (a cache hit loads none).
     this.owner = `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 10)}`;
     this.generation = config.urls.length === 0 ? embeddedGeneration(config.dataDir, serving) : serverGeneration(this.store, config.source, this.owner);
@@ -145,7 +142,6 @@ export class Savedq {
       sandboxMaxMemoryBytes: config.sandboxMaxMemoryBytes,
       clock: () => this.clock(),
       memo: this.#memo,
-      turns: this.turns,
     });
     this.#runner = new CallRunner({
       cache: this.cache,
@@ -255,13 +251,24 @@ export class Savedq {
     return this.#runner.recentMemory();
   }
 
-  /** The embedded engine's queue of statements, when this process has it open (serve's /health). */
-  engineQueue(): EngineQueue | undefined {
-    const lane = this.#warehouse.queue();
-    if (!lane) return undefined;
-    // Calls waiting for their turn here, and the statements queued in the engine's lane (the others' too).
-    const turns = this.turns.state();
-    return { running: lane.running, waiting: lane.waiting + turns.waiting, dropped: lane.dropped + turns.dropped };
+  /** The statements running and waiting for the warehouse, this process's and (serve's) those of the processes sharing its engine: serve's /health. */
+  engineQueue(): EngineQueue {
+    return this.#warehouse.queueState();
+  }
+
+  /** How many statements may wait for the warehouse at most (serve's --max-queue): one more is refused (503). */
+  limitQueue(maxWaiting: number): void {
+    this.#warehouse.queue.limit(maxWaiting);
+  }
+
+  /** How many exports may stream at once (serve's --max-exports): its HTTP exports and the streams of the processes sharing its engine. */
+  limitExports(max: number): void {
+    this.#warehouse.exports.limit(max);
+  }
+
+  /** An export's slot, released by the function returned; none free is OverloadedError (503). */
+  exportSlot(): () => void {
+    return this.#warehouse.exports.take();
   }
 
   /** The hosts of a server warehouse and whether each answers, once the warehouse is open (serve's /health, /metrics). */
@@ -275,11 +282,13 @@ export class Savedq {
   }
 
   /**
-   * Lets go of the warehouse (the embedded data directory) until the next call needs it: a process
-   * that lives long but calls now and then (`savedq mcp`) never holds the engine between calls.
+   * Lets go of the embedded engine (its data directory) until the next call needs it: a process that
+   * lives long but calls now and then (`savedq mcp`) never holds the engine between calls. A server
+   * warehouse is kept: nothing of another process's waits for it, and its hosts' states (which are
+   * down, their probes) would be forgotten with it.
    */
   releaseEngine(): Promise<void> {
-    return this.#warehouse.close();
+    return this.config.urls.length === 0 ? this.#warehouse.close() : Promise.resolve();
   }
 
   /**
@@ -430,6 +439,8 @@ export class Savedq {
     this.#closed ??= (async () => {
       await this.settled();
       this.generation.close();
+      // What this process found of the warehouse's hosts reaches the store for the next process first.
+      await this.#warehouse.recorded();
       await this.store.close();
       await this.#warehouse.close();
     })();

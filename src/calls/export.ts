@@ -1,11 +1,13 @@
-import { InputError, QueryTimeoutError } from '../errors.js';
+import { InputError } from '../errors.js';
+import { nodeCrypto } from '../lazy.js';
 import { parseJson } from '../json.js';
 import type { TableField } from '../output/types.js';
 import type { CallTags } from '../queries/run.js';
 import type { Row, SavedQuery } from '../queries/types.js';
 import { microsFromDate } from '../time.js';
 import type { ChunkStream, StreamFormat } from '../warehouse/types.js';
-import { timeLimit, type CallExecutor, type ExecutorParts } from './execute.js';
+import type { Warehouse } from '../warehouse/types.js';
+import { callTime } from './call.js';
 import type { PreparedCall } from './prepare.js';
 import { fieldsOf } from './runner.js';
 
@@ -64,39 +66,42 @@ export interface Export {
   progress(): ExportProgress;
 }
 
+/** What an export needs besides its call and the warehouse: the clock, and the limits of time and of a caller's SQL. */
+export interface ExportParts {
+  readonly clock: () => number;
+  readonly timeoutSeconds: number;
+  readonly sandboxMaxMemoryBytes: number;
+}
+
 /**
- * Starts an export of a prepared call: the definition checked as for a run, then the query streamed
- * under the call's time limit (its own timeout, or --timeout). Resolves once the first part is read,
- * so a query the engine refuses fails here, before any byte; a failure later is the iteration's.
+ * Starts an export of a prepared call, its definition checked (calls/execute.ts): the query streamed
+ * within the call's one deadline (call.ts: its own timeout, or --timeout), which also ends an export
+ * whose output waits too long (a slow reader) and a server that stops sending. Resolves once the first
+ * part is read, so a query the engine refuses fails here, before any byte; a failure later is the
+ * iteration's.
  */
-export async function startExport(executor: CallExecutor, executorParts: ExecutorParts, call: PreparedCall, options: ExportOptions): Promise<Export> {
+export async function startExport(warehouse: Warehouse, parts: ExportParts, call: PreparedCall, options: ExportOptions): Promise<Export> {
   const { exportQuery, jsonFieldsOf } = await import('../queries/run.js');
-  const warehouse = await executorParts.warehouse();
-  const refused = await executor.refusal(call.query, warehouse);
-  if (refused) throw refused;
-  const limit = timeLimit(call, executorParts.timeoutSeconds);
-  const timeoutSeconds = limit.seconds;
-  // The engine ends a query past its max_execution_time; this ends one whose output waits too (a slow
-  // reader), and a server that stops sending.
-  const deadline = new AbortController();
-  const timer = setTimeout(() => deadline.abort(new QueryTimeoutError('the export ran past its time limit.', { ranPastLimit: true })), timeoutSeconds * 1000 + 500);
-  const signal = options.signal ? AbortSignal.any([options.signal, deadline.signal]) : deadline.signal;
+  const time = callTime(call, parts.timeoutSeconds, options.signal);
+  const { signal } = time;
   /** A failure as the caller reads it: the reason it was stopped for (Ctrl-C, the time limit), or the warehouse's; a time limit named. */
-  const why = (err: unknown): unknown => limit.passed(signal.aborted ? signal.reason : err, warehouse.location);
+  const why = (err: unknown): unknown => time.passed(signal.aborted ? signal.reason : err, warehouse.location);
   let stream: ChunkStream;
   try {
     stream = await exportQuery(warehouse, call.query, call.params, {
-      now: call.at ?? microsFromDate(executorParts.clock()),
-      timeoutSeconds,
+      now: call.at ?? microsFromDate(parts.clock()),
+      timeoutSeconds: time.seconds,
       signal,
+      deadline: time.deadline,
       sql: call.sql,
-      sandboxMaxMemoryBytes: executorParts.sandboxMaxMemoryBytes,
-      tags: options.tags,
+      sandboxMaxMemoryBytes: parts.sandboxMaxMemoryBytes,
+      // An export that came with no request id (a command's) is given one of its own, as a run is.
+      tags: { ...options.tags, requestId: options.tags?.requestId ?? nodeCrypto().randomUUID() },
       format: EXPORT_FORMATS[options.format].engine,
       file: options.file,
     });
   } catch (err) {
-    clearTimeout(timer);
+    time.end();
     throw why(err);
   }
   let rows: number | undefined = 0;
@@ -131,7 +136,7 @@ export async function startExport(executor: CallExecutor, executorParts: Executo
     } catch (err) {
       throw why(err);
     } finally {
-      clearTimeout(timer);
+      time.end();
     }
   }
   return { query: call.query, format: options.format, bytes: written(), progress: () => ({ rows, bytes }) };

@@ -35,7 +35,8 @@ const ALERTS_EVERY_MS = 30_000;
  */
 export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io: Io): Promise<void> {
   const settings = resolveServeSettings(options, io.env);
-  lib.turns.limit(settings.maxQueue);
+  lib.limitQueue(settings.maxQueue);
+  lib.limitExports(settings.maxExports);
   // Every definition is read now: a server answers one whole, valid set of saved queries.
   const { queries, broken } = await lib.catalog.scan();
   const refused = broken.length > 0 ? [] : await lib.executor.refusals(queries);
@@ -51,7 +52,7 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
   if (lib.config.urls.length === 0) {
     const warehouse = await lib.warehouse();
     const { EngineSocketServer } = await import('../warehouse/engine-socket-server.js');
-    share = await EngineSocketServer.listen(warehouse, lib.config.dataDir, log);
+    share = await EngineSocketServer.listen(warehouse, lib.config.dataDir, log, () => lib.exportSlot());
   } else {
     // A server's hosts are known (and watched) from the start: /health lists them before the first call.
     await lib.warehouse();

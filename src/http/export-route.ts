@@ -1,6 +1,6 @@
 import { EXPORT_FORMATS, EXPORT_FORMAT_NAMES, exportFormat, type Export, type ExportFormat } from '../calls/export.js';
 import type { Caller } from '../access/index.js';
-import { ForbiddenError, InputError, OverloadedError } from '../errors.js';
+import { ForbiddenError, InputError } from '../errors.js';
 import type { Savedq } from '../library.js';
 import type { Log } from '../report.js';
 import { drained } from '../drain.js';
@@ -34,14 +34,11 @@ export class ExportRoute implements Route {
   readonly methods = ['GET', 'POST'];
   readonly cors = { allowHeaders: 'Content-Type', exposeHeaders: 'Content-Disposition' };
   readonly credential = 'caller';
-  #running = 0;
-
   constructor(
     private readonly lib: Savedq,
     private readonly takeCall: TakeCall,
     private readonly metrics: Metrics,
     private readonly log: Log,
-    private readonly maxExports: number,
   ) {}
 
   matches(path: string): boolean {
@@ -57,15 +54,14 @@ export class ExportRoute implements Route {
     const format = asked[0] ? exportFormat(asked[0][1]) : (acceptedFormat(req.headers.accept) ?? 'ndjson');
     // The query's parameters are the rest of the address (and a POST's body).
     const rest = search.split('&').filter((part) => decode(part.split('=')[0] ?? '') !== FORMAT_PARAM).join('&');
-    if (this.#running >= this.maxExports) throw new OverloadedError(`${this.#running} exports are under way, the most --max-exports lets run at once; try again shortly.`);
-    this.#running += 1;
+    const release = this.lib.exportSlot();
     try {
       const [params, sql] = splitSql(rest);
       const call = req.method === 'POST' ? await postedCall(req, rest) : { params, sql };
       const exported = await this.lib.export({ nameOrId: decode(path.slice(EXPORT_PREFIX.length)), ...call, caller, format, signal: gone, requestId: ctx.id, trace: traceOf(req) });
       return await this.#send(res, ctx, exported, gone);
     } finally {
-      this.#running -= 1;
+      release();
     }
   }
 

@@ -29,8 +29,6 @@ export interface RoutesOf {
   readonly corsOrigins: ReadonlySet<string> | undefined;
   readonly allowedHosts: readonly string[];
   readonly loopback: boolean;
-  /** Exports streaming at once, at most (--max-exports). */
-  readonly maxExports: number;
 }
 
 /** serve's routes: the table the answers, the 405s, the preflights and the metric labels are read from. */
@@ -133,7 +131,7 @@ export function serveRoutes(of: RoutesOf): ServeRoutes {
       },
     },
     query,
-    new ExportRoute(lib, takeCall, metrics, of.log, of.maxExports),
+    new ExportRoute(lib, takeCall, metrics, of.log),
   );
   return { table, mcpEndpoint: () => mcp, refusedSql };
 }

@@ -69,7 +69,6 @@ export async function startServer(lib: Savedq, options: ServeOptions): Promise<R
     corsOrigins: cors,
     allowedHosts: settings.allowedHosts,
     loopback: /^(127\.|::1$|localhost$)/.test(settings.host),
-    maxExports: settings.maxExports,
   });
   const pipeline = new RequestPipeline({ routes, access, metrics, log: options.log, logRequests: options.logRequests, cors });
 

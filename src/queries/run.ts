@@ -5,7 +5,7 @@ import { packageVersion } from '../package.js';
 import { toClickHouseDateTime, type Micros } from '../time.js';
 import { engineSays, isBadPattern, isRefusal, isSyntaxError } from '../warehouse/errors.js';
 import type { Warehouse } from '../warehouse/index.js';
-import type { ChunkStream, QueryStatistics, StreamFormat } from '../warehouse/types.js';
+import type { CallContext, ChunkStream, QueryStatistics, StreamFormat } from '../warehouse/types.js';
 import { RESULT_TABLE, sqlError } from '../sandbox/check.js';
 import { displayPath } from './catalog.js';
 import { bindValue, type BoundValue } from './param-types.js';
@@ -19,8 +19,10 @@ export interface ExecuteOptions {
   readonly now: Micros;
   /** Per-query time limit, enforced by the engine. */
   readonly timeoutSeconds: number;
-  /** Aborted when no one waits for the answer any more: a query not yet begun is not begun. */
+  /** Aborted when the call's time is up or no one waits for the answer any more: a query not yet begun is not begun. */
   readonly signal?: AbortSignal | undefined;
+  /** When the call's time is up (epoch ms): its one deadline, through every statement it makes. */
+  readonly deadline?: number | undefined;
   /**
    * A caller's own SQL over the query's answer (sandbox/check.ts checked it; the engine's spelling), run
    * over `result`; absent: the query's rows as they are.
@@ -30,6 +32,11 @@ export interface ExecuteOptions {
   readonly sandboxMaxMemoryBytes?: number | undefined;
   /** Who asked, as the warehouse's query log is to say it (log_comment), and the caller's trace. */
   readonly tags?: CallTags | undefined;
+}
+
+/** What a call's statements carry to the warehouse of it: its deadline, who it is for, its trace. */
+function callContext(options: ExecuteOptions): CallContext {
+  return { signal: options.signal, deadline: options.deadline, caller: options.tags?.caller, headers: options.tags?.trace };
 }
 
 /** Who asked for a call, carried to the warehouse: its log_comment, and a caller's W3C trace context. */
@@ -153,7 +160,7 @@ export async function executeQuery(
   let statistics: QueryStatistics;
   try {
     const values = bindValues(query, params, options.now);
-    ({ rows, statistics } = await warehouse.measure(statement, values, settings, options.signal, options.tags?.trace));
+    ({ rows, statistics } = await warehouse.measure(statement, values, settings, callContext(options)));
   } catch (err) {
     throw runFailure(err, warehouse, query, params, sandboxed);
   }
@@ -216,8 +223,7 @@ export async function exportQuery(warehouse: Warehouse, query: SavedQuery, param
       params: bindValues(query, params, options.now),
       // The format's settings first: a sandbox's readonly, last, forbids changing any after it.
       settings: { ...EXPORT_FORMAT_SETTINGS, ...settings },
-      signal: options.signal,
-      headers: options.tags?.trace,
+      ...callContext(options),
       format: options.format,
       file: options.file,
     });

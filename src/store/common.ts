@@ -4,7 +4,7 @@ import { beat, processes, releaseLease, takeFromBucket, takeLease, takeLeaseRead
 import type { SqlSession } from './sql.js';
 import { holdsBigInt, jsonText, parseJson } from '../json.js';
 import type { Row } from '../queries/types.js';
-import type { CachedResult, GenerationState, Lookup, ServedRecord, Store, StoreSignal } from './types.js';
+import { HOST_RECORD_MS, type CachedResult, type GenerationState, type HostRecord, type Lookup, type ServedRecord, type Store, type StoreSignal } from './types.js';
 
 /** What keyv keeps of a call: its result, and its served record. */
 export type EntryKind = 'result' | 'served';
@@ -103,6 +103,26 @@ export abstract class CommonStore {
 
   async release(name: string, owner: string): Promise<void> {
     await this.sql('lease', undefined, (db) => releaseLease(db, name, owner));
+  }
+
+  hostsDown(hosts: readonly string[]): Promise<Map<string, HostRecord>> {
+    if (hosts.length === 0) return Promise.resolve(new Map<string, HostRecord>());
+    return this.kv('hosts', new Map<string, HostRecord>(), async (keyv) => {
+      const records = await keyv.getMany<HostRecord>(hosts.map((host) => `host:${host}`));
+      const found = new Map<string, HostRecord>();
+      hosts.forEach((host, i) => {
+        const record = records[i];
+        if (record !== undefined) found.set(host, record);
+      });
+      return found;
+    });
+  }
+
+  async markHost(host: string, down: HostRecord | undefined): Promise<void> {
+    await this.kv('hosts', undefined, async (keyv) => {
+      if (down === undefined) await keyv.delete(`host:${host}`);
+      else await keyv.set(`host:${host}`, down, HOST_RECORD_MS);
+    });
   }
 
   takeFromBucket(bucket: string, used: number, perSecond: number, burst: number): ReturnType<Store['takeFromBucket']> {

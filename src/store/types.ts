@@ -145,6 +145,15 @@ export interface ProcessRecord {
   readonly seen: number;
 }
 
+/** A host of a server warehouse found down: since when (epoch ms), and why. */
+export interface HostRecord {
+  readonly since: number;
+  readonly reason: string;
+}
+
+/** How long a host found down is tried last by the processes that start after. */
+export const HOST_RECORD_MS = 30_000;
+
 /** What a caller's shared bucket says after a process took its calls from it. */
 export interface BucketShare {
   /** Tokens left in the shared bucket (below zero: owed, refused until refilled). */
@@ -208,6 +217,15 @@ export interface Store {
    */
   leaseReading(name: string, owner: string, ms: number, key: string): Promise<{ taken: boolean; result?: CachedResult }>;
   release(name: string, owner: string): Promise<void>;
+
+  /**
+   * The hosts of a server warehouse that some process sharing the store found down (refused, hung)
+   * within the last HOST_RECORD_MS, by host (its URL without its password): when, and why. A process
+   * that starts meanwhile tries them last (CONTRACT §20: what one process learns, the next knows).
+   */
+  hostsDown(hosts: readonly string[]): Promise<Map<string, HostRecord>>;
+  /** Records a host found down, or clears its record (undefined) once it answers a probe. */
+  markHost(host: string, down: HostRecord | undefined): Promise<void>;
 
   /** Takes `used` calls from a caller's shared bucket (`perSecond`, bursts of `burst`), refilled as time passes. */
   takeFromBucket(bucket: string, used: number, perSecond: number, burst: number): Promise<BucketShare | undefined>;

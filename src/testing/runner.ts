@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { CallExecutor } from '../calls/execute.js';
 import { prepareCall } from '../calls/prepare.js';
-import { FairTurns } from '../calls/turns.js';
 import { DefinitionError, InputError, QueryTimeoutError, SavedqError } from '../errors.js';
 import { errnoText } from '../errno.js';
 import { loadEvents } from '../load/index.js';
@@ -76,7 +75,6 @@ export class TestEngine {
       sandboxMaxMemoryBytes: limits.sandboxMaxMemoryBytes,
       clock: Date.now,
       memo: memoryMemo(DEFINITIONS_KEPT),
-      turns: new FairTurns(),
     });
   }
 

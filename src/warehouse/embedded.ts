@@ -10,7 +10,7 @@ import { nodeCrypto } from '../lazy.js';
 import { loadClient } from './load-client.js';
 import { BASE_SETTINGS, clientRun, quoteText, settingsClause } from './client.js';
 import { toWarehouseError } from './errors.js';
-import { engaged, inLane } from './lane.js';
+import { counting, engaged } from './lane.js';
 import { failingAs, firstRead, whenEnded } from './streams.js';
 import { GENERATION_FILE } from './generation.js';
 import { connectToServe, SOCKET, socketPath } from './engine-socket.js';
@@ -189,7 +189,7 @@ async function openEngine(options: EmbeddedOptions, stopIf: (() => boolean) | un
       log: { level: ClickHouseLogLevel.OFF },
     });
     const run = drainedAfterFailure(clientRun(client, location), client);
-    return inLane({
+    return counting({
       location,
       embedded: true,
       run: (kind, statement) => {

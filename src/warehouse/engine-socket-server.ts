@@ -5,8 +5,9 @@ import { nodeCrypto } from '../lazy.js';
 import { drained } from '../drain.js';
 import { jsonText } from '../json.js';
 import { readFrames, writeFrame } from './frames.js';
-import { atSocket, OPERATIONS, socketPath, toWire, type Answer, type Operation, type Request } from './engine-socket.js';
-import type { ChunkStream, LinesFormat, StagedLines, StatementKind, Statements, StreamFormat } from './types.js';
+import { atSocket, OPERATIONS, socketPath, toWire, type Answer, type Operation, type Request, type StatementRequest } from './engine-socket.js';
+import { deadlineSignal } from './deadline.js';
+import type { CallContext, ChunkStream, LinesFormat, StagedLines, StatementKind, Statements, StreamFormat } from './types.js';
 import type { Log } from '../report.js';
 
 /** What each operation needs besides its id: a statement, a staged batch, or both. */
@@ -48,8 +49,21 @@ function checkRequest(header: unknown): Request | string {
     if ((s.params !== undefined && !isObject(s.params)) || (s.settings !== undefined && !isObject(s.settings))) return 'a statement whose parameters or settings are not objects';
     const formats = header.kind === 'stream' ? STREAM_FORMATS : LINES_FORMATS;
     if (s.format !== undefined && !formats.includes(s.format)) return 'a statement in an unknown format';
+    if (s.deadline !== undefined && !Number.isSafeInteger(s.deadline)) return 'a statement whose deadline is not a whole number';
+    if (s.caller !== undefined && !(typeof s.caller === 'string' && s.caller.length <= 200)) return 'a statement whose caller is not a short text';
   }
   return header as unknown as Request;
+}
+
+/**
+ * A statement's call as the asking process made it: its deadline (the signal aborts then too: its wait
+ * for a slot ends with its time, as it would have in that process) and its caller, else the asking
+ * process itself, so that the slots go round the processes sharing the engine.
+ */
+function callOf(s: StatementRequest | undefined, signal: AbortSignal, peer: string): CallContext {
+  const caller = s?.caller === undefined ? peer : `${peer}: ${s.caller}`;
+  if (s?.deadline === undefined) return { signal, caller };
+  return { signal: AbortSignal.any([signal, deadlineSignal(s.deadline)]), deadline: s.deadline, caller };
 }
 
 /** The most of an answer's JSON one frame carries; a bigger answer goes in several. */
@@ -85,9 +99,12 @@ export class EngineSocketServer {
   #underway = 0;
   #idle: (() => void) | undefined;
   readonly #sweep: NodeJS.Timeout;
+  /** A slot for a streamed answer (serve's --max-exports, shared with its own exports). */
+  readonly #exportSlot: () => () => void;
 
-  private constructor(warehouse: Statements, path: string, log: Log) {
+  private constructor(warehouse: Statements, path: string, log: Log, exportSlot: () => () => void) {
     this.#warehouse = warehouse;
+    this.#exportSlot = exportSlot;
     this.socket = path;
     this.#log = log;
     this.#server = createServer((socket) => this.#connected(socket));
@@ -96,10 +113,10 @@ export class EngineSocketServer {
   }
 
   /** Answers on the data directory's socket, made with no permission but the owner's. */
-  static async listen(warehouse: Statements, dataDir: string, log: Log): Promise<EngineSocketServer> {
+  static async listen(warehouse: Statements, dataDir: string, log: Log, exportSlot: () => () => void = () => () => undefined): Promise<EngineSocketServer> {
     const path = socketPath(dataDir);
     rmSync(path, { force: true });
-    const server = new EngineSocketServer(warehouse, path, log);
+    const server = new EngineSocketServer(warehouse, path, log, exportSlot);
     const listening = new Promise<void>((resolve, reject) => {
       server.#server.once('listening', resolve);
       server.#server.once('error', reject);
@@ -135,8 +152,13 @@ export class EngineSocketServer {
   }
 
   /** A process connected: its frames read as they come whole, each request answered on its id. */
+  /** Connections made so far: each names its process. */
+  #peers = 0;
+
   #connected(socket: Socket): void {
     this.#connections.add(socket);
+    // Who asks, for the slots at the engine: each process sharing it (a connection) a caller of its own.
+    const peer = `savedq process ${++this.#peers}`;
     // A process that goes (interrupted, killed) takes its queries still waiting their turn with it.
     const gone = new AbortController();
     socket.on('close', () => {
@@ -148,7 +170,7 @@ export class EngineSocketServer {
     const refuse = (reason: string, id?: number) => {
       this.#log.warn(`socket: closed a connection that sent ${reason}`);
       if (id !== undefined && !socket.destroyed) {
-        writeFrame(socket, { id, error: toWire(new WarehouseError(`savedq serve cannot take this request: ${reason}.`)) } satisfies Answer);
+        writeFrame(socket, { id, error: toWire(new WarehouseError(`savedq serve cannot take this request: ${reason}.`), this.#warehouse.location) } satisfies Answer);
       }
       socket.end(() => socket.destroy());
     };
@@ -166,20 +188,20 @@ export class EngineSocketServer {
       if (request.op === 'run' && request.kind === 'stream') {
         const stopped = new AbortController();
         streams.set(request.id, stopped);
-        void this.#streamTo(socket, request, AbortSignal.any([gone.signal, stopped.signal])).finally(() => {
+        void this.#streamTo(socket, request, AbortSignal.any([gone.signal, stopped.signal]), peer).finally(() => {
           streams.delete(request.id);
           this.#underway -= 1;
           if (this.#underway === 0) this.#idle?.();
         });
         return;
       }
-      void this.#handle(request, body, gone.signal)
+      void this.#handle(request, body, gone.signal, peer)
         .then(
           (value) => {
             if (!socket.destroyed) writeAnswer(socket, request.id, value);
           },
           (err: unknown) => {
-            if (!socket.destroyed) writeFrame(socket, { id: request.id, error: toWire(err) } satisfies Answer);
+            if (!socket.destroyed) writeFrame(socket, { id: request.id, error: toWire(err, this.#warehouse.location) } satisfies Answer);
           },
         )
         .finally(() => {
@@ -194,10 +216,13 @@ export class EngineSocketServer {
    * than the socket takes them; then an empty frame, or the failure. The asker leaving (its
    * connection closed) or cancelling stops the query.
    */
-  async #streamTo(socket: Socket, request: Request, stop: AbortSignal): Promise<void> {
+  async #streamTo(socket: Socket, request: Request, stop: AbortSignal, peer: string): Promise<void> {
     const s = request.statement;
+    let release: (() => void) | undefined;
     try {
-      const stream: ChunkStream = await this.#warehouse.run('stream', { sql: s?.sql ?? '', params: s?.params ?? {}, settings: s?.settings, format: s?.format as StreamFormat | undefined, signal: stop });
+      // An export of another process counts against --max-exports as serve's own do.
+      release = this.#exportSlot();
+      const stream: ChunkStream = await this.#warehouse.run('stream', { ...callOf(s, stop, peer), sql: s?.sql ?? '', params: s?.params ?? {}, settings: s?.settings, format: s?.format as StreamFormat | undefined });
       for await (const chunk of stream) {
         if (socket.destroyed) return;
         const more = { id: request.id, more: true, ...(chunk.rows !== undefined ? { rows: chunk.rows } : {}) } satisfies Answer;
@@ -206,16 +231,18 @@ export class EngineSocketServer {
       }
       if (!socket.destroyed) writeFrame(socket, { id: request.id } satisfies Answer);
     } catch (err) {
-      if (!socket.destroyed && !stop.aborted) writeFrame(socket, { id: request.id, error: toWire(err) } satisfies Answer);
+      if (!socket.destroyed && !stop.aborted) writeFrame(socket, { id: request.id, error: toWire(err, this.#warehouse.location) } satisfies Answer);
+    } finally {
+      release?.();
     }
   }
 
   /** One request's answer: a statement run, a batch staged, inserted, read or released. */
-  async #handle(r: Request, body: Buffer, gone: AbortSignal): Promise<unknown> {
+  async #handle(r: Request, body: Buffer, gone: AbortSignal, peer: string): Promise<unknown> {
     const s = r.statement;
     switch (r.op) {
       case 'run':
-        return this.#warehouse.run(r.kind as StatementKind, { sql: s?.sql ?? '', params: s?.params ?? {}, settings: s?.settings, signal: gone });
+        return this.#warehouse.run(r.kind as StatementKind, { ...callOf(s, gone, peer), sql: s?.sql ?? '', params: s?.params ?? {}, settings: s?.settings });
       case 'stage': {
         const id = nodeCrypto().randomUUID();
         this.#staged.set(id, { lines: await this.#warehouse.stage(body), usedAt: Date.now() });

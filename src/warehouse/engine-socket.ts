@@ -2,7 +2,8 @@ import type { ClickHouseSettings } from '@clickhouse/client';
 import { lstatSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { join } from 'node:path';
-import { BusyError, InputError, InterruptedError, QueryTimeoutError, SavedqError, WarehouseError, type EngineFailure } from '../errors.js';
+import { BusyError, InputError, InterruptedError, OverloadedError, QueryTimeoutError, SavedqError, WarehouseError, WarehouseUnreachableError, type EngineFailure } from '../errors.js';
+import { toWarehouseError } from './errors.js';
 import { inDirectory } from '../fs.js';
 import { parseJson } from '../json.js';
 import { stagedSource } from './staging.js';
@@ -38,27 +39,49 @@ export function atSocket<T>(dataDir: string, use: (path: string) => T): T {
 
 /** A failure as it travels back to the process that asked: its kind in the family, its text, the engine's word. */
 export interface WireError {
+  /** The error's class (its name). */
   readonly kind: string;
   readonly message: string;
   readonly engine?: EngineFailure | undefined;
+  /** What a caller of serve is told of it. */
+  readonly forCaller?: string | undefined;
+  /** A time limit passed (QueryTimeoutError's). */
+  readonly ranPastLimit?: boolean | undefined;
 }
 
-export function toWire(err: unknown): WireError {
-  if (err instanceof WarehouseError) return { kind: 'WarehouseError', message: err.message, engine: err.engine };
-  if (err instanceof SavedqError) return { kind: err.name, message: err.message };
-  return { kind: 'WarehouseError', message: `the engine failed: ${err instanceof Error ? err.message : String(err)}` };
+/**
+ * An error as it travels to the process that asked: whole (its class, message, the engine's failure,
+ * what a caller may read, a time limit passed), as the one classifier (errors.ts's toWarehouseError)
+ * made it in the engine's owner, so the other process reads what the owner would have.
+ */
+export function toWire(err: unknown, location: string): WireError {
+  const e = toWarehouseError(err, location);
+  return {
+    kind: e.name,
+    message: e.message,
+    ...(e instanceof WarehouseError && e.engine !== undefined ? { engine: e.engine } : {}),
+    ...(e.forCaller !== e.message ? { forCaller: e.forCaller } : {}),
+    ...(e instanceof QueryTimeoutError && e.ranPastLimit ? { ranPastLimit: true } : {}),
+  };
 }
 
 function fromWire(wire: WireError): SavedqError {
+  const options = { ...(wire.forCaller !== undefined ? { forCaller: wire.forCaller } : {}) };
   switch (wire.kind) {
     case 'QueryTimeoutError':
-      return new QueryTimeoutError(wire.message);
+      return new QueryTimeoutError(wire.message, { ...options, ranPastLimit: wire.ranPastLimit === true });
     case 'BusyError':
       return new BusyError(wire.message);
     case 'InterruptedError':
-      return new InterruptedError(wire.message);
+      return new InterruptedError(wire.message, options);
+    case 'OverloadedError':
+      return new OverloadedError(wire.message, options);
+    case 'InputError':
+      return new InputError(wire.message, options);
+    case 'WarehouseUnreachableError':
+      return new WarehouseUnreachableError(wire.message, { ...options, engine: wire.engine });
     default:
-      return new WarehouseError(wire.message, { engine: wire.engine });
+      return new WarehouseError(wire.message, { ...options, engine: wire.engine });
   }
 }
 
@@ -69,6 +92,10 @@ export interface StatementRequest {
   readonly settings?: ClickHouseSettings;
   /** A staged batch's format (an insert), or a streamed answer's (a run of kind `stream`). */
   readonly format?: LinesFormat | StreamFormat;
+  /** The call's deadline (epoch ms): the owner's queue and engine keep it, as this process's would. */
+  readonly deadline?: number;
+  /** Who the call is for, as this process knows: the owner's slots go round its callers. */
+  readonly caller?: string;
 }
 
 /**
@@ -201,7 +228,9 @@ class EngineSocketClient implements Statements {
   // this process goes. A streamed answer is the exception: it is cancelled when its reader stops.
   run<K extends StatementKind>(kind: K, statement: Statement): Promise<Answers[K]> {
     if (kind === 'stream') return this.#stream(statement) as Promise<Answers[K]>;
-    return this.#call<Answers[K]>({ op: 'run', kind, statement: statementOf(statement.sql, statement.params, statement.settings) }, this.#queryWaitMs);
+    // Within the call's deadline, and a second more for the owner's answer that its time is up.
+    const waitMs = statement.deadline === undefined ? this.#queryWaitMs : Math.max(0, statement.deadline - Date.now()) + ANSWER_GRACE_MS;
+    return this.#call<Answers[K]>({ op: 'run', kind, statement: { ...statementOf(statement.sql, statement.params, statement.settings), ...callOf(statement) } }, waitMs);
   }
 
   /** Streamed answers being received, by their request's id. */
@@ -267,7 +296,7 @@ class EngineSocketClient implements Statements {
       }
     }
     this.#socket.ref();
-    this.#writeFrame(this.#socket, { op: 'run', kind: 'stream', id, statement: { ...statementOf(statement.sql, statement.params, statement.settings), format: statement.format ?? 'JSONEachRow' } } satisfies Request);
+    this.#writeFrame(this.#socket, { op: 'run', kind: 'stream', id, statement: { ...statementOf(statement.sql, statement.params, statement.settings), ...callOf(statement), format: statement.format ?? 'JSONEachRow' } } satisfies Request);
     return firstRead(parts());
   }
 
@@ -343,6 +372,14 @@ class EngineSocketClient implements Statements {
       this.#writeFrame(this.#socket, { ...request, id }, body);
     });
   }
+}
+
+/** How long past a call's deadline its answer from serve is waited for (serve says its time is up). */
+const ANSWER_GRACE_MS = 1000;
+
+/** A statement's call as it travels to serve: its deadline and caller, where it has them. */
+function callOf(statement: Statement): Pick<StatementRequest, 'deadline' | 'caller'> {
+  return { ...(statement.deadline !== undefined ? { deadline: statement.deadline } : {}), ...(statement.caller !== undefined ? { caller: statement.caller } : {}) };
 }
 
 /** A statement as it travels to serve: empty parameters and settings said, not left out. */

@@ -6,7 +6,8 @@ import { redactUrl } from '../config.js';
 import { errnoText } from '../errno.js';
 import { nodeCrypto } from '../lazy.js';
 import { QueryTimeoutError, WarehouseError, WarehouseUnreachableError } from '../errors.js';
-import { BASE_SETTINGS, clientRun, quoteText } from './client.js';
+import { BASE_SETTINGS, clientRun } from './client.js';
+import { withinDeadline } from './deadline.js';
 import { isNetworkFailure } from './errors.js';
 import { loadClient } from './load-client.js';
 import { stageOnServer } from './remote.js';
@@ -24,10 +25,15 @@ const PROBE_MS = 2000;
 /** A host down is probed at first after this long, then twice as long each time, up to PROBE_MAX_MS. */
 const PROBE_FIRST_MS = 250;
 const PROBE_MAX_MS = 5000;
-/** A KILL QUERY the host does not take in this long is left to the query's max_execution_time. */
-const KILL_MS = 2000;
-/** How long past the call's time limit a read waits for the server's own timeout before giving up on it. */
+/**
+ * A KILL QUERY the host does not take in this long is left to the query's max_execution_time: a call
+ * is stopped within a second of its deadline (a command waits for its KILLs before it exits).
+ */
+const KILL_MS = 1000;
+/** How long past its time limit a statement made for no call (savedq's own) waits for the server's own timeout. */
 const GRACE_MS = 500;
+/** A read whose answer has not begun this long has its host asked /ping on another connection (hung, or only slow). */
+const HUNG_AFTER_MS = 1000;
 
 /** A host gone down or come back. */
 export interface HostChange {
@@ -49,6 +55,13 @@ export interface HostsOptions {
   readonly timeoutSeconds: number;
   /** Told once when a host goes down (with why, and how many others answer) and once when it answers again. */
   readonly onChange?: ((change: HostChange) => void) | undefined;
+  /**
+   * Hosts another process found down lately (the store's record, by shown URL): tried last, and probed
+   * in the background, until one answers its probe.
+   */
+  readonly suspects?: ReadonlyMap<string, { readonly since: number; readonly reason: string }> | undefined;
+  /** Records a host found down (with when and why), or clears its record once it answers a probe: the store's, for the next process. */
+  readonly record?: ((host: string, down: { readonly since: number; readonly reason: string } | undefined) => void) | undefined;
 }
 
 /** The settings of every read's request: the server stops the query when savedq closes its connection. */
@@ -81,20 +94,33 @@ class Host {
   since = new Date();
   lastError: string | undefined;
   failovers = 0;
+  /** Found down by another process lately (the store says): tried after the others until it answers a probe. */
+  suspect = false;
   #probe: NodeJS.Timeout | undefined;
   #probeDelay = PROBE_FIRST_MS;
   #probing = false;
+  /** Closed: no probe is made or scheduled again, and no statement sent (pg-pool's `ended`). */
+  #closed = false;
 
   readonly #answering: () => number;
   readonly #onChange: HostsOptions['onChange'];
+  readonly #record: HostsOptions['record'];
 
-  constructor(url: string, client: ClickHouseClient, answering: () => number, onChange: HostsOptions['onChange']) {
+  constructor(url: string, client: ClickHouseClient, answering: () => number, options: Pick<HostsOptions, 'onChange' | 'record'>) {
     this.#answering = answering;
-    this.#onChange = onChange;
+    this.#onChange = options.onChange;
+    this.#record = options.record;
     this.shown = redactUrl(url);
     this.location = `ClickHouse at ${this.shown}`;
     this.client = client;
-    this.run = clientRun(client, this.location);
+    const run = clientRun(client, this.location);
+    this.run = (kind, statement) => (this.#closed ? Promise.reject(new WarehouseError(`${this.location}: the warehouse is closed.`)) : run(kind, statement));
+  }
+
+  /** Probes a host another process found down (tried last meanwhile): answered, it is an ordinary host again. */
+  suspected(): void {
+    this.suspect = true;
+    void this.probe({ quiet: true });
   }
 
   /**
@@ -108,6 +134,7 @@ class Host {
       this.up = false;
       this.since = new Date();
       this.#probeDelay = PROBE_FIRST_MS;
+      this.#record?.(this.shown, { since: this.since.getTime(), reason });
     }
     this.#schedule();
     return was;
@@ -131,7 +158,7 @@ class Host {
   }
 
   #schedule(): void {
-    if (this.#probe !== undefined || this.#probing) return;
+    if (this.#closed || this.#probe !== undefined || this.#probing) return;
     this.#probe = setTimeout(() => {
       this.#probe = undefined;
       void this.#ping(false);
@@ -142,6 +169,7 @@ class Host {
   }
 
   async #ping(quiet: boolean): Promise<void> {
+    if (this.#closed) return;
     this.#probing = true;
     let answered: boolean;
     let reason = 'did not answer its probe within 2 s';
@@ -157,7 +185,10 @@ class Host {
     } finally {
       this.#probing = false;
     }
+    if (this.#closed) return;
     if (answered) {
+      if (!this.up || this.suspect) this.#record?.(this.shown, undefined);
+      this.suspect = false;
       if (!this.up) {
         this.up = true;
         this.since = new Date();
@@ -169,11 +200,18 @@ class Host {
     if (this.down(reason) && !quiet) this.told();
   }
 
+  /** Closes the host once: no probe after this, no statement; a second close is the first's. */
   close(): Promise<void> {
-    clearTimeout(this.#probe);
-    this.#probe = undefined;
-    return this.client.close();
+    if (!this.#closed) {
+      this.#closed = true;
+      clearTimeout(this.#probe);
+      this.#probe = undefined;
+      this.#closing = this.client.close();
+    }
+    return this.#closing ?? Promise.resolve();
   }
+
+  #closing: Promise<void> | undefined;
 }
 
 /**
@@ -211,8 +249,10 @@ export async function openHosts(options: HostsOptions): Promise<Statements> {
     } catch (err) {
       throw new WarehouseError(`invalid ClickHouse URL ${redactUrl(url)}.`, { cause: err });
     }
-    return new Host(url, client, () => hosts.filter((h) => h.up).length, options.onChange);
+    return new Host(url, client, () => hosts.filter((h) => h.up).length, options);
   });
+  // What another process found down lately is tried last, and asked at once whether it answers now.
+  for (const host of hosts) if (options.suspects?.has(host.shown)) host.suspected();
   // Random: one host picked for this process's life (while it answers), the rest in order after it.
   const first = options.loadBalance === 'random' ? Math.floor(Math.random() * hosts.length) : 0;
   const ordered = [...hosts.slice(first), ...hosts.slice(0, first)];
@@ -221,8 +261,8 @@ export async function openHosts(options: HostsOptions): Promise<Statements> {
   const kills = new Set<Promise<void>>();
   const location = hosts.length === 1 ? (hosts[0] as Host).location : `ClickHouse at ${hosts.map((h) => h.shown).join(', ')}`;
 
-  /** The host a statement goes to next: the first that answers, not yet tried by it. */
-  const next = (tried: ReadonlySet<Host>) => ordered.find((h) => h.up && !tried.has(h));
+  /** The host a statement goes to next: the first that answers, not yet tried by it; one another process found down lately, after the others. */
+  const next = (tried: ReadonlySet<Host>) => ordered.find((h) => h.up && !h.suspect && !tried.has(h)) ?? ordered.find((h) => h.up && !tried.has(h));
 
   /** No host answered: the error names each one and why. */
   const unreachable = (errors: Map<Host, unknown>): WarehouseUnreachableError => {
@@ -238,44 +278,59 @@ export async function openHosts(options: HostsOptions): Promise<Statements> {
   const kill = async (host: Host, queryId: string) => {
     cancelled += 1;
     try {
-      await host.client.command({ query: `KILL QUERY WHERE query_id = ${quoteText(queryId)} ASYNC`, abort_signal: AbortSignal.timeout(KILL_MS) });
+      await host.client.command({ query: 'KILL QUERY WHERE query_id = {query_id:String} ASYNC', query_params: { query_id: queryId }, abort_signal: AbortSignal.timeout(KILL_MS) });
     } catch {
       // Left to its max_execution_time: the host did not take the KILL in time, or is gone.
     }
   };
 
-  /** One attempt of a read on one host: a query id of its own, given up on past the call's time. */
-  const attempt = async <K extends StatementKind>(host: Host, kind: K, statement: Statement): Promise<Answers[K]> => {
-    // No one waits any more: not begun.
+  /**
+   * One attempt of a read on one host: a query id of its own, given up on at the call's deadline (which
+   * the statement's signal says), and moved to the next host when its own host turns out hung: one whose
+   * answer has not begun after HUNG_AFTER_MS is asked /ping on another connection, and a host that does
+   * not answer its ping within PROBE_MS is hung (a slow query on a live host is left alone). The
+   * engine's own time limit is what is left of the deadline when the attempt starts.
+   */
+  const attempt = async <K extends StatementKind>(host: Host, kind: K, statement: Statement & { readonly deadline: number }): Promise<Answers[K]> => {
+    // No one waits any more, or no time is left: not begun.
     statement.signal?.throwIfAborted();
+    const left = statement.deadline - Date.now();
+    if (left <= 0) throw new QueryTimeoutError(`request to ${host.location} timed out.`, { ranPastLimit: true });
     const queryId = nodeCrypto().randomUUID();
     const controller = new AbortController();
-    let timedOut = false;
-    const abandon = () => controller.abort();
+    const abandon = () => controller.abort(statement.signal?.reason);
     statement.signal?.addEventListener('abort', abandon, { once: true });
-    const timer = setTimeout(() => {
-      timedOut = true;
-      controller.abort();
-      void host.probe();
-    }, options.timeoutSeconds * 1000 + GRACE_MS);
+    // A statement made for no call has no signal at its deadline: its own timer, past the server's timeout.
+    const timer = statement.signal === undefined ? setTimeout(() => controller.abort(new QueryTimeoutError(`request to ${host.location} timed out.`, { forCaller: 'the warehouse did not answer in time.' })), left + GRACE_MS) : undefined;
+    let begun = false;
+    const hung = setTimeout(() => {
+      void host.probe().then(() => {
+        if (!host.up && !begun) controller.abort(new WarehouseUnreachableError(`${host.location} is hung: no answer begun after ${HUNG_AFTER_MS / 1000} s, and none to a ping within ${PROBE_MS / 1000} s.`, { cause: Object.assign(new Error('hung'), { code: 'ETIMEDOUT' }) }));
+      });
+    }, HUNG_AFTER_MS);
     const settle = () => {
       clearTimeout(timer);
+      clearTimeout(hung);
       statement.signal?.removeEventListener('abort', abandon);
     };
     const stop = () => {
       const killing = kill(host, queryId).finally(() => kills.delete(killing));
       kills.add(killing);
     };
-    /** A failure of the attempt, its query stopped when it was given up on. */
+    /** A failure of the attempt, said as why it was given up on (the deadline, the caller gone, the host hung), its query stopped then. */
     const failed = (err: unknown): unknown => {
       if (!controller.signal.aborted) return err;
-      stop();
-      return timedOut ? new QueryTimeoutError(`request to ${host.location} timed out.`, { cause: err, forCaller: 'the warehouse did not answer in time.' }) : err;
+      const why: unknown = controller.signal.reason;
+      // A hung host takes no KILL either: its query ends with its connection, or its max_execution_time.
+      if (!(why instanceof WarehouseUnreachableError)) stop();
+      return why instanceof Error ? why : err;
     };
     // A streamed answer holds its timer and its query id until it ends: left early, its query is stopped.
     let streaming = false;
     try {
-      const answer = await host.run(kind, { ...statement, queryId, signal: controller.signal, requestSettings: READ_REQUEST });
+      const answer = await host.run(kind, { ...statement, settings: withinDeadline(statement.settings, left), queryId, signal: controller.signal, requestSettings: READ_REQUEST });
+      begun = true;
+      clearTimeout(hung);
       if (kind !== 'stream') return answer;
       streaming = true;
       const ended = whenEnded(answer as Answers['stream'], ({ early }) => {
@@ -291,7 +346,8 @@ export async function openHosts(options: HostsOptions): Promise<Statements> {
   };
 
   const read = async <K extends StatementKind>(kind: K, statement: Statement): Promise<Answers[K]> => {
-    const until = Date.now() + options.timeoutSeconds * 1000;
+    // One deadline for every attempt: the call's, else (savedq's own statements) the process's time limit from now.
+    const deadline = statement.deadline ?? Date.now() + options.timeoutSeconds * 1000;
     const tried = new Set<Host>();
     const errors = new Map<Host, unknown>();
     /** The hosts this read marked down, said once the read knows whether another answered. */
@@ -300,7 +356,7 @@ export async function openHosts(options: HostsOptions): Promise<Statements> {
       for (let host = next(tried); host !== undefined; ) {
         tried.add(host);
         try {
-          const answer = await attempt(host, kind, statement);
+          const answer = await attempt(host, kind, { ...statement, deadline });
           // Moved away from each host that failed it, to this one, which answered: a failover of each.
           for (const failed of errors.keys()) failed.failovers += 1;
           return answer;
@@ -309,7 +365,7 @@ export async function openHosts(options: HostsOptions): Promise<Statements> {
           errors.set(host, err);
           if (host.down(errorText(err))) wentDown.push(host);
           const then = next(tried);
-          if (then === undefined || Date.now() >= until) break;
+          if (then === undefined || Date.now() >= deadline) break;
           host = then;
         }
       }

@@ -1,9 +1,14 @@
 import { isUnknownTable } from './errors.js';
 import { makeTables } from './schema.js';
 import type { HostsOptions, LoadBalance } from './hosts.js';
+import { FairQueue, queued } from './queue.js';
+
+/** Statements a process sends a server at once when nothing says (config's --warehouse-concurrency). */
+const DEFAULT_CONCURRENCY = 8;
 import { warehouseOf, wrapped, type Statements, type Warehouse } from './types.js';
 
 export type { HostChange, LoadBalance } from './hosts.js';
+export { FairQueue } from './queue.js';
 export type { HostStatus, LinesFormat, StagedLines, StatementParams, Warehouse, WarehouseHosts, WarehouseRow } from './types.js';
 
 /** Where the warehouse is: a ClickHouse server by URL, or the embedded engine on a data directory. */
@@ -14,6 +19,11 @@ export interface WarehouseOptions {
   readonly loadBalance: LoadBalance;
   /** Told once when a host goes down and once when it comes back. */
   readonly onHostChange?: HostsOptions['onChange'];
+  /** Hosts another process found down lately, and where to record what this one finds (the store). */
+  readonly suspects?: HostsOptions['suspects'];
+  readonly recordHost?: HostsOptions['record'];
+  /** The one queue of this process's statements to the warehouse (queue.ts); absent, one of its own (one slot for the embedded engine). */
+  readonly queue?: FairQueue | undefined;
   readonly dataDir: string;
   /** How long to wait for another process to let go of the data directory. */
   readonly lockWaitMs: number;
@@ -30,15 +40,16 @@ export interface WarehouseOptions {
 }
 
 /**
- * Opens the warehouse. The log tables are made on first use: when a statement of any kind finds a table
- * missing, the schema is applied (idempotently) and the statement tried once more, so the common case
- * costs no extra statement.
+ * Opens the warehouse, each statement waiting its turn in the one queue. The log tables are made on
+ * first use: when a statement of any kind finds a table missing, the schema is applied (idempotently)
+ * and the statement tried once more, so the common case costs no extra statement.
  */
 export async function openWarehouse(options: WarehouseOptions): Promise<Warehouse> {
-  const statements =
+  const opened =
     options.urls.length === 0
       ? await (await import('./embedded.js')).openEmbedded(options)
-      : await (await import('./hosts.js')).openHosts({ urls: options.urls, loadBalance: options.loadBalance, timeoutSeconds: options.timeoutSeconds, onChange: options.onHostChange });
+      : await (await import('./hosts.js')).openHosts({ urls: options.urls, loadBalance: options.loadBalance, timeoutSeconds: options.timeoutSeconds, onChange: options.onHostChange, suspects: options.suspects, record: options.recordHost });
+  const statements = queued(opened, options.queue ?? new FairQueue(options.urls.length === 0 ? 1 : DEFAULT_CONCURRENCY));
   return warehouseOf(options.createTables === false ? statements : tablesOnFirstUse(statements));
 }
 

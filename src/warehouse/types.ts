@@ -44,7 +44,7 @@ export interface StagedLines {
   release(): Promise<void>;
 }
 
-/** The embedded engine's statements, one at a time: the one running, those waiting, and those never run because whoever asked had gone. */
+/** The warehouse's statements (queue.ts): those running, those waiting, and those never run because whoever asked had gone. */
 export interface EngineQueue {
   readonly running: number;
   readonly waiting: number;
@@ -92,16 +92,27 @@ export type StreamFormat = 'JSONEachRow' | 'Parquet' | 'ArrowStream';
 /** The kinds of statement a warehouse runs. */
 export type StatementKind = keyof Answers;
 
-/** One statement: its text, the values of its `{name:Type}` parameters, settings of its own. */
-export interface Statement {
+/**
+ * The call a statement is part of (CONTRACT §20): one deadline for everything it does (its wait for a
+ * slot, each host it tries, reading the answer, stopping the query), and who it is for.
+ */
+export interface CallContext {
+  /** Aborted when the call's time is up or no one waits for it any more: a statement not yet begun is not begun. */
+  readonly signal?: AbortSignal | undefined;
+  /** When the call's time is up (epoch ms): the engine's own limit is what is left of it when the statement starts. */
+  readonly deadline?: number | undefined;
+  /** Who the call is for (an API key, a token's name): slots at the warehouse go round the callers. */
+  readonly caller?: string | undefined;
+  /** A caller's W3C trace context, passed on to a server's request (traceparent, tracestate). */
+  readonly headers?: Readonly<Record<string, string>> | undefined;
+}
+
+/** One statement: its text, the values of its `{name:Type}` parameters, settings of its own, and its call. */
+export interface Statement extends CallContext {
   readonly sql: string;
   readonly params?: StatementParams | undefined;
   /** Settings for this statement alone (a SETTINGS clause: never a session's). */
   readonly settings?: ClickHouseSettings | undefined;
-  /** Aborted when nobody waits for the answer any more: a statement not yet begun is not begun. */
-  readonly signal?: AbortSignal | undefined;
-  /** A caller's W3C trace context, passed on to a server's request (traceparent, tracestate). */
-  readonly headers?: Readonly<Record<string, string>> | undefined;
   /** The query id a server's request carries (hosts.ts gives every attempt its own). */
   readonly queryId?: string | undefined;
   /** Settings of a server's request itself (its URL), read before the statement is: hosts.ts's. */
@@ -152,7 +163,7 @@ export interface Statements {
   run<K extends StatementKind>(kind: K, statement: Statement): Promise<Answers[K]>;
   /** Puts a batch of lines where the engine can read them. */
   stage(lines: Buffer): Promise<StagedLines>;
-  /** The engine's queue, where this process runs the embedded engine itself. */
+  /** The queue of statements waiting for the warehouse (queue.ts). */
   queue?(): EngineQueue;
   /** The hosts of a server warehouse, and whether each answers. */
   hosts?(): WarehouseHosts;
@@ -166,10 +177,10 @@ export interface Statements {
  * failure is a savedq error (classified in warehouse/errors.ts). Its methods are `run` of each kind.
  */
 export interface Warehouse extends Statements {
-  query(sql: string, params: StatementParams, settings?: ClickHouseSettings, signal?: AbortSignal): Promise<WarehouseRow[]>;
-  measure(sql: string, params: StatementParams, settings?: ClickHouseSettings, signal?: AbortSignal, headers?: Statement['headers']): Promise<MeasuredRows>;
-  explainAst(statement: string, params?: StatementParams): Promise<string[]>;
-  command(sql: string, params?: StatementParams, settings?: ClickHouseSettings): Promise<void>;
+  query(sql: string, params: StatementParams, settings?: ClickHouseSettings, call?: CallContext): Promise<WarehouseRow[]>;
+  measure(sql: string, params: StatementParams, settings?: ClickHouseSettings, call?: CallContext): Promise<MeasuredRows>;
+  explainAst(statement: string, params?: StatementParams, call?: CallContext): Promise<string[]>;
+  command(sql: string, params?: StatementParams, settings?: ClickHouseSettings, call?: CallContext): Promise<void>;
 }
 
 /**
@@ -196,9 +207,9 @@ export function wrapped(statements: Statements, replaced: Partial<Pick<Statement
 export function warehouseOf(statements: Statements): Warehouse {
   return {
     ...wrapped(statements, {}),
-    query: (sql, params, settings, signal) => statements.run('query', { sql, params, settings, signal }),
-    measure: (sql, params, settings, signal, headers) => statements.run('measure', { sql, params, settings, signal, headers }),
-    explainAst: (sql, params) => statements.run('explain', { sql, params }),
-    command: (sql, params, settings) => statements.run('command', { sql, params, settings }),
+    query: (sql, params, settings, call) => statements.run('query', { ...call, sql, params, settings }),
+    measure: (sql, params, settings, call) => statements.run('measure', { ...call, sql, params, settings }),
+    explainAst: (sql, params, call) => statements.run('explain', { ...call, sql, params }),
+    command: (sql, params, settings, call) => statements.run('command', { ...call, sql, params, settings }),
   };
 }

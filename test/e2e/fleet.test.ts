@@ -247,7 +247,7 @@ describe.runIf(has.postgres)('a fleet on one store', () => {
       expect(health.store_location).toContain(postgres.shown);
       expect(health.processes.every((p) => p.role === 'serve' && !Number.isNaN(Date.parse(p.seen)))).toBe(true);
       expect(JSON.stringify(health)).not.toContain(postgres.password);
-      expect(await (await fetch(`${servers[0]?.url}/health`)).json()).toEqual({ status: 'ok', store: 'ok', warehouse: 'ok' });
+      expect(await (await fetch(`${servers[0]?.url}/health`)).json()).toEqual({ status: 'ok', store: 'ok', warehouse: 'ok', queue: { running: 0, waiting: 0, dropped: 0 } });
       await standin.forget();
       const tags = Array.from({ length: 6 }, (_, i) => `once-${i}`);
       const answers = await Promise.all(tags.flatMap((tag) => servers.map((s) => call(s, tag, 0.2))));
