@@ -59,7 +59,7 @@ export const SETTINGS = {
   maxConnections: { flag: '--max-connections <n>', env: 'SAVEDQ_MAX_CONNECTIONS', default: '1000', shown: '1000, capped by the open-file limit', help: 'HTTP connections open at once, at most; past it a new one takes the place of the one waiting longest for its headers, or is closed', number: { min: 1, max: 1_000_000, integer: true, unit: '' } },
   headerTimeout: { flag: '--header-timeout <seconds>', default: '10', help: "a request's headers must arrive within this", number: { min: 1, max: 3600, unit: 'seconds' } },
   maxExports: { flag: '--max-exports <n>', env: 'SAVEDQ_MAX_EXPORTS', default: '2', help: 'exports (/api/endpoints/export/…) streaming at once, at most; one more is answered 503 overloaded', number: { min: 1, max: 1000, integer: true, unit: '' } },
-  maxQueue: { flag: '--max-queue <n>', env: 'SAVEDQ_MAX_QUEUE', default: '64', help: 'calls waiting for the engine, at most; one more is answered 503 overloaded', number: { min: 1, max: 1_000_000, integer: true, unit: '' } },
+  maxQueue: { flag: '--max-queue <n>', env: 'SAVEDQ_MAX_QUEUE', default: '64', help: 'statements waiting for the warehouse, at most (runs, exports, checks, alerts, loads); one more is answered 503 overloaded', number: { min: 1, max: 1_000_000, integer: true, unit: '' } },
   tokenSecretFile: { flag: '--token-secret-file <file>', env: 'SAVEDQ_TOKEN_SECRETS', help: 'secrets of signed tokens, one a line, 32 bytes or more: the first signs, all verify (the variable: comma-separated)' },
   corsOrigin: { flag: '--cors-origin <origin>', env: 'SAVEDQ_CORS_ORIGINS', help: 'an origin whose pages may call serve from a browser (repeatable; * for any; the variable comma-separated)', repeatable: true },
   rateLimit: { flag: '--rate-limit <rps>', env: 'SAVEDQ_RATE_LIMIT', shown: 'none', help: 'calls a second for each caller without a limit of its own', number: { min: 0.001, max: 1_000_000, unit: 'calls a second' } },
@@ -429,7 +429,7 @@ export interface ServeSettings {
   readonly maxConnections: number;
   /** Seconds a request's headers may take to arrive whole. */
   readonly headerTimeoutSeconds: number;
-  /** Calls waiting for the engine, at most: one more is answered 503 at once. */
+  /** Statements waiting for the warehouse, at most: one more is answered 503 at once. */
   readonly maxQueue: number;
   /** Exports streaming at once, at most: one more is answered 503 at once. */
   readonly maxExports: number;

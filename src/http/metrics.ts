@@ -134,7 +134,7 @@ export async function serveMetrics(queue: () => EngineQueue | undefined, store?:
   for (const metric of [requests, duration, cache, limited, warm, refused, rowsRead, bytesRead]) registry.registerMetric(metric.metric() as unknown as PromClient.Metric);
   new prom.Gauge({
     name: 'savedq_engine_queue_depth',
-    help: "Statements waiting for the embedded engine (calls of this serve and the other savedq processes').",
+    help: "Statements waiting for the warehouse (calls of this serve, and on the embedded engine the other savedq processes').",
     registers: [registry],
     collect() {
       this.set(queue()?.waiting ?? 0);

@@ -97,7 +97,7 @@ export function serveRoutes(of: RoutesOf): ServeRoutes {
       label: '/health',
       credential: 'open',
       answer: async ({ res, ctx }) => {
-        // The engine's queue, when this server has it open: what an operator (and a test) waits on. The
+        // The warehouse's queue (queue.ts): what an operator (and a test) waits on. The
         // store answers or not (a server without it still answers: 200); where it is and who shares it,
         // to an API key only (an address is not every caller's to learn).
         const queue = lib.engineQueue();
@@ -107,7 +107,7 @@ export function serveRoutes(of: RoutesOf): ServeRoutes {
         // answers from the store, and a balancer must not pull every replica at once); each host, to a key.
         const hosts = lib.warehouseHosts();
         const warehouse = hosts ? { warehouse: hosts.unreachable ? 'unreachable' : 'ok', ...(ctx.caller?.kind === 'key' ? { hosts: hosts.hosts } : {}) } : {};
-        send(res, 200, { status: 'ok', store, ...warehouse, ...(queue ? { queue } : {}), ...shared });
+        send(res, 200, { status: 'ok', store, ...warehouse, queue, ...shared });
       },
     },
     {
