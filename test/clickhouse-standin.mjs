@@ -21,8 +21,9 @@
 //   reset         answer statements 200, send half the answer, then reset the connection
 //   exception     answer statements 200, some rows, then `Code: 241. DB::Exception: …` (as before 25.11)
 //   exception-tagged   the same framed as ClickHouse 25.11+ does (X-ClickHouse-Exception-Tag)
-//   delay <ms>    hold every statement that long before it runs, statements side by side (as a server
-//                 runs many at once), each then run in turn by the engine
+//   delay <ms>    answer every statement no sooner than that long after it came, statements side by side
+//                 (as a server runs many at once, each taking that long); the engine runs them in turn
+//                 meanwhile
 //   none          no fault
 //
 // Users with profiles, as ClickHouse's users.xml gives them (CONTRACT §20), one line each:
@@ -61,7 +62,7 @@ const statements = [];
 /** What each statement carried, and whether it was cancelled. */
 const log = [];
 let fault = 'none';
-/** How long every statement is held before it runs (the `delay` fault). */
+/** How long after it came every statement is answered at the soonest (the `delay` fault). */
 let delayMs = 0;
 /** Users' profiles, by name: their readonly level and their constraints. */
 const profiles = new Map();
@@ -108,10 +109,25 @@ function refusal(profile, url, query) {
   return undefined;
 }
 
+/** A string literal of the engine's. */
+const literal = (text) => `'${String(text).replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+
+/** system.settings as a user of `profile` sees it (a subquery in its place). */
+function settingsView(profile) {
+  const bound = (which) => {
+    const cases = [...profile.constraints].filter(([, b]) => b[which] !== undefined).flatMap(([name, b]) => [`name = ${literal(name)}`, literal(b[which])]);
+    return cases.length === 0 ? which : `multiIf(${cases.join(', ')}, ${which})`;
+  };
+  const fixed = [...profile.constraints].filter(([, b]) => b.fixed).map(([name]) => literal(name));
+  const readonly = profile.readonly === 1 ? '1' : fixed.length > 0 ? `if(name IN (${fixed.join(', ')}), 1, readonly)` : 'readonly';
+  return `(SELECT name, if(name = 'readonly', ${literal(profile.readonly)}, value) AS value, ${bound('min')} AS min, ${bound('max')} AS max, toUInt8(${readonly}) AS readonly FROM system.settings)`;
+}
+
 /** One statement at a time, as a server's queue would seem to a client that waits its turn. */
 let turn = Promise.resolve();
 
 const server = createServer(async (req, res) => {
+  const arrived = Date.now();
   const url = new URL(req.url ?? '/', 'http://standin');
   if (fault === 'hang') return; // taken, never answered
   if (url.pathname === '/ping') return res.end('Ok.\n');
@@ -155,6 +171,7 @@ const server = createServer(async (req, res) => {
   entry.user = user;
   const refused = refusal(profiles.get(user), url, query);
   if (refused) {
+    entry.refused = refused.code;
     log.push(entry);
     res.writeHead(500, { 'Content-Type': 'text/plain; charset=UTF-8', 'X-ClickHouse-Exception-Code': String(refused.code) });
     return res.end(`Code: ${refused.code}. DB::Exception: ${refused.message}. (${refused.type}) (version 24.8.1.1 (official build))\n`);
@@ -163,7 +180,10 @@ const server = createServer(async (req, res) => {
     log.push(entry);
     return res.end(`${profiles.get(user)?.readonly ?? 0}\n`);
   }
-  if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
+  // system.settings as the user sees it, as a server shows it: the profile's readonly level as the value
+  // of `readonly`, its bounds as `min` and `max`, and `readonly` 1 for a setting the user may not change.
+  const profile = profiles.get(user);
+  if (profile && /\bsystem\.settings\b/.test(query)) query = query.replace(/\bsystem\.settings\b/g, settingsView(profile));
   if (fault === 'slow') {
     log.push(entry);
     statements.push(entry.query);
@@ -202,6 +222,7 @@ const server = createServer(async (req, res) => {
     else if (!NOT_SETTINGS.has(name) && !REQUEST_ONLY.has(name)) clickhouse_settings[name] = value;
   }
   const received = (inUrl ?? body.toString('utf8')).slice(0, 4000);
+  /** The statement run by the engine, its answer read whole (or its error): one statement at a time. */
   const run = async () => {
     statements.push(received);
     log.push(entry);
@@ -211,46 +232,54 @@ const server = createServer(async (req, res) => {
       const result = await connection.exec({ query, query_params, clickhouse_settings, ...(values ? { values } : {}) });
       const chunks = [];
       for await (const chunk of result.stream) chunks.push(Buffer.from(chunk));
-      const out = Buffer.concat(chunks);
-      const headers = { 'Content-Type': 'text/plain; charset=UTF-8', 'X-ClickHouse-Summary': JSON.stringify(result.summary ?? {}), 'X-ClickHouse-Query-Id': entry.query_id ?? '' };
-      if (faulty === 'reset') {
-        // Half the answer, then the connection reset (RST), as a host that dies mid-answer.
-        res.writeHead(200, { ...headers, 'Content-Length': String(out.length) });
-        res.write(out.subarray(0, Math.floor(out.length / 2)), () => res.socket?.resetAndDestroy());
-        return;
-      }
-      if (faulty === 'exception' || faulty === 'exception-tagged') {
-        // 200 and the first rows, then the error the server met on the way, as ClickHouse writes it.
-        const message = 'Code: 241. DB::Exception: Memory limit (total) exceeded: would use 9.31 GiB (attempt to allocate chunk of 4194304 bytes), maximum: 9.31 GiB. (MEMORY_LIMIT_EXCEEDED) (version 24.8.1.1 (official build))\n';
-        const part = out.subarray(0, Math.floor(out.length / 2));
-        if (faulty === 'exception') {
-          res.writeHead(200, headers);
-          res.end(Buffer.concat([part, Buffer.from(message)]));
-        } else {
-          const tag = 'sdqtag0123456789';
-          res.writeHead(200, { ...headers, 'X-ClickHouse-Exception-Tag': tag });
-          res.end(Buffer.concat([part, Buffer.from(`\r\n__exception__\r\n${tag}\n${message}${Buffer.byteLength(message)} ${tag}\r\n__exception__\r\n`)]));
-        }
-        return;
-      }
-      res.writeHead(200, headers);
-      res.end(out);
+      return { out: Buffer.concat(chunks), summary: result.summary };
     } catch (err) {
       // chdb hands what a failed statement wrote to the next statement of the connection, before its own
       // answer (embedded.ts's drainedAfterFailure); a server has no such thing: dropped here.
       await connection.exec({ query: 'SELECT 1' }).then((r) => r.stream.resume(), () => undefined);
-      const code = Number(err?.code ?? 1001) || 1001;
-      const type = err?.type ?? 'STD_EXCEPTION';
-      const message = String(err?.message ?? err).replace(/^Code: \d+\. DB::Exception: /, '');
-      res.writeHead(500, { 'Content-Type': 'text/plain; charset=UTF-8', 'X-ClickHouse-Exception-Code': String(code) });
-      res.end(`Code: ${code}. DB::Exception: ${message} (${type}) (version 24.8.1.1 (official build))\n`);
+      return { err };
     } finally {
       if (dataFile) rmSync(dataFile, { force: true });
     }
   };
   const done = turn.then(run, run);
   turn = done.catch(() => undefined);
-  await done;
+  const { out, summary, err } = await done;
+  // Held until `delay` has passed since it came (the engine's turn inside that time), the statements
+  // held side by side: as a server answers many queries that each take that long.
+  const hold = arrived + delayMs - Date.now();
+  if (hold > 0) await new Promise((resolve) => setTimeout(resolve, hold));
+  if (err !== undefined) {
+    const code = Number(err?.code ?? 1001) || 1001;
+    const type = err?.type ?? 'STD_EXCEPTION';
+    const message = String(err?.message ?? err).replace(/^Code: \d+\. DB::Exception: /, '');
+    res.writeHead(500, { 'Content-Type': 'text/plain; charset=UTF-8', 'X-ClickHouse-Exception-Code': String(code) });
+    res.end(`Code: ${code}. DB::Exception: ${message} (${type}) (version 24.8.1.1 (official build))\n`);
+    return;
+  }
+  const headers = { 'Content-Type': 'text/plain; charset=UTF-8', 'X-ClickHouse-Summary': JSON.stringify(summary ?? {}), 'X-ClickHouse-Query-Id': entry.query_id ?? '' };
+  if (faulty === 'reset') {
+    // Half the answer, then the connection reset (RST), as a host that dies mid-answer.
+    res.writeHead(200, { ...headers, 'Content-Length': String(out.length) });
+    res.write(out.subarray(0, Math.floor(out.length / 2)), () => res.socket?.resetAndDestroy());
+    return;
+  }
+  if (faulty === 'exception' || faulty === 'exception-tagged') {
+    // 200 and the first rows, then the error the server met on the way, as ClickHouse writes it.
+    const message = 'Code: 241. DB::Exception: Memory limit (total) exceeded: would use 9.31 GiB (attempt to allocate chunk of 4194304 bytes), maximum: 9.31 GiB. (MEMORY_LIMIT_EXCEEDED) (version 24.8.1.1 (official build))\n';
+    const part = out.subarray(0, Math.floor(out.length / 2));
+    if (faulty === 'exception') {
+      res.writeHead(200, headers);
+      res.end(Buffer.concat([part, Buffer.from(message)]));
+    } else {
+      const tag = 'sdqtag0123456789';
+      res.writeHead(200, { ...headers, 'X-ClickHouse-Exception-Tag': tag });
+      res.end(Buffer.concat([part, Buffer.from(`\r\n__exception__\r\n${tag}\n${message}${Buffer.byteLength(message)} ${tag}\r\n__exception__\r\n`)]));
+    }
+    return;
+  }
+  res.writeHead(200, headers);
+  res.end(out);
 });
 
 let port = 0;

@@ -51,15 +51,17 @@ export interface StandinStatement {
   readonly user?: string;
   /** Closed: its connection closed before its answer; killed: a KILL QUERY of its id came first. */
   readonly cancelled: 'closed' | 'killed' | null;
+  /** The code a user's profile refused it with (164, 452) before it ran. */
+  readonly refused?: number;
   /** A KILL QUERY's: the query id it stops (given as a parameter or a literal). */
   readonly kills?: string;
   /** A KILL QUERY of its id came after it was answered. */
   readonly killed?: boolean;
 }
 
-/** Starts a stand-in on `dataDir`; resolves once it listens. */
-export async function startStandin(dataDir: string): Promise<Standin> {
-  const child = spawn(process.execPath, [script, dataDir], { stdio: ['pipe', 'pipe', 'pipe'] });
+/** Starts a stand-in on `dataDir` (its environment's TZ its time zone, as a server's); resolves once it listens. */
+export async function startStandin(dataDir: string, options: { env?: Record<string, string> } = {}): Promise<Standin> {
+  const child = spawn(process.execPath, [script, dataDir], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...options.env } });
   let out = '';
   let err = '';
   child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));

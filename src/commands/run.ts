@@ -76,6 +76,8 @@ function statusNote(lib: Savedq, result: RunResult, counted: boolean, options: R
   } else if (!counted) {
     note(io, options, `${result.query.name}: ${grouped(result.rows.length, 'row')}`);
   }
+  // Computed now under limits the warehouse user's profile changed: said, as the run's own.
+  if (!fromCache(result)) for (const bound of result.statistics.bounds ?? []) note(io, options, `${result.query.name}: ${bound}`);
 }
 
 /** `--stats`' line: `12 rows · cached 95 s ago · 0.041 s · read 1,204,332 rows, 61.2 MB`. */
@@ -87,6 +89,7 @@ export function statsLine(result: RunResult, now: number): string {
     result.cache === 'stale' ? `cached ${age} s ago, stale (the warehouse did not answer)` : fromCache(result) ? `cached ${age} s ago` : result.cache === 'bypass' ? 'computed now, the store not reached (not kept)' : 'computed now',
     `${elapsed.toFixed(3)} s`,
     `read ${grouped(rows_read, 'row')}, ${bytesText(bytes_read)}`,
+    ...(result.statistics.bounds ?? []),
   ].join(' · ');
 }
 

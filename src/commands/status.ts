@@ -74,7 +74,14 @@ function statusLines(status: StatusReport): string[] {
   else {
     // Each host on a line of its own: whether it answers, and why not. Not since when: this command
     // asked each host just now, and knows nothing of when one went down.
-    for (const [i, h] of status.hosts.entries()) lines.push(line(i === 0 ? 'warehouse' : '', `${h.host}: ${h.state === 'up' ? 'answers' : `does not answer (${h.last_error ?? 'no answer'})`}`));
+    for (const [i, h] of status.hosts.entries()) {
+      lines.push(line(i === 0 ? 'warehouse' : '', `${h.host}: ${h.state === 'up' ? 'answers' : `does not answer (${h.last_error ?? 'no answer'})`}`));
+      // Its user's profile, and what savedq does without what the user may not set.
+      if (h.user !== undefined) {
+        lines.push(line('', `  its user ${h.user.readonly === 1 ? 'is read-only (readonly=1)' : h.user.readonly === 2 ? 'is read-only but for settings (readonly=2)' : "has settings bounded by its profile"}:`));
+        for (const cost of h.user.costs) lines.push(line('', `  - ${cost}`));
+      }
+    }
     if (status.hosts.every((h) => h.state === 'down')) lines.push(line('', 'no host answers: calls are answered from the cache where they can be (stale_if_error)'));
   }
   if (status.data) lines.push(line('data', `${status.data.current === '' ? 'no load through savedq yet' : `generation ${status.data.current}`}${status.data.loading ? '; a load is under way' : ''}`));

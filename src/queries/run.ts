@@ -1,10 +1,11 @@
 import type { ClickHouseSettings } from '@clickhouse/client';
-import { DefinitionError, InputError, LimitError, type EngineFailure, type WarehouseError } from '../errors.js';
+import { DefinitionError, InputError, LimitError, type EngineFailure, WarehouseError } from '../errors.js';
 import { parseJson } from '../json.js';
 import { packageVersion } from '../package.js';
 import { toClickHouseDateTime, type Micros } from '../time.js';
 import { engineSays, isBadPattern, isRefusal, isSyntaxError } from '../warehouse/errors.js';
 import type { Warehouse } from '../warehouse/index.js';
+import { UnsettableError } from '../warehouse/profile.js';
 import type { CallContext, ChunkStream, QueryStatistics, StreamFormat } from '../warehouse/types.js';
 import { RESULT_TABLE, sqlError } from '../sandbox/check.js';
 import { displayPath } from './catalog.js';
@@ -85,6 +86,21 @@ function limitPassed(err: unknown, query: SavedQuery): LimitError | undefined {
   return new LimitError(`${query.name} passed its limit of ${String(limit)} ${passed.what} (limits: ${passed.key} in its definition).`, { cause: err });
 }
 
+/** The `limits:` key of each engine setting they set. */
+const LIMIT_KEYS: Readonly<Record<string, keyof QueryLimits>> = { max_rows_to_read: 'read_rows', max_bytes_to_read: 'read_bytes', max_result_bytes: 'result_bytes', max_threads: 'threads' };
+
+/** A definition's limits the warehouse's user cannot apply, said naming the query, its limits, and the fix. */
+function unsettable(err: UnsettableError, query: SavedQuery): WarehouseError {
+  const keys = err.settings.map((name) => LIMIT_KEYS[name] ?? name).join(', ');
+  const why =
+    err.readonlyLevel === 1
+      ? 'its user is read-only (readonly=1), so savedq can set no setting there; a profile with readonly=2 lets savedq set its limits (docs/scaling.md)'
+      : "its user's profile fixes them, or bounds them looser than asked; a profile that lets them be set lets savedq apply them (docs/scaling.md)";
+  return new UnsettableError(err.settings, err.readonlyLevel, `${query.name} sets limits: ${keys} in its definition, which the warehouse cannot apply: ${why}.`, {
+    forCaller: `${query.name}'s limits cannot be applied by the warehouse's user.`,
+  });
+}
+
 /** A saved query can read, never write, and cannot take the whole machine. */
 const MAX_MEMORY_BYTES = 4 * 1024 ** 3;
 
@@ -158,12 +174,17 @@ export async function executeQuery(
   const statement = sandboxed ? overAnswer(query, options.sql) : query.boundSql;
   let rows;
   let statistics: QueryStatistics;
+  // What the warehouse user's profile changed of the limits, said where the run is read (profile.ts).
+  const bounds = new Set<string>();
   try {
     const values = bindValues(query, params, options.now);
-    ({ rows, statistics } = await warehouse.measure(statement, values, settings, callContext(options)));
+    // The definition's limits are the answer's: a host that cannot apply them refuses it.
+    const required = Object.keys(limitSettings(query.limits));
+    ({ rows, statistics } = await warehouse.measure(statement, values, settings, { ...callContext(options), required, onBound: (said) => bounds.add(said) }));
   } catch (err) {
     throw runFailure(err, warehouse, query, params, sandboxed);
   }
+  if (bounds.size > 0) statistics = { ...statistics, bounds: [...bounds] };
   const jsonFields = jsonFieldsOf(query);
   const limited = rows.length > query.maxRows ? rows.slice(0, query.maxRows) : rows;
   if (jsonFields.length > 0) {
@@ -178,6 +199,7 @@ export async function executeQuery(
 function runFailure(err: unknown, warehouse: Warehouse, query: SavedQuery, params: NormalisedParams, sandboxed: boolean): unknown {
   const limit = limitPassed(err, query);
   if (limit) return limit;
+  if (err instanceof UnsettableError) return unsettable(err, query);
   // The query's own SQL was checked before its first run: what the engine refuses now is the caller's.
   if (sandboxed) return sqlError(err);
   // The embedded engine is as new as savedq: SQL it cannot parse is the definition's mistake.
@@ -226,6 +248,7 @@ export async function exportQuery(warehouse: Warehouse, query: SavedQuery, param
       ...callContext(options),
       format: options.format,
       file: options.file,
+      required: Object.keys(limitSettings(query.limits)),
     });
   } catch (err) {
     throw runFailure(err, warehouse, query, params, sandboxed);

@@ -2,6 +2,7 @@ import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
 import { parseJson } from '../json.js';
 import { cutOff, toWarehouseError } from './errors.js';
 import { loadClient } from './load-client.js';
+import { plainEachRow, plainRows } from './plain.js';
 import { failingAs, firstRead } from './streams.js';
 import type { Answers, Statement, StatementKind, Statements, StreamChunk, WarehouseRow } from './types.js';
 
@@ -103,14 +104,24 @@ function eachRow(text: string): WarehouseRow[] {
   return text.split('\n').filter((line) => line !== '').map((line) => parseJson(line) as WarehouseRow);
 }
 
+/** A query's rows and statistics in FORMAT JSON, its values read back by the types it gives (a user that may set nothing: plain.ts). */
+async function plainMeasure(client: ClickHouseClient, statement: Statement, timezone: string): Promise<Answers['measure']> {
+  const result = await client.query({ ...request(statement), query: statement.sql, format: 'JSON' });
+  const body = await answerOf(result, (text) => parseJson(text) as { meta?: { name: string; type: string }[]; data: WarehouseRow[]; statistics?: Record<string, number | string> });
+  const s = body.statistics;
+  return { rows: plainRows(body, timezone), statistics: { elapsed: Number(s?.elapsed ?? 0), rows_read: Number(s?.rows_read ?? 0), bytes_read: Number(s?.bytes_read ?? 0) } };
+}
+
 /** How each kind of statement runs on a client (a missing kind is a compile error). */
 const KINDS: { readonly [K in StatementKind]: (client: ClickHouseClient, statement: Statement) => Promise<Answers[K]> } = {
   query: async (client, statement) => {
+    if (statement.plain) return (await plainMeasure(client, statement, statement.plain.timezone)).rows;
     const result = await client.query({ ...request(statement), query: `${statement.sql}${settingsClause(statement.settings)}`, format: 'JSONEachRow' });
     return answerOf(result, eachRow);
   },
   // The JSON format carries the engine's statistics after the rows, on the embedded engine and on a server alike.
   measure: async (client, statement) => {
+    if (statement.plain) return plainMeasure(client, statement, statement.plain.timezone);
     const result = await client.query({ ...request(statement), query: `${statement.sql}${settingsClause(statement.settings)}`, format: 'JSON' });
     // A 64-bit integer past 2^53 is a bigint of every digit (json.ts).
     const body = await answerOf(result, (text) => parseJson(text) as { data: WarehouseRow[]; statistics?: unknown });
@@ -122,6 +133,11 @@ const KINDS: { readonly [K in StatementKind]: (client: ClickHouseClient, stateme
   // would take as its own); the answer's format is a setting, never in the text: the engine's own for
   // chDB, a URL parameter for a server.
   explain: async (client, statement) => {
+    // A user that may set no format: the parse read as a table (EXPLAIN as a subquery), in the query's format.
+    if (statement.plain) {
+      const result = await client.query({ ...request(statement), query: `SELECT explain FROM (EXPLAIN AST\n${statement.sql}\n)`, format: 'JSONEachRow' });
+      return (await answerOf(result, eachRow)).map((row) => String((row as { explain?: unknown }).explain ?? ''));
+    }
     const r = request(statement);
     const { stream } = await client.exec({ ...r, query: `EXPLAIN AST ${statement.sql}`, clickhouse_settings: { ...r.clickhouse_settings, default_format: 'JSONEachRow' } });
     const chunks: Buffer[] = [];
@@ -137,6 +153,11 @@ const KINDS: { readonly [K in StatementKind]: (client: ClickHouseClient, stateme
   // connection reads an answer whole.
   stream: async (client, statement) => {
     const r = request(statement);
+    if (statement.plain) {
+      // A user that may set no format: the format in the text, with the types to read each value back by.
+      const { stream, response_headers } = await client.exec({ ...r, query: `${statement.sql}\nFORMAT JSONCompactEachRowWithNamesAndTypes` });
+      return firstRead(plainEachRow(withoutTrailingError(stream as AsyncIterable<unknown>, response_headers), statement.plain.timezone)[Symbol.asyncIterator]());
+    }
     const { stream, response_headers } = await client.exec({
       ...r,
       query: `${statement.sql}${settingsClause(statement.settings)}`,

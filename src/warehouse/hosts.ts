@@ -9,6 +9,7 @@ import { QueryTimeoutError, WarehouseError, WarehouseUnreachableError } from '..
 import { BASE_SETTINGS, clientRun } from './client.js';
 import { withinDeadline } from './deadline.js';
 import { isNetworkFailure } from './errors.js';
+import { ANY_SETTING, asProfileAllows, changeText, hostUser, isProfileRefusal, learnProfile, SENT_SETTINGS, type HostProfile } from './profile.js';
 import { loadClient } from './load-client.js';
 import { stageOnServer } from './remote.js';
 import { failingAs, whenEnded } from './streams.js';
@@ -64,8 +65,8 @@ export interface HostsOptions {
   readonly record?: ((host: string, down: { readonly since: number; readonly reason: string } | undefined) => void) | undefined;
 }
 
-/** The settings of every read's request: the server stops the query when savedq closes its connection. */
-const READ_REQUEST: ClickHouseSettings = { cancel_http_readonly_queries_on_client_close: 1, readonly: '2' };
+/** The settings of every read's request: savedq's output formats (client.ts), and the server stops the query when savedq closes its connection. */
+const READ_REQUEST: ClickHouseSettings = { ...BASE_SETTINGS, cancel_http_readonly_queries_on_client_close: 1, readonly: '2' };
 
 /**
  * An agent whose connections must be made within CONNECT_MS (Node's agents wait for the kernel's
@@ -101,6 +102,9 @@ class Host {
   #probing = false;
   /** Closed: no probe is made or scheduled again, and no statement sent (pg-pool's `ended`). */
   #closed = false;
+  /** What the host's user may set (profile.ts): any setting, until the host refuses one. */
+  profile: HostProfile = ANY_SETTING;
+  #learning: Promise<boolean> | undefined;
 
   readonly #answering: () => number;
   readonly #onChange: HostsOptions['onChange'];
@@ -115,6 +119,20 @@ class Host {
     this.client = client;
     const run = clientRun(client, this.location);
     this.run = (kind, statement) => (this.#closed ? Promise.reject(new WarehouseError(`${this.location}: the warehouse is closed.`)) : run(kind, statement));
+  }
+
+  /**
+   * Asks the host what its user may set of `names` (one question at a time): true when the profile
+   * learnt differs from what was known, so that a statement refused for a setting is worth sending again.
+   */
+  learn(names: Iterable<string>, signal?: AbortSignal): Promise<boolean> {
+    const asking = (this.#learning ?? Promise.resolve(false)).catch(() => false).then(async () => {
+      const before = profileKey(this.profile);
+      this.profile = await learnProfile(this.client, names, this.profile, signal);
+      return profileKey(this.profile) !== before;
+    });
+    this.#learning = asking;
+    return asking;
   }
 
   /** Probes a host another process found down (tried last meanwhile): answered, it is an ordinary host again. */
@@ -214,6 +232,24 @@ class Host {
   #closing: Promise<void> | undefined;
 }
 
+/** A write (a load, init) refused because the host's user is read-only. */
+function readOnlyWrite(host: Host, cause?: unknown): WarehouseError {
+  return new WarehouseError(`${host.location}: its user is read-only (readonly=${host.profile.readonly}): savedq reads with it, but cannot write with it (load, init); give those a user that may insert (docs/scaling.md).`, {
+    cause,
+    forCaller: "the warehouse's user is read-only.",
+  });
+}
+
+/** A profile's limits as one text, to tell whether learning changed them. */
+function profileKey(profile: HostProfile): string {
+  return JSON.stringify([profile.readonly, [...profile.bounds].sort(([a], [b]) => a.localeCompare(b))]);
+}
+
+/** The names of the settings a statement sends: those its host's profile is asked about when it refuses one. */
+function settingNames(statement: Statement): string[] {
+  return [...Object.keys(statement.settings ?? {}), ...Object.keys(statement.requestSettings ?? {})];
+}
+
 /**
  * Why a host failed, as /health and the log say it (no password: none is in an error): its errno's
  * words (errno.ts), else the first line of its message.
@@ -238,7 +274,7 @@ export async function openHosts(options: HostsOptions): Promise<Statements> {
     try {
       client = createClient({
         url,
-        clickhouse_settings: BASE_SETTINGS,
+        // No setting of the client's own: each request's are sent as the host's user's profile allows (profile.ts).
         http_agent: agentFor(url),
         // The server enforces max_execution_time, and a read is given up just past it; this bounds a
         // statement that writes on a server that stops answering at all.
@@ -328,7 +364,8 @@ export async function openHosts(options: HostsOptions): Promise<Statements> {
     // A streamed answer holds its timer and its query id until it ends: left early, its query is stopped.
     let streaming = false;
     try {
-      const answer = await host.run(kind, { ...statement, settings: withinDeadline(statement.settings, left), queryId, signal: controller.signal, requestSettings: READ_REQUEST });
+      const sent = asAllowed(host, { ...statement, settings: withinDeadline(statement.settings, left), requestSettings: READ_REQUEST });
+      const answer = await host.run(kind, { ...sent, queryId, signal: controller.signal });
       begun = true;
       clearTimeout(hung);
       if (kind !== 'stream') return answer;
@@ -345,6 +382,34 @@ export async function openHosts(options: HostsOptions): Promise<Statements> {
     }
   };
 
+  /** A statement as its host's user's profile lets it be sent; what that changed of the call's limits told to the call. */
+  const asAllowed = (host: Host, statement: Statement): Statement => {
+    const { statement: sent, changes } = asProfileAllows(statement, host.profile, host.location);
+    for (const change of changes) {
+      const said = changeText(change, host.profile);
+      if (said !== undefined) statement.onBound?.(said);
+    }
+    return sent;
+  };
+
+  /**
+   * Sends a statement to a host, as its user's profile allows: a statement the host refuses for a
+   * setting (nothing ran) makes savedq ask the host what its user may set, and goes again as that allows.
+   */
+  const asProfiled = async <T>(host: Host, statement: Statement, send: () => Promise<T>): Promise<T> => {
+    for (let round = 0; ; round += 1) {
+      // The profile it is sent under: another statement may learn the host's meanwhile.
+      const sentUnder = profileKey(host.profile);
+      try {
+        return await send();
+      } catch (err) {
+        if (round >= 2 || !isProfileRefusal(err) || statement.signal?.aborted === true) throw err;
+        await host.learn(settingNames({ ...statement, requestSettings: READ_REQUEST }), statement.signal).catch(() => false);
+        if (profileKey(host.profile) === sentUnder) throw err;
+      }
+    }
+  };
+
   const read = async <K extends StatementKind>(kind: K, statement: Statement): Promise<Answers[K]> => {
     // One deadline for every attempt: the call's, else (savedq's own statements) the process's time limit from now.
     const deadline = statement.deadline ?? Date.now() + options.timeoutSeconds * 1000;
@@ -356,7 +421,8 @@ export async function openHosts(options: HostsOptions): Promise<Statements> {
       for (let host = next(tried); host !== undefined; ) {
         tried.add(host);
         try {
-          const answer = await attempt(host, kind, { ...statement, deadline });
+          const chosen = host;
+          const answer = await asProfiled(chosen, statement, () => attempt(chosen, kind, { ...statement, deadline }));
           // Moved away from each host that failed it, to this one, which answered: a failover of each.
           for (const failed of errors.keys()) failed.failovers += 1;
           return answer;
@@ -383,7 +449,10 @@ export async function openHosts(options: HostsOptions): Promise<Statements> {
   };
 
   const status = (): WarehouseHosts => ({
-    hosts: hosts.map((h): HostStatus => ({ host: h.shown, state: h.up ? 'up' : 'down', since: h.since.toISOString(), ...(h.lastError !== undefined ? { last_error: h.lastError } : {}), failovers: h.failovers })),
+    hosts: hosts.map((h): HostStatus => {
+      const user = hostUser(h.profile);
+      return { host: h.shown, state: h.up ? 'up' : 'down', since: h.since.toISOString(), ...(h.lastError !== undefined ? { last_error: h.lastError } : {}), failovers: h.failovers, ...(user ? { user } : {}) };
+    }),
     cancelled,
     unreachable: hosts.every((h) => !h.up),
   });
@@ -394,20 +463,28 @@ export async function openHosts(options: HostsOptions): Promise<Statements> {
     run: (kind, statement) => {
       if (kind === 'command') {
         const host = writer();
-        return host.run(kind, statement).catch((err: unknown) => {
+        const send = () => host.run(kind, asAllowed(host, { ...statement, requestSettings: BASE_SETTINGS }));
+        return asProfiled(host, statement, send).catch((err: unknown) => {
           if (isNetworkFailure(err) && host.down(errorText(err))) host.told();
-          throw err;
+          throw isProfileRefusal(err) && host.profile.readonly > 0 ? readOnlyWrite(host, err) : err;
         });
       }
       return read(kind, statement);
     },
     stage: (lines) => {
       const host = writer();
+      if (host.profile.readonly > 0) throw readOnlyWrite(host);
       return Promise.resolve(stageOnServer(host.client, host.location, lines));
     },
     hosts: status,
+    // Each host asked now whether it answers, and what its user may set of what savedq sends.
     probeHosts: async () => {
-      await Promise.all(hosts.map((h) => h.probe({ quiet: true })));
+      await Promise.all(
+        hosts.map(async (h) => {
+          await h.probe({ quiet: true });
+          if (h.up) await h.learn(SENT_SETTINGS, AbortSignal.timeout(PROBE_MS)).catch(() => false);
+        }),
+      );
       return status();
     },
     close: async () => {

@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import type { ClickHouseClient } from '@clickhouse/client';
-import { classified, quoteText, settingsClause } from './client.js';
+import { BASE_SETTINGS, classified, quoteText, settingsClause } from './client.js';
 import type { StagedLines, WarehouseRow } from './types.js';
 
 /** Bytes as a ClickHouse string literal in plain ASCII: exact whatever the bytes, valid UTF-8 or not. */
@@ -32,7 +32,7 @@ export function stageOnServer(client: ClickHouseClient, location: string, lines:
           format: 'JSONEachRow',
           query_params: { ...params },
           // The literal is part of the query text, which the server parses only up to this size.
-          clickhouse_settings: { max_query_size: String(4 * lines.length + 65_536) },
+          clickhouse_settings: { ...BASE_SETTINGS, max_query_size: String(4 * lines.length + 65_536) },
         });
         return result.json<WarehouseRow>();
       }),

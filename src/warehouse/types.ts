@@ -17,6 +17,8 @@ export interface QueryStatistics {
   readonly rows_read: number;
   /** Bytes it read from tables (uncompressed). */
   readonly bytes_read: number;
+  /** What the warehouse user's profile changed of the run's limits (profile.ts), as a person reads it: said by `run` and --stats. */
+  readonly bounds?: readonly string[];
 }
 
 /** Values bound to a statement's `{name:Type}` parameters. */
@@ -105,6 +107,8 @@ export interface CallContext {
   readonly caller?: string | undefined;
   /** A caller's W3C trace context, passed on to a server's request (traceparent, tracestate). */
   readonly headers?: Readonly<Record<string, string>> | undefined;
+  /** Told what a host's user's profile changed of the call's limits (lowered to a bound, or not set), as a person reads it. */
+  readonly onBound?: ((said: string) => void) | undefined;
 }
 
 /** One statement: its text, the values of its `{name:Type}` parameters, settings of its own, and its call. */
@@ -125,6 +129,13 @@ export interface Statement extends CallContext {
    * pass through savedq (StreamChunk.inFile says how many were written there).
    */
   readonly file?: string | undefined;
+  /** Settings the statement must not run without (a definition's `limits:`): a host that cannot apply them refuses it (profile.ts). */
+  readonly required?: readonly string[] | undefined;
+  /**
+   * Set by hosts.ts for a host whose user may set nothing (readonly=1): its answers come in the server's
+   * default output formats, and are read back as every other user's are (plain.ts).
+   */
+  readonly plain?: { readonly timezone: string } | undefined;
 }
 
 /** One host of a server warehouse, as /health and `savedq status` show it. */
@@ -138,6 +149,18 @@ export interface HostStatus {
   readonly last_error?: string;
   /** Statements moved from it to another host. */
   readonly failovers: number;
+  /** What its user may not set, once savedq knows (profile.ts), and what that costs: absent for a user that may set anything. */
+  readonly user?: HostUser;
+}
+
+/** A host's user whose profile restricts what savedq sends, as /health and `savedq status` say it. */
+export interface HostUser {
+  /** 1: no setting may be changed; 2: any but readonly; 0: settings bounded. */
+  readonly readonly: 0 | 1 | 2;
+  /** The bounds its profile puts on the settings savedq sends. */
+  readonly bounds: Readonly<Record<string, { readonly min?: number; readonly max?: number; readonly fixed?: true }>>;
+  /** What savedq does without what the user may not set, a sentence each. */
+  readonly costs: readonly string[];
 }
 
 /** The hosts of a server warehouse (hosts.ts). */
@@ -178,7 +201,7 @@ export interface Statements {
  */
 export interface Warehouse extends Statements {
   query(sql: string, params: StatementParams, settings?: ClickHouseSettings, call?: CallContext): Promise<WarehouseRow[]>;
-  measure(sql: string, params: StatementParams, settings?: ClickHouseSettings, call?: CallContext): Promise<MeasuredRows>;
+  measure(sql: string, params: StatementParams, settings?: ClickHouseSettings, call?: CallContext & Pick<Statement, 'required'>): Promise<MeasuredRows>;
   explainAst(statement: string, params?: StatementParams, call?: CallContext): Promise<string[]>;
   command(sql: string, params?: StatementParams, settings?: ClickHouseSettings, call?: CallContext): Promise<void>;
 }
