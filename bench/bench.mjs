@@ -20,6 +20,9 @@
 //                                warehouse (several hosts: a miss with the first of three refused against
 //                                the same without it; a stale answer against a fresh hit; with
 //                                BENCH_BEFORE=<another checkout's bin/savedq.js>, a miss against that build),
+//                                operators (eight distinct misses through serve side by side, each held
+//                                200 ms by the warehouse; a fresh run with the first of three hosts hung
+//                                against the same without it),
 //                                export (savedq export's rows a second, NDJSON and Parquet, against the
 //                                engine's own writer into a file; its peak memory at 1 M and 4 M rows)
 //
@@ -48,7 +51,7 @@ const REPS = Number(process.env.BENCH_REPS ?? 7);
 const LOAD_ROWS = Number(process.env.BENCH_LOAD_ROWS ?? 1_000_000);
 const HTTP_SECONDS = Number(process.env.BENCH_HTTP_SECONDS ?? 2);
 const HTTP_ROUNDS = Number(process.env.BENCH_HTTP_ROUNDS ?? 21);
-const ONLY = (process.env.BENCH_ONLY ?? 'scale,queries,load,tests,mcp,sandbox,alerts,store,peer,warehouse,export').split(',');
+const ONLY = (process.env.BENCH_ONLY ?? 'scale,queries,load,tests,mcp,sandbox,alerts,store,peer,warehouse,operators,export').split(',');
 // The instant the data ends at and CLI runs are made as of: this run's start, so that what serve answers
 // as of the real now (HTTP has no as-of) covers the data too. A fixed date left the HTTP figures
 // measuring empty answers once a week had passed.
@@ -279,9 +282,12 @@ async function startProcess(args, env) {
   throw new Error(`${args.join(' ')} did not start: ${readFileSync(log, 'utf8')}`);
 }
 
-/** A script that prints `listening <port>` once it listens on 127.0.0.1 (the ClickHouse stand-in, the peer): its process and URL. */
+/**
+ * A script that prints `listening <port>` once it listens on 127.0.0.1 (the ClickHouse stand-in, the
+ * peer): its process and URL, and `fault(line)`, which resolves once the stand-in has taken the line.
+ */
 async function listening(script, args) {
-  const child = spawn('node', [script, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn('node', [script, ...args], { stdio: ['pipe', 'pipe', 'inherit'] });
   const port = await new Promise((resolve, reject) => {
     let out = '';
     child.stdout.setEncoding('utf8').on('data', (d) => {
@@ -291,7 +297,18 @@ async function listening(script, args) {
     });
     child.once('exit', () => reject(new Error(`${script} exited`)));
   });
-  return { child, url: `http://127.0.0.1:${port}` };
+  const fault = (line) =>
+    new Promise((resolve) => {
+      const acked = (d) => {
+        if (String(d).includes(`ok ${line}\n`)) {
+          child.stdout.off('data', acked);
+          resolve();
+        }
+      };
+      child.stdout.on('data', acked);
+      child.stdin.write(`${line}\n`);
+    });
+  return { child, url: `http://127.0.0.1:${port}`, fault };
 }
 
 /** The body of a call's answer, which the figures measuring it must see rows in (not an empty answer's cost). */
@@ -963,6 +980,64 @@ async function warehouseFigures() {
 }
 
 /**
+ * The warehouse as operators run it (docs/scaling.md): serve's misses side by side on a server (eight
+ * distinct calls sent at once by autocannon, each held 200 ms by the warehouse: when the last is
+ * answered, against the 200 ms), and a fresh `run` with the first of three hosts hung (taking
+ * connections, answering nothing), against the same with that host left out: after the first run has
+ * recorded the hung host in the store, whole processes both.
+ */
+async function operatorsFigures() {
+  // Few rows: the stand-in answers each statement 200 ms after it came, its engine running them one
+  // after another meanwhile (a server runs them side by side), so eight must take well under 200 ms of
+  // engine time for the figure to measure savedq's side, not the stand-in's.
+  const rows = 2_000;
+  const held = 200;
+  console.log(`\noperators: a server's misses side by side, a hung host; ${rows.toLocaleString('en-US')} rows a table`);
+  const dataDir = join(work, 'operators-warehouse');
+  await generate(dataDir, rows);
+  const processes = [];
+  try {
+    const host = await listening(here('../test/clickhouse-standin.mjs'), [dataDir]);
+    processes.push(host);
+    const env = { SAVEDQ_CACHE_FILE: join(work, 'operators-cache.sqlite'), SAVEDQ_API_KEYS: 'bench-key', HOME: mkdtempSync(join(work, 'home-')) };
+    const server = await startProcess([BIN, '--url', host.url, 'serve', '--port', '0'], env);
+    processes.push(server);
+    // The definition checked once (its plan asked of the engine) before any call is held.
+    const warm = await fetch(`${server.url}/api/endpoints/query/usage.api-counts?project=project-1%5C.&interval=daily`, { headers: { 'X-API-KEY': 'bench-key' } });
+    if (warm.status !== 200) throw new Error(`serve answered ${warm.status}: ${await warm.text()}`);
+    await host.fault(`delay ${held}`);
+    let first = 0;
+    const lasts = [];
+    for (let round = -1; round < REPS; round++) {
+      const out = spawnSync('node', [here('burst.mjs'), `${server.url}/api/endpoints/query/usage.api-counts?project=burst-{i}&interval=daily`, '8', String(first), 'X-API-KEY=bench-key'], { encoding: 'utf8' });
+      first += 8;
+      const report = JSON.parse(out.stdout);
+      if (report.non2xx > 0 || report.errors > 0 || report.requests !== 8) throw new Error(`the burst was not answered whole: ${out.stdout}${out.stderr}`);
+      if (round >= 0) lasts.push(report.latency.max);
+    }
+    pairedFigure(`eight distinct misses through serve at once, each held ${held} ms by the warehouse: the last answered, against ${held} ms`, lasts, lasts.map(() => held), 'ms', '<= 1.5');
+    await host.fault('delay 0');
+
+    const hung = await listening(here('../test/clickhouse-standin.mjs'), [join(work, 'operators-hung')]);
+    const other = await listening(here('../test/clickhouse-standin.mjs'), [join(work, 'operators-empty')]);
+    processes.push(hung, other);
+    await hung.fault('hang');
+    const runEnv = { ...env, SAVEDQ_CACHE_FILE: join(work, 'operators-hosts.sqlite') };
+    const run = (urls, project) => timed('node', [BIN, ...urls.flatMap((u) => ['--url', u]), 'run', 'usage.api-counts', '-p', `project=${project}`, '-p', 'interval=daily', '--at', AT, '-f', 'json', '-q', '--no-cache'], runEnv).ms;
+    let n = 0;
+    // The warm round: the first process waits the hung host out (3 s) and records it.
+    const [withHung, without] = inRounds(
+      [() => run([hung.url, host.url, other.url], `project-${Math.floor(n++ / 2) + 1}\\.`), () => run([host.url, other.url], `project-${Math.floor(n++ / 2) + 1}\\.`)],
+      2 * REPS,
+      true,
+    );
+    pairedFigure('a fresh run, the first of three hosts hung (recorded in the store by the process before), against the same with it left out (whole process)', withHung, without, 'ms', '<= 1.5');
+  } finally {
+    for (const p of processes) p.child.kill('SIGTERM');
+  }
+}
+
+/**
  * Exports (CONTRACT §19): rows a second of `savedq export` to a file, NDJSON, Parquet and Arrow, against the
  * engine's own writer of the same statement into a file (a process that opens the engine on the same
  * data directory and runs SELECT … INTO OUTFILE … FORMAT), whole processes both; and the export's peak
@@ -1035,6 +1110,7 @@ if (ONLY.includes('alerts')) await alertsFigure();
 if (ONLY.includes('store')) await storeFigures();
 if (ONLY.includes('peer')) await peerFigure();
 if (ONLY.includes('warehouse')) await warehouseFigures();
+if (ONLY.includes('operators')) await operatorsFigures();
 if (ONLY.includes('export')) await exportFigures();
 console.log('\nsummary (ratio, goal):');
 for (const f of figures) console.log(`  ${f.ratio.toFixed(2).padStart(6)}  ${f.goal.padEnd(8)} ${f.name}${f.within ? ` (median within ${fmt(f.within[0], 2)}–${fmt(f.within[1], 2)})` : ''}`);
