@@ -50,9 +50,15 @@ export async function statusCommand(lib: Savedq, options: StatusOptions, io: Io)
     };
     await writeOut(io.stdout, `${JSON.stringify(json, null, 2)}\n`);
   } else {
-    // Each labelled line wrapped at word breaks to a terminal's width, under its text.
-    // (A line under the one before, its label blank, is wrapped as its text: the wrapping would take its indent for spaces to drop.)
-    const lines = statusLines(status).map((line) => (line.startsWith(' '.repeat(11)) ? wrapped(line.slice(11), 11, 11, proseWidth(io)) : wrapped(line, 0, 11, proseWidth(io))));
+    // Each labelled line wrapped at word breaks to a terminal's width, under its text; a line under the
+    // one before (its label blank) wrapped as its text at its own indent (the wrapping would take the
+    // indent for spaces to drop), an item (`- …`) hanging under its first word.
+    const lines = statusLines(status).map((line) => {
+      if (!line.startsWith(' ')) return wrapped(line, 0, 11, proseWidth(io));
+      const text = line.trimStart();
+      const indent = line.length - text.length;
+      return wrapped(text, indent, text.startsWith('- ') ? indent + 2 : indent, proseWidth(io));
+    });
     await writeOut(io.stdout, lines.join('\n') + '\n');
     if (processes.length > 0) await writeRows(io, options, 'table', processes, PROCESS_FIELDS);
   }

@@ -143,6 +143,14 @@ describe('a read-only user (readonly=1)', () => {
     expect(status.stdout).toContain(`${as('reader')}: answers\n             its user is read-only (readonly=1):\n             - no setting is sent`);
     expect(status.stdout).toContain(`${as('bounded')}: answers\n             its user has settings bounded by its profile:\n             - max_execution_time at most 10 s`);
     expect(status.stdout).toMatch(new RegExp(`${host.url.replace(/[.]/g, '\\.')}: answers\\n(?! {13})`));
+    // In an 80-column terminal each cost is an item wrapped under its own first word, within the width.
+    const shown = await inTerminal(['--url', as('reader'), 'status'], { env: env() });
+    expect(shown.code, shown.stdout).toBe(0);
+    const lines = shown.stdout.split('\n');
+    expect(Math.max(...lines.map((l) => l.length))).toBeLessThanOrEqual(80);
+    const item = lines.findIndex((l) => l.startsWith('             - no setting is sent'));
+    expect(item, shown.stdout).toBeGreaterThan(0);
+    expect(lines[item + 1]).toMatch(/^ {15}\S/);
   });
 });
 
