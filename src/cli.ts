@@ -380,12 +380,24 @@ program
 
 program
   .command('check')
-  .description('check every saved query definition, and have the engine parse each query; exit 2 if any is broken')
+  .description("check every saved query definition, have the engine parse each query and hold its answer's columns to its fields; exit 2 if any is broken")
   .addOption(new Option('-f, --format <format>', 'text, or json for tools').choices(CHECK_FORMATS).default('text'))
-  .addHelpText('after', examples('savedq check', 'savedq --queries ./queries check -f json'))
-  .action(action(async (flags, opts: { format: string }) => {
+  .option('--write-fields', "write each of your queries' fields: from the engine's description of its answer, keeping the descriptions written")
+  .option('--against <lock>', 'compare the queries with a lock (savedq lock): each change breaking or compatible; exit 1 on a breaking one whose version was not raised')
+  .addHelpText('after', examples('savedq check', 'savedq --queries ./queries check -f json', 'savedq check --write-fields', 'savedq check --against queries/savedq.lock.json    # in CI'))
+  .action(action(async (flags, opts: { format: string; writeFields?: boolean; against?: string }) => {
     const { checkCommand } = await import('./commands/check.js');
-    await checkCommand(lib(flags), { ...flags, format: opts.format, signal: interrupt.signal }, io);
+    await checkCommand(lib(flags), { ...flags, format: opts.format, writeFields: opts.writeFields, against: opts.against, signal: interrupt.signal }, io);
+  }));
+
+program
+  .command('lock')
+  .description('write savedq.lock.json: what each saved query promises its callers (its id, version, parameters and fields), for version control')
+  .option('--lock <file>', 'the lock file (default: savedq.lock.json in the first queries folder)')
+  .addHelpText('after', examples('savedq lock', 'git add queries/savedq.lock.json', 'savedq check --against queries/savedq.lock.json'))
+  .action(action(async (flags, opts: { lock?: string }) => {
+    const { lockCommand } = await import('./commands/lock.js');
+    await lockCommand(lib(flags), { ...flags, lock: opts.lock }, io);
   }));
 
 program

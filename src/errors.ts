@@ -165,6 +165,9 @@ export class WarmFailedError extends SavedqError {}
 /** Some cases of `savedq test` failed (each is reported on its own): exit 1 after the report. */
 export class TestsFailedError extends SavedqError {}
 
+/** `check --against`: a change to a saved query that breaks its callers, its version not raised (exit 1). */
+export class ChangesBreakError extends SavedqError {}
+
 /**
  * `savedq alerts check`: an alert is firing or in error, or an alert file is broken: exit 1. Silent
  * with --quiet (cron mails what a command prints; the alert told its people itself).

@@ -1,9 +1,10 @@
 import { BoundedMap } from '../bounded.js';
-import { InputError, type DefinitionError } from '../errors.js';
+import { DefinitionError, InputError } from '../errors.js';
 import { nodeCrypto } from '../lazy.js';
 import { memoKeys } from '../store/memo.js';
 import type { LocalMemo } from '../store/types.js';
-import type { CallTags } from '../queries/run.js';
+import type { CallTags, Explained } from '../queries/run.js';
+import type { EngineColumn, ShapeOf } from '../queries/shape.js';
 import type { SavedQuery } from '../queries/types.js';
 import { microsFromDate } from '../time.js';
 import type { Warehouse } from '../warehouse/index.js';
@@ -15,6 +16,8 @@ import { callTime } from './call.js';
 
 /** Texts of callers' SQL whose check is remembered. */
 const SQL_CHECKS_KEPT = 1_000;
+/** Answers' shapes kept in memory, at most: a folder of more definitions than this asks the memo again. */
+const SHAPES_KEPT = 10_000;
 
 /** What running calls on the warehouse takes: the warehouse (opened when first needed), and what the library decided of it. */
 export interface ExecutorParts {
@@ -47,6 +50,8 @@ export class CallExecutor {
 
   /** Checked SQL by its text (refusals too): a text seen before costs no statement (at most SQL_CHECKS_KEPT). */
   readonly #checked = new BoundedMap<string, Promise<string>>(SQL_CHECKS_KEPT);
+  /** The columns the engine described of each definition's answer, by its digest (shapeOf). */
+  readonly #shapes = new BoundedMap<string, EngineColumn[]>(SHAPES_KEPT);
 
   /**
    * A caller's SQL over a sandboxed query's answer, checked on the engine's parse (sandbox/check.ts):
@@ -125,13 +130,49 @@ export class CallExecutor {
   }
 
   /**
-   * Has the engine parse and plan a saved query with its parameters bound, without running it: its
-   * objection, at a line of the query's file, or undefined.
+   * Has the engine parse and plan a saved query with its parameters bound, and describe its answer,
+   * without running it (`check`): its objection, or each way the answer breaks the query's fields, at
+   * lines of the query's file; none when the engine takes it as declared.
    */
-  async explain(query: SavedQuery): Promise<{ line: number; message: string } | undefined> {
-    const { explainQuery } = await import('../queries/run.js');
-    return explainQuery(await this.parts.warehouse(), query, microsFromDate(this.parts.clock()));
+  async explain(query: SavedQuery): Promise<{ line: number; message: string }[]> {
+    const explained = await this.#explained(query, await this.parts.warehouse(), false);
+    if (explained.objection) return [explained.objection];
+    const { shapeProblems } = await import('../queries/shape.js');
+    return shapeProblems(query, explained.columns).map(({ line, message }) => ({ line, message }));
   }
+
+  /** The columns of a saved query's answer, as the engine describes them (`check --write-fields`); its objection thrown. */
+  async columns(query: SavedQuery): Promise<EngineColumn[]> {
+    const explained = await this.#explained(query, await this.parts.warehouse(), false);
+    if (explained.objection) throw (await import('../queries/run.js')).refusedDefinition(query, explained.objection);
+    return explained.columns;
+  }
+
+  /**
+   * What the engine says of a saved query's statement, asked without running it; an answer it took is
+   * remembered with its columns by the definition's digest (the SQL and parameters decide the columns,
+   * not the fields declared), so `remembered` asks the engine once a definition.
+   */
+  async #explained(query: SavedQuery, warehouse: Warehouse, remembered: boolean): Promise<Explained> {
+    const taken = memoKeys.engineTook(this.parts.source, query.digest);
+    if (remembered) {
+      const columns = await this.parts.memo.get(taken);
+      if (Array.isArray(columns)) {
+        this.#shapes.set(query.digest, columns as EngineColumn[]);
+        return { columns: columns as EngineColumn[] };
+      }
+    }
+    const { explainQuery } = await import('../queries/run.js');
+    const explained = await explainQuery(warehouse, query, microsFromDate(this.parts.clock()));
+    if (explained.columns) {
+      await this.parts.memo.set(taken, explained.columns);
+      this.#shapes.set(query.digest, explained.columns);
+    }
+    return explained;
+  }
+
+  /** The columns of a query's answer, once this process has had the engine describe them (serve: at its start). */
+  readonly shapeOf: ShapeOf = (query) => this.#shapes.get(query.digest);
 
   /**
    * Has the engine parse and plan a call with SQL over its answer (an alert's), its parameters bound,
@@ -150,21 +191,24 @@ export class CallExecutor {
   }
 
   /**
-   * The embedded engine's objection to a saved query's SQL, asked before the query is first trusted to
-   * run (parsed and planned with its parameters bound, not run): a definition error naming the file and
-   * the line, or undefined. The engine is as new as savedq, so what it refuses is the definition's
-   * mistake (a server may be older: there a refusal is the run's). A text the engine took is
-   * remembered by its digest, so this costs one statement a definition, once.
+   * The embedded engine's objection to a saved query, asked before the query is first trusted to run
+   * (parsed and planned with its parameters bound, its answer described, not run): a definition error
+   * naming the file and the line, or undefined; an answer that breaks the query's declared fields is
+   * one too (docs/queries.md, "Fields are a contract"). The engine is as new as savedq, so what it
+   * refuses is the definition's mistake (a server may be older: there a refusal is the run's). What the
+   * engine took is remembered by the digest, so this costs two statements a definition, once.
    */
   async refusal(query: SavedQuery, warehouse: Warehouse): Promise<DefinitionError | undefined> {
     if (!warehouse.embedded) return undefined;
-    const taken = memoKeys.engineTook(this.parts.source, query.digest);
-    if (await this.parts.memo.get(taken)) return undefined;
-    const { explainQuery, refusedDefinition } = await import('../queries/run.js');
-    const objection = await explainQuery(warehouse, query, microsFromDate(this.parts.clock()));
-    if (objection) return refusedDefinition(query, objection);
-    await this.parts.memo.set(taken, true);
-    return undefined;
+    const explained = await this.#explained(query, warehouse, true);
+    const { refusedDefinition } = await import('../queries/run.js');
+    if (explained.objection) return refusedDefinition(query, explained.objection);
+    const { shapeProblems } = await import('../queries/shape.js');
+    const [first, ...more] = shapeProblems(query, explained.columns);
+    if (first === undefined) return undefined;
+    const error = refusedDefinition(query, first);
+    if (more.length === 0) return error;
+    return new DefinitionError(`${error.message}\n  (and ${more.length} more; see savedq check)`, { files: [query.file], forCaller: error.forCaller });
   }
 
   /** The engine's objections to a set of saved queries (serve, at start and on SIGHUP): one error a refused query. */

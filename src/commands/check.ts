@@ -1,7 +1,10 @@
+import { readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import type { Savedq } from '../library.js';
+import type { SavedQuery } from '../queries/types.js';
+import { errnoText } from '../errno.js';
 import { alertsOf, checkTests } from '../admin.js';
 import { displayPath, problemText } from '../queries/catalog.js';
-import { DefinitionError, InputError } from '../errors.js';
+import { ChangesBreakError, DefinitionError, InputError } from '../errors.js';
 import { sourceLine } from '../queries/run.js';
 import { CHECK_FORMATS } from './choices.js';
 import { wrapped } from '../output/wrap.js';
@@ -11,6 +14,10 @@ import { proseWidth, report, type CommonOptions, type Io } from './io.js';
 export interface CheckOptions extends CommonOptions {
   /** `text` (default) or `json`. */
   readonly format?: string | undefined;
+  /** Write each user query's `fields:` from the engine's description of its answer (`--write-fields`). */
+  readonly writeFields?: boolean | undefined;
+  /** A lock to compare the folder with (`--against savedq.lock.json`): each change breaking or compatible. */
+  readonly against?: string | undefined;
 }
 
 /** What `check` found of one definition file. */
@@ -40,11 +47,26 @@ export async function checkCommand(lib: Savedq, options: CheckOptions, io: Io): 
   // The broken definitions are this command's report, not warnings beside it: the catalog's own scan.
   const { queries, broken } = await lib.catalog.scan();
   const checked: CheckedDefinition[] = [];
+  const written: string[] = [];
   for (const query of queries) {
     options.signal?.throwIfAborted();
-    const objection = await lib.executor.explain(query);
-    const source = objection && sourceLine(query, objection.line);
-    const problems = objection ? [{ file: query.file, ...objection, ...(source !== undefined ? { source } : {}) }] : [];
+    let objections = await lib.executor.explain(query);
+    // --write-fields: a user's query the engine takes gets the fields of its answer (a built-in is savedq's).
+    if (options.writeFields === true && !query.builtin && (objections.length > 0 || query.fields.length === 0)) {
+      // A query the engine refuses keeps its objection: it has no answer to describe.
+      const wrote = await writeFields(lib, query).catch((err: unknown) => {
+        if (err instanceof DefinitionError) return false;
+        throw err;
+      });
+      if (wrote) {
+        written.push(query.file);
+        objections = [];
+      }
+    }
+    const problems = objections.map((objection) => {
+      const source = sourceLine(query, objection.line);
+      return { ...objection, ...(source !== undefined ? { source } : {}) };
+    });
     checked.push({ kind: 'definition', file: query.file, name: query.name, id: query.id, ok: problems.length === 0, problems });
   }
   for (const b of broken) checked.push({ kind: 'definition', file: b.file, name: null, id: null, ok: false, problems: b.problems });
@@ -72,8 +94,54 @@ export async function checkCommand(lib: Savedq, options: CheckOptions, io: Io): 
       else for (const p of c.problems) io.stdout.write(`error  ${wrapped(problemText({ file: c.file, ...p }), 7, 7, columns).slice(7)}\n${p.source !== undefined ? `       ${p.line} | ${p.source}\n` : ''}`);
     }
   }
+  for (const file of written) io.stderr.write(`wrote the fields of ${displayPath(file)} from the engine's answer\n`);
   const summary = `${checked.length - bad.length} ok, ${bad.length} broken`;
   if (bad.length > 0) throw new DefinitionError(`check: ${summary}.`);
   report(io, options, `check: ${summary}`);
+  if (options.against !== undefined) await checkAgainst(lib, options.against, json, io, options);
   return checked;
+}
+
+/**
+ * `check --against <lock>`: each change between the lock and the folder, breaking or compatible (JSON:
+ * the changes), and a failure (exit 1) when a query changed in a way that breaks its callers without
+ * its version raised.
+ */
+async function checkAgainst(lib: Savedq, file: string, json: boolean, io: Io, options: CheckOptions): Promise<void> {
+  const { lockOf, lockedQueries } = await import('./lock.js');
+  const { lockChanges, unversionedBreaking } = await import('../queries/lock.js');
+  const was = lockOf(file);
+  const now = Object.fromEntries(await lockedQueries(lib));
+  const changes = lockChanges(was, now);
+  if (json) io.stdout.write(`${JSON.stringify(changes, null, 2)}\n`);
+  else {
+    const width = Math.max(0, ...changes.map((c) => c.query.length));
+    for (const c of changes) io.stdout.write(`${c.kind.padEnd(10)}  ${c.query.padEnd(width)}  ${c.what}\n`);
+  }
+  const failing = unversionedBreaking(was, now, changes);
+  const breaking = changes.filter((c) => c.kind === 'breaking').length;
+  const summary = `${breaking} breaking, ${changes.length - breaking} compatible against ${displayPath(file)}`;
+  if (failing.length > 0) {
+    throw new ChangesBreakError(`check: ${summary}; ${failing.join(', ')} ${failing.length === 1 ? 'breaks its' : 'break their'} callers with ${failing.length === 1 ? 'its' : 'their'} version not raised: raise it (version: in the header), or keep the change compatible, then savedq lock.`);
+  }
+  report(io, options, `check: ${summary}`);
+}
+
+/** Writes a query's `fields:` from the engine's description of its answer: whether its file changed. */
+async function writeFields(lib: Savedq, query: SavedQuery): Promise<boolean> {
+  const columns = await lib.executor.columns(query);
+  const text = readFileSync(query.file, 'utf8');
+  const { withFieldsWritten } = await import('../queries/write-fields.js');
+  const next = withFieldsWritten(text, columns, query.fields);
+  if (next === undefined) return false;
+  // Whole or not at all: written beside it, then renamed over it.
+  const aside = `${query.file}.${process.pid}.tmp`;
+  try {
+    writeFileSync(aside, next, { mode: statSync(query.file).mode & 0o777 });
+    renameSync(aside, query.file);
+  } catch (err) {
+    rmSync(aside, { force: true });
+    throw new InputError(`cannot write ${displayPath(query.file)}: ${errnoText(err, 'file')}.`);
+  }
+  return true;
 }

@@ -1,6 +1,7 @@
 import { answerFacts, parameterSchema, rowsSchema, sqlSchema } from '../queries/json-schema.js';
 import { SQL_PARAM } from '../queries/sql.js';
 import type { SavedQuery } from '../queries/types.js';
+import type { EngineColumn, ShapeOf } from '../queries/shape.js';
 import { grantOf, type Caller, type Grant } from '../access/index.js';
 import { MAX_URL_LENGTH } from './answers.js';
 import { EXPORT_FORMAT_NAMES, EXPORT_FORMATS } from '../calls/export.js';
@@ -33,7 +34,7 @@ function headOf(get: Record<string, unknown>): object {
   return { ...get, operationId: `${String(get.operationId)}Head`, summary: `${String(get.summary)} (headers only)` };
 }
 
-function operation(query: SavedQuery, by: 'name' | 'id', grant: Grant): Record<string, unknown> {
+function operation(query: SavedQuery, by: 'name' | 'id', grant: Grant, columns?: readonly EngineColumn[]): Record<string, unknown> {
   const { fixed } = grant;
   const sql = query.sandbox && grant.sql;
   return {
@@ -85,7 +86,7 @@ function operation(query: SavedQuery, by: 'name' | 'id', grant: Grant): Record<s
               type: 'object',
               required: ['result', 'truncated', 'cached', 'age_seconds', 'statistics'],
               properties: {
-                result: rowsSchema(query),
+                result: rowsSchema(query, columns),
                 ...answerFacts(query.maxRows),
               },
             },
@@ -226,7 +227,7 @@ const health = {
  * for a caller (the document asked for with a credential), the queries it may call, its fixed
  * parameters marked, and who it is (`x-savedq-caller`), so that a client needs not read a token.
  */
-export function openApiDocument(version: string, queries: readonly SavedQuery[], caller?: Caller): object {
+export function openApiDocument(version: string, queries: readonly SavedQuery[], caller?: Caller, shapeOf?: ShapeOf): object {
   const paths: Record<string, object> = {
     '/health': {
       get: health,
@@ -237,7 +238,7 @@ export function openApiDocument(version: string, queries: readonly SavedQuery[],
     const grant = grantOf(caller, query);
     if (!grant) continue;
     for (const by of ['name', 'id'] as const) {
-      const get = operation(query, by, grant);
+      const get = operation(query, by, grant, shapeOf?.(query));
       const post = postOf(query, get, grant) as Record<string, unknown>;
       paths[`/api/endpoints/query/${by === 'name' ? query.name : query.id}`] = { get, head: headOf(get), post };
       if (caller?.kind !== 'token' || caller.export === true) paths[`/api/endpoints/export/${by === 'name' ? query.name : query.id}`] = exportOf(query, get, post);

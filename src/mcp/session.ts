@@ -61,7 +61,7 @@ export function mcpServer(sdk: Sdk, session: McpSession): InstanceType<Sdk['Serv
     session.log.warn(`warning: ${message}`);
   };
   // Through the library, which warns of a broken definition (once a set): a tool missing for a typo is said why.
-  const tools = async (): Promise<Map<string, QueryTool>> => toolsOf((await lib.savedQueries()).queries, session.caller, warnOnce);
+  const tools = async (): Promise<Map<string, QueryTool>> => toolsOf((await lib.savedQueries()).queries, session.caller, warnOnce, lib.executor.shapeOf);
 
   server.setRequestHandler(sdk.ListToolsRequestSchema, async () => ({ tools: [...(await tools()).values()].map((t) => t.definition) }));
 

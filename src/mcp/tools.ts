@@ -2,6 +2,7 @@ import { grantOf, type Caller } from '../access/index.js';
 import { answerFacts, parameterSchema, rowsSchema, sqlSchema } from '../queries/json-schema.js';
 import { SQL_PARAM } from '../queries/sql.js';
 import type { SavedQuery } from '../queries/types.js';
+import type { EngineColumn, ShapeOf } from '../queries/shape.js';
 
 /** Tool names many clients accept: letters, digits, `_` and `-`, at most 64. */
 const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
@@ -36,7 +37,7 @@ export function toolName(query: SavedQuery): string {
  * Two queries that would share a tool name are both left out, as is one whose name no client takes;
  * `warn` hears of each once a listing.
  */
-export function toolsOf(queries: readonly SavedQuery[], caller: Caller | undefined, warn: (message: string) => void): Map<string, QueryTool> {
+export function toolsOf(queries: readonly SavedQuery[], caller: Caller | undefined, warn: (message: string) => void, shapeOf?: ShapeOf): Map<string, QueryTool> {
   const byName = new Map<string, SavedQuery[]>();
   for (const query of queries) {
     if (!grantOf(caller, query)) continue;
@@ -59,12 +60,12 @@ export function toolsOf(queries: readonly SavedQuery[], caller: Caller | undefin
     const fixed = grant?.fixed ?? new Map<string, string>();
     // A sandboxed query's tool takes SQL of the caller's own, when the caller may send it.
     const sql = query.sandbox && grant?.sql === true;
-    tools.set(name, { query, fixed, sql, definition: definition(query, name, fixed, sql) });
+    tools.set(name, { query, fixed, sql, definition: definition(query, name, fixed, sql, shapeOf?.(query)) });
   }
   return tools;
 }
 
-function definition(query: SavedQuery, name: string, fixed: ReadonlyMap<string, string>, sql: boolean): ToolDefinition {
+function definition(query: SavedQuery, name: string, fixed: ReadonlyMap<string, string>, sql: boolean, columns?: readonly EngineColumn[]): ToolDefinition {
   const params = query.params.filter((p) => !fixed.has(p.name));
   const fields = query.fields.map((f) => `- ${f.name} (${f.type})${f.description ? `: ${f.description}` : ''}`);
   const description = [
@@ -87,7 +88,7 @@ function definition(query: SavedQuery, name: string, fixed: ReadonlyMap<string, 
     outputSchema: {
       type: 'object',
       properties: {
-        rows: rowsSchema(query),
+        rows: rowsSchema(query, columns),
         row_count: { type: 'integer', minimum: 0, description: 'Rows returned.' },
         ...answerFacts(query.maxRows),
       },

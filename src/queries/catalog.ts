@@ -10,7 +10,7 @@ import type { LocalMemo } from '../store/types.js';
 
 
 /** Changes whenever reading a definition changes, so a memo of an older reading is never used. */
-const READER_VERSION = 3;
+const READER_VERSION = 4;
 
 type Reader = (file: string, text: string, defaultName: string, builtin: boolean) => ReadDefinition;
 /** The definition reader (and the YAML parser under it), loaded on first use: a memo hit needs neither. */

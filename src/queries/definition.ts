@@ -34,7 +34,7 @@ const PARAM_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 const ID_NAMESPACE = '6ba7b811-9dad-11d1-80b4-00c04fd430c8';
 const MAX_ROWS_LIMIT = 1_000_000;
 
-const HEADER_KEYS = ['name', 'id', 'description', 'params', 'fields', 'max_rows', 'cache', 'warm', 'timeout', 'sandbox', 'stale_if_error', 'limits'];
+const HEADER_KEYS = ['name', 'id', 'version', 'description', 'params', 'fields', 'max_rows', 'cache', 'warm', 'timeout', 'sandbox', 'stale_if_error', 'limits'];
 
 /** The keys of `limits:`, each a setting of the engine's that savedq sets on every statement of the query, and its largest value. */
 const LIMIT_MAX: { readonly [K in keyof Required<QueryLimits>]: number } = { read_rows: 1e15, read_bytes: 1e15, result_bytes: 1e15, threads: 1024 };
@@ -149,9 +149,11 @@ export function readDefinition(file: string, text: string, defaultName: string, 
     query: {
       name,
       id: header.id ?? derivedId(name),
+      version: header.version,
       description: header.description,
       params,
       fields: header.fields,
+      fieldsLine: header.fieldsLine,
       maxRows: header.maxRows,
       cacheSeconds: header.cache,
       warmSeconds: header.warm,
@@ -187,6 +189,8 @@ interface Header {
   /** Every parameter the header names, those with a problem too: what the SQL is checked against. */
   named: { name: string; line: number }[];
   fields: FieldDefinition[];
+  fieldsLine: number;
+  version: number;
   maxRows: number;
   cache: number;
   warm: number;
@@ -229,7 +233,7 @@ function parseHeader(
     problem(lineOf(Math.min(err.pos[0], last)), `the header is not valid YAML: ${yamlMessage(err.message)}${hint}`);
     return undefined;
   }
-  const header: Header = { name: undefined, id: undefined, lines: { name: 1, id: 1 }, description: '', params: [], named: [], fields: [], maxRows: 1000, cache: 0, warm: 0, timeout: undefined, sandbox: false, staleIfError: STALE_IF_ERROR_SECONDS, limits: {} };
+  const header: Header = { name: undefined, id: undefined, lines: { name: 1, id: 1 }, description: '', params: [], named: [], fields: [], fieldsLine: 1, version: 1, maxRows: 1000, cache: 0, warm: 0, timeout: undefined, sandbox: false, staleIfError: STALE_IF_ERROR_SECONDS, limits: {} };
   const root = doc.contents;
   if (root === null || (isScalar(root) && root.value === null)) return header;
   const at: LineOf = (node) => lineOf(node?.range?.[0] ?? 0);
@@ -260,6 +264,7 @@ function parseHeader(
       header.id = id.toLowerCase();
       header.lines.id = line;
     },
+    version: (value, line) => void (header.version = wholeNumber(value, line, 'version', 1, 1_000_000)),
     description: (value, line) => void (header.description = text_(value, line, 'description')),
     params: (value, line) => {
       for (const [paramPair, paramLine] of mapEntries(value, line, 'params', at)) {
@@ -271,7 +276,8 @@ function parseHeader(
         });
       }
     },
-    fields: (value, line) => {
+    fields: (value, line, pair) => {
+      header.fieldsLine = at(pair.key);
       for (const [fieldPair, fieldLine] of mapEntries(value, line, 'fields', at)) attempt(() => header.fields.push(readField(fieldPair, fieldLine, at)));
     },
     max_rows: (value, line) => void (header.maxRows = wholeNumber(value, line, 'max_rows', 1, MAX_ROWS_LIMIT)),
@@ -392,7 +398,7 @@ function readParam(pair: Pair<Node, Node | null>, line: number, at: LineOf, prob
 
 function readField(pair: Pair<Node, Node | null>, line: number, at: LineOf): FieldDefinition {
   const name = keyName(pair, line, 'field name');
-  const field = { name, type: 'string' as FieldType, description: '' };
+  const field = { name, type: 'string' as FieldType, description: '', line };
   if (isNull(pair.value)) return field;
   for (const [setting, settingLine] of mapEntries(pair.value, line, `field '${name}'`, at)) {
     const key = keyName(setting, settingLine, 'key');

@@ -1,4 +1,5 @@
 import { splitList } from './param-types.js';
+import { columnShape, type EngineColumn } from './shape.js';
 import { DATE_EXACT, ISO_TIMESTAMP_EXACT } from '../time.js';
 import { BOOLEAN_TEXTS, type FieldType, type ParamDefinition, type SavedQuery } from './types.js';
 import type { QueryStatistics } from '../warehouse/types.js';
@@ -22,13 +23,19 @@ const FIELD_SCHEMAS: Record<FieldType, object> = {
   array: { type: 'array', items: {} },
 };
 
-/** The JSON Schema of a result field of this type. */
-export function fieldSchema(type: FieldType): object {
-  return FIELD_SCHEMAS[type];
+/** The JSON Schema of a result field of this type (null allowed too when its column may be null). */
+export function fieldSchema(type: FieldType, nullable = false): object {
+  const schema = FIELD_SCHEMAS[type] as { type: string };
+  return nullable ? { ...schema, type: [schema.type, 'null'] } : schema;
 }
 
-/** The JSON Schema of a query's rows, by its declared fields: OpenAPI's `result` and MCP's `rows`. */
-export function rowsSchema(query: Pick<SavedQuery, 'fields' | 'maxRows' | 'sandbox'>): object {
+/**
+ * The JSON Schema of a query's rows, by its declared fields (each that the engine's column says may be
+ * null allows null: `columns`, when the engine has described the answer, shape.ts): OpenAPI's `result`
+ * and MCP's `rows`.
+ */
+export function rowsSchema(query: Pick<SavedQuery, 'fields' | 'maxRows' | 'sandbox'>, columns?: readonly EngineColumn[]): object {
+  const nullable = new Set((columns ?? []).filter((c) => columnShape(c.type).nullable).map((c) => c.name));
   return {
     type: 'array',
     maxItems: query.maxRows,
@@ -36,7 +43,7 @@ export function rowsSchema(query: Pick<SavedQuery, 'fields' | 'maxRows' | 'sandb
       type: 'object',
       // A caller's SQL over a sandboxed query's answer chooses its own fields: any, none required.
       ...(query.fields.length > 0 && !query.sandbox ? { required: query.fields.map((f) => f.name) } : {}),
-      properties: Object.fromEntries(query.fields.map((f) => [f.name, { ...fieldSchema(f.type), ...(f.description ? { description: f.description } : {}) }])),
+      properties: Object.fromEntries(query.fields.map((f) => [f.name, { ...fieldSchema(f.type, nullable.has(f.name)), ...(f.description ? { description: f.description } : {}) }])),
     },
   };
 }

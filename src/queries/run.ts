@@ -11,6 +11,7 @@ import { RESULT_TABLE, sqlError } from '../sandbox/check.js';
 import { displayPath } from './catalog.js';
 import { bindValue, type BoundValue } from './param-types.js';
 import { quoteValue } from './params.js';
+import type { EngineColumn } from './shape.js';
 import { NOW_PARAM, paramUses } from './sql.js';
 import type { NormalisedParams, ParamType, QueryLimits, Row, SavedQuery } from './types.js';
 
@@ -297,17 +298,16 @@ const SAMPLE_VALUES: Record<ParamType, string> = {
   'string[]': 'x',
 };
 
+/** What the engine says of a saved query asked without running it: its objection, or its answer's columns. */
+export type Explained = { readonly objection: { line: number; message: string }; readonly columns?: undefined } | { readonly objection?: undefined; readonly columns: EngineColumn[] };
+
 /**
  * Has the engine parse and plan a saved query with its parameters bound (to their default, an allowed
- * value, or a value of their type), without running it. Returns the engine's objection, with the line
- * of the file it points at when it says; undefined when it has none. A warehouse that cannot be
- * reached is thrown, as for a run.
+ * value, or a value of their type), and describe its answer's columns, without running it. Returns the
+ * engine's objection, with the line of the file it points at when it says, or the columns. A warehouse
+ * that cannot be reached is thrown, as for a run.
  */
-export async function explainQuery(
-  warehouse: Warehouse,
-  query: SavedQuery,
-  now: Micros,
-): Promise<{ line: number; message: string } | undefined> {
+export async function explainQuery(warehouse: Warehouse, query: SavedQuery, now: Micros): Promise<Explained> {
   const params: Record<string, string> = {};
   for (const p of query.params) {
     const sample = p.default ?? p.allowed?.[0] ?? (p.min !== undefined ? String(p.min) : p.max !== undefined ? String(p.max) : SAMPLE_VALUES[p.type]);
@@ -321,16 +321,18 @@ export async function explainQuery(
     const kind = /^\w+/.exec(top)?.[0] ?? '';
     if (kind !== 'SelectWithUnionQuery') {
       const words = kind.replace(/Query$/, '').replace(/([a-z])([A-Z])/g, '$1 $2').toUpperCase();
-      return { line: query.sqlLine, message: `a saved query is one SELECT (WITH, UNION ALL and subqueries of its own included); the engine reads ${words === '' ? 'another statement' : `a ${words} statement`}.` };
+      return { objection: { line: query.sqlLine, message: `a saved query is one SELECT (WITH, UNION ALL and subqueries of its own included); the engine reads ${words === '' ? 'another statement' : `a ${words} statement`}.` } };
     }
     await warehouse.query(`EXPLAIN ${query.boundSql}`, values, querySettings(query, 30, undefined, false));
-    return undefined;
+    // The answer's columns, described (DESCRIBE of the bound statement: nothing is run).
+    const described = await warehouse.query(`DESCRIBE (\n${query.boundSql}\n)`, values, querySettings(query, 30, undefined, false));
+    return { columns: described.map((row) => ({ name: String(row['name']), type: String(row['type']) })) };
   } catch (err) {
     // Only the engine refusing the query is the query's fault; anything else (unreachable, busy, out of
     // time) fails the check as it would fail a run.
-    if (isSyntaxError(err)) return unreadable(query, err as WarehouseError, 'EXPLAIN AST '.length);
+    if (isSyntaxError(err)) return { objection: unreadable(query, err as WarehouseError, 'EXPLAIN AST '.length) };
     if (!isRefusal(err)) throw err;
-    return objection(query, err as WarehouseError);
+    return { objection: objection(query, err as WarehouseError) };
   }
 }
 

@@ -43,6 +43,8 @@ export interface FieldDefinition {
   readonly name: string;
   readonly type: FieldType;
   readonly description: string;
+  /** The line of its file that names it (the shape's check points there). */
+  readonly line?: number;
 }
 
 /** What a query's statements may cost (`limits:`): each becomes the engine's setting of that name. */
@@ -62,10 +64,14 @@ export interface SavedQuery {
   readonly name: string;
   /** A UUID; never changes between versions and machines. */
   readonly id: string;
+  /** Its version (`version:`, default 1): raised with a change that breaks its callers (docs/queries.md, "The lock"). */
+  readonly version: number;
   readonly description: string;
   readonly params: readonly ParamDefinition[];
-  /** The documented row fields; may be empty. */
+  /** The documented row fields; may be empty: then the answer's shape is not checked. */
   readonly fields: readonly FieldDefinition[];
+  /** The line of `fields:` in its file (the header's first when it has none). */
+  readonly fieldsLine?: number;
   /** The library never returns more rows than this. */
   readonly maxRows: number;
   /** How long a result may be served from the cache; 0 = never cached. */

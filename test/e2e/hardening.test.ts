@@ -369,7 +369,7 @@ describe('the OpenAPI document declares what the server does', () => {
     mkdirSync(own);
     writeFileSync(
       join(own, 'typed.sql'),
-      '/*\nparams:\n  errors_only: { type: boolean, default: false }\n  since: { type: timestamp }\nfields:\n  metadata: { type: object }\n  tags: { type: array }\n  ok: { type: boolean }\ncache: 900\n*/\nSELECT map(\'request\', map(\'path\', \'/x\')) AS metadata, [\'a\'] AS tags, @errors_only AS ok, @since AS since_given\n',
+      '/*\nparams:\n  errors_only: { type: boolean, default: false }\n  since: { type: timestamp }\nfields:\n  metadata: { type: object }\n  tags: { type: array }\n  ok: { type: boolean }\n  since_given: { type: timestamp }\ncache: 900\n*/\nSELECT map(\'request\', map(\'path\', \'/x\')) AS metadata, [\'a\'] AS tags, @errors_only AS ok, @since AS since_given\n',
     );
     // SQL the engine refuses keeps serve from starting; a query that fails as it runs is a 502.
     writeFileSync(join(own, 'failing.sql'), "SELECT throwIf(number = 0, 'deliberate failure') AS x FROM system.numbers LIMIT 1\n");
