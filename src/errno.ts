@@ -1,3 +1,6 @@
+import { statSync } from 'node:fs';
+import { dirname } from 'node:path';
+
 /** What a file or socket operation's failure says to a person, by its errno code: the one place such text is made. */
 const TEXT: Record<string, string> = {
   EACCES: 'permission denied',
@@ -27,4 +30,14 @@ export function errnoText(err: unknown, missing: 'file' | 'folder' = 'file'): st
   if (code === 'ENOTDIR' && missing === 'folder') return 'not a directory';
   if (code !== undefined) return TEXT[code] ?? code;
   return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * Why a file cannot be written at `path`: its failure's words, and for a folder that said it has no such
+ * entry, which it is: there is no such folder, or one that makes no files (/proc, /sys).
+ */
+export function cannotWriteText(err: unknown, path: string): string {
+  if ((err as NodeJS.ErrnoException | undefined)?.code !== 'ENOENT') return errnoText(err, 'file');
+  const folder = dirname(path);
+  return statSync(folder, { throwIfNoEntry: false })?.isDirectory() === true ? `no file can be made in ${folder}` : `there is no folder ${folder}`;
 }

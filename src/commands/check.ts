@@ -1,7 +1,7 @@
 import { readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import type { Savedq } from '../library.js';
 import type { SavedQuery } from '../queries/types.js';
-import { errnoText } from '../errno.js';
+import { cannotWriteText } from '../errno.js';
 import { alertsOf, checkTests } from '../admin.js';
 import { displayPath, problemText } from '../queries/catalog.js';
 import { ChangesBreakError, DefinitionError, InputError } from '../errors.js';
@@ -141,7 +141,7 @@ async function writeFields(lib: Savedq, query: SavedQuery): Promise<boolean> {
     renameSync(aside, query.file);
   } catch (err) {
     rmSync(aside, { force: true });
-    throw new InputError(`cannot write ${displayPath(query.file)}: ${errnoText(err, 'file')}.`);
+    throw new InputError(`cannot write ${displayPath(query.file)}: ${cannotWriteText(err, query.file)}.`);
   }
   return true;
 }

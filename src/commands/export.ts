@@ -1,9 +1,9 @@
 import { once } from 'node:events';
-import { createWriteStream, renameSync, rmSync, statSync, type WriteStream } from 'node:fs';
-import { basename, dirname } from 'node:path';
+import { createWriteStream, renameSync, rmSync, type WriteStream } from 'node:fs';
+import { basename } from 'node:path';
 import { exportFormat, EXPORT_FORMATS, type ExportProgress } from '../calls/export.js';
 import { InputError, SavedqError } from '../errors.js';
-import { errnoText } from '../errno.js';
+import { cannotWriteText, errnoText } from '../errno.js';
 import type { Savedq } from '../library.js';
 import { parsePairs } from '../queries/params.js';
 import type { AsOf } from '../time.js';
@@ -99,17 +99,9 @@ async function openPartial(path: string): Promise<WriteStream> {
   try {
     await once(file, 'open');
   } catch (err) {
-    throw new InputError(`cannot write ${path}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? noEntry(dirname(path)) : errnoText(err, 'file')}.`);
+    throw new InputError(`cannot write ${path}: ${cannotWriteText(err, path)}.`);
   }
   return file;
-}
-
-/**
- * Why a file cannot be made in a folder that said it has no such entry: there is no such folder, or it
- * is one that makes no files (/proc, /sys).
- */
-function noEntry(folder: string): string {
-  return statSync(folder, { throwIfNoEntry: false })?.isDirectory() === true ? `no file can be made in ${folder}` : `there is no folder ${folder}`;
 }
 
 /** A file ended and closed: its last bytes written (not synced to the disk). */

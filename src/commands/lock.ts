@@ -1,6 +1,6 @@
 import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { errnoText } from '../errno.js';
+import { cannotWriteText, errnoText } from '../errno.js';
 import { DefinitionError, InputError } from '../errors.js';
 import type { Savedq } from '../library.js';
 import { brokenText, displayPath } from '../queries/catalog.js';
@@ -63,7 +63,7 @@ export async function lockCommand(lib: Savedq, options: LockOptions, io: Io): Pr
       renameSync(aside, file);
     } catch (err) {
       rmSync(aside, { force: true });
-      throw new InputError(`cannot write the lock ${displayPath(file)}: ${errnoText(err)}.`);
+      throw new InputError(`cannot write the lock ${displayPath(file)}: ${cannotWriteText(err, file)}.`);
     }
   }
   const n = (JSON.parse(text) as Lock).queries;

@@ -31,7 +31,7 @@ params:                    # each is @name in the SQL below; types: string regex
     min: 1
     max: 90
     description: How many days back to count.
-fields:                    # the row fields, for describe and OpenAPI
+fields:                    # the row fields, for describe and OpenAPI; check holds the answer to them
   status_code: { type: integer, description: HTTP status code of the response. }
   requests: { type: integer, description: Requests answered with it. }
 max_rows: 1000

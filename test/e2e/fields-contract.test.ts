@@ -130,5 +130,9 @@ describe('savedq lock and check --against', () => {
     const bad = await cli(['check', '--against', join(dir, 'bad.json')], { env });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/bad\.json is not a savedq lock: write one with savedq lock\.\n$/);
+    // A lock that cannot be written: why, and nothing changed.
+    const unwritable = await cli(['lock', '--lock', '/proc/savedq.lock.json'], { env });
+    expect(unwritable.code).toBe(2);
+    expect(unwritable.stderr).toBe('savedq: cannot write the lock /proc/savedq.lock.json: no file can be made in /proc.\n');
   }, LONG_TEST_MS);
 });
