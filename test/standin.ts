@@ -17,6 +17,8 @@ export interface Standin {
   /** The same, with what each carried and whether it was cancelled. */
   log(): Promise<StandinStatement[]>;
   forget(): Promise<void>;
+  /** As it started: accepting, no fault, no delay, its log empty (what each test begins with). */
+  reset(): Promise<void>;
   /**
    * Switches a fault on (refuse, accept, hang, slow, reset, exception, exception-tagged, `delay <ms>`, none), or
    * gives a user a profile (`profile <user> readonly=1`, `profile <user> max_execution_time<=10`): resolves once it holds.
@@ -93,20 +95,29 @@ export async function startStandin(dataDir: string, options: { env?: Record<stri
       }
     }
   });
+  const fault = (line: StandinFault) =>
+    new Promise<void>((resolve) => {
+      acks.push({ line, resolve });
+      child.stdin?.write(`${line}\n`);
+    });
+  const forget = async () => void (await fetch(`${url}/__standin/forget`, { method: 'POST' })).arrayBuffer();
   return {
     url,
     child,
     statements: async () => (await (await fetch(`${url}/__standin/statements`)).json()) as string[],
     log: async () => (await (await fetch(`${url}/__standin/log`)).json()) as StandinStatement[],
-    fault: (line) =>
-      new Promise<void>((resolve) => {
-        acks.push({ line, resolve });
-        child.stdin?.write(`${line}\n`);
-      }),
-    forget: async () => void (await fetch(`${url}/__standin/forget`, { method: 'POST' })).arrayBuffer(),
+    fault,
+    forget,
+    reset: async () => {
+      for (const line of ['accept', 'delay 0', 'none'] as const) await fault(line);
+      await forget();
+    },
     stop: async () => {
       if (child.exitCode === null) child.kill('SIGTERM');
       await exited;
     },
   };
 }
+
+/** Hosts as savedq's flags, in the order given: `--url a --url b`. */
+export const urlFlags = (...hosts: Standin[]): string[] => hosts.flatMap((h) => ['--url', h.url]);

@@ -3,7 +3,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { cli, eventually, LONG_TEST_MS, startCli, startServe, tempDir, type ServeProcess } from '../helpers.js';
-import { startStandin, type Standin, type StandinStatement } from '../standin.js';
+import { startStandin, urlFlags, type Standin, type StandinStatement } from '../standin.js';
 
 // A warehouse of several hosts (docs/scaling.md, "Several hosts"): three ClickHouse stand-ins (one
 // process and one data directory each, the embedded engine behind ClickHouse's HTTP interface), loaded
@@ -46,20 +46,13 @@ afterAll(async () => {
 });
 afterEach(async () => {
   // Every test starts with every host answering, and their logs empty.
-  await Promise.all(
-    hosts.map(async (h) => {
-      await h.fault('accept');
-      await h.fault('none');
-      await h.forget();
-    }),
-  );
+  await Promise.all(hosts.map((h) => h.reset()));
 });
 
-/** A test's own cache file, and the hosts as --url flags (in the order given). */
+/** A test's own cache file. */
 function env(): Record<string, string> {
   return { SAVEDQ_CACHE_FILE: join(dir, `cache-${++cacheFiles}.sqlite`), SAVEDQ_QUERIES: queries, SAVEDQ_DATA_DIR: join(dir, 'unused') };
 }
-const urls = (...which: Standin[]) => which.flatMap((h) => ['--url', h.url]);
 /** The statements of saved queries a host was asked (not the definition checks around them). */
 const asked = async (host: Standin, query: string): Promise<StandinStatement[]> => (await host.log()).filter((s) => (s.log_comment ?? '').includes(`"query":"${query}"`) && !s.query.startsWith('EXPLAIN'));
 
@@ -69,7 +62,7 @@ describe('a warehouse of several hosts', () => {
   it('takes --url again and SAVEDQ_CLICKHOUSE_URL comma-separated as its hosts, in either order one warehouse and one cache', async () => {
     const [a, b] = hosts as [Standin, Standin];
     const e = env();
-    const first = await cli([...urls(a, b), 'run', 'count-hour', '-p', 'project=p1', '-f', 'json'], { env: e });
+    const first = await cli([...urlFlags(a, b), 'run', 'count-hour', '-p', 'project=p1', '-f', 'json'], { env: e });
     expect(first.code, first.stderr).toBe(0);
     expect(countOf(first.stdout)).toEqual([{ n: 100, ids: 100 }]);
     expect(await asked(a, 'count-hour')).toHaveLength(1);
@@ -91,7 +84,7 @@ describe('a warehouse of several hosts', () => {
     // Hosts joined by commas in one flag, as the environment takes them: each its own --url.
     const joined = await cli(['--url', `${hosts[0]?.url as string},${hosts[1]?.url as string}`, 'run', 'count', '-p', 'project=p1'], { env: env() });
     expect([joined.code, joined.stderr]).toEqual([2, expect.stringMatching(/: not a URL; give each host a --url of its own \(SAVEDQ_CLICKHOUSE_URL takes them separated by commas\)\.\n$/)]);
-    const balance = await cli([...urls(...hosts), '--load-balance', 'roundrobin', 'run', 'count', '-p', 'project=p1'], { env: env() });
+    const balance = await cli([...urlFlags(...hosts), '--load-balance', 'roundrobin', 'run', 'count', '-p', 'project=p1'], { env: env() });
     expect(balance.code).toBe(2);
     expect(balance.stderr).toContain('invalid --load-balance "roundrobin": in-order or random.');
     expect((await hosts[0]?.log())?.length).toBe(0);
@@ -100,7 +93,7 @@ describe('a warehouse of several hosts', () => {
   it('sends a read refused by the first host to the next, within the call, with a query id of its own for every attempt and never a session', async () => {
     const [a, b, c] = hosts as [Standin, Standin, Standin];
     await a.fault('refuse');
-    const run = await cli([...urls(a, b, c), 'run', 'count', '-p', 'project=p2', '-f', 'json'], { env: env() });
+    const run = await cli([...urlFlags(a, b, c), 'run', 'count', '-p', 'project=p2', '-f', 'json'], { env: env() });
     expect(run.code, run.stderr).toBe(0);
     expect(countOf(run.stdout)).toEqual([{ n: 100, ids: 100 }]);
     expect(run.stderr).toContain(`warning: ClickHouse at ${a.url} is down (connection refused); the other hosts answer its calls.`);
@@ -118,13 +111,13 @@ describe('a warehouse of several hosts', () => {
     const [a, b] = hosts as [Standin, Standin];
     const e = env();
     for (let i = 0; i < 3; i++) {
-      const run = await cli([...urls(a, b), 'run', 'count', '-p', 'project=p1', '--no-cache'], { env: e });
+      const run = await cli([...urlFlags(a, b), 'run', 'count', '-p', 'project=p1', '--no-cache'], { env: e });
       expect(run.code, run.stderr).toBe(0);
     }
     expect([(await asked(a, 'count')).length, (await asked(b, 'count')).length]).toEqual([3, 0]);
     // Each process picks one: over enough of them, both hosts (all 30 on one by chance: 2 in a billion).
     for (let i = 0; i < 30 && (await asked(b, 'count')).length === 0; i++) {
-      const run = await cli([...urls(a, b), '--load-balance', 'random', 'run', 'count', '-p', 'project=p1', '--no-cache'], { env: e });
+      const run = await cli([...urlFlags(a, b), '--load-balance', 'random', 'run', 'count', '-p', 'project=p1', '--no-cache'], { env: e });
       expect(run.code, run.stderr).toBe(0);
     }
     expect((await asked(b, 'count')).length).toBeGreaterThan(0);
@@ -132,10 +125,10 @@ describe('a warehouse of several hosts', () => {
 
   it('answers a reset half-way from another host, the rows whole, under a new query id', async () => {
     const [a, b] = hosts as [Standin, Standin];
-    const reference = await cli([...urls(b), 'run', 'logs.all', '-p', 'project=p0', '--at', '2026-11-30T18:00:00Z', '-f', 'json'], { env: env() });
+    const reference = await cli([...urlFlags(b), 'run', 'logs.all', '-p', 'project=p0', '--at', '2026-11-30T18:00:00Z', '-f', 'json'], { env: env() });
     expect(reference.code, reference.stderr).toBe(0);
     await a.fault('reset');
-    const run = await cli([...urls(a, b), 'run', 'logs.all', '-p', 'project=p0', '--at', '2026-11-30T18:00:00Z', '-f', 'json'], { env: env() });
+    const run = await cli([...urlFlags(a, b), 'run', 'logs.all', '-p', 'project=p0', '--at', '2026-11-30T18:00:00Z', '-f', 'json'], { env: env() });
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toBe(reference.stdout);
     expect((JSON.parse(run.stdout) as unknown[]).length).toBe(100);
@@ -151,14 +144,14 @@ describe('a warehouse of several hosts', () => {
       const [a] = hosts as [Standin];
       const e = env();
       await a.fault(fault);
-      const run = await cli([...urls(a), 'run', 'count', '-p', 'project=p1', '-f', 'json'], { env: e });
+      const run = await cli([...urlFlags(a), 'run', 'count', '-p', 'project=p1', '-f', 'json'], { env: e });
       expect(run.code).toBe(1);
       expect(run.stdout).toBe('');
       expect(run.stderr).toMatch(/^savedq: ClickHouse at \S+ failed: Memory limit \(total\) exceeded: would use 9\.31 GiB .*\n$/);
       expect(run.stderr).not.toMatch(/JSON|position|control character/i);
       // Nothing was kept: the next run asks the host again, and gets the rows.
       await a.fault('none');
-      const again = await cli([...urls(a), 'run', 'count', '-p', 'project=p1', '-f', 'json', '--stats'], { env: e });
+      const again = await cli([...urlFlags(a), 'run', 'count', '-p', 'project=p1', '-f', 'json', '--stats'], { env: e });
       expect(again.code, again.stderr).toBe(0);
       expect(again.stderr).toContain('computed now');
       expect(countOf(again.stdout)).toEqual([{ n: 100, ids: 100 }]);
@@ -169,7 +162,7 @@ describe('a warehouse of several hosts', () => {
     const [a] = hosts as [Standin];
     await a.fault('slow');
     const started = Date.now();
-    const run = await cli([...urls(a), '--timeout', '1', 'run', 'count', '-p', 'project=p1', '--no-cache'], { env: env() });
+    const run = await cli([...urlFlags(a), '--timeout', '1', 'run', 'count', '-p', 'project=p1', '--no-cache'], { env: env() });
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/timed out|time limit/);
     expect(Date.now() - started).toBeLessThan(30_000);
@@ -181,7 +174,7 @@ describe('a warehouse of several hosts', () => {
   it('stops the query when a run is interrupted (Ctrl-C), and exits within 3 s', async () => {
     const [a] = hosts as [Standin];
     await a.fault('slow');
-    const run = startCli([...urls(a), 'run', 'count', '-p', 'project=p0', '--no-cache'], { env: env() });
+    const run = startCli([...urlFlags(a), 'run', 'count', '-p', 'project=p0', '--no-cache'], { env: env() });
     const held = await eventually('the query to reach the host', async () => (await asked(a, 'count'))[0]);
     const interrupted = Date.now();
     run.child.kill('SIGINT');
@@ -194,7 +187,7 @@ describe('a warehouse of several hosts', () => {
 
   it("tags every statement of a saved query: log_comment names the query, the request, the caller and savedq's version; traceparent is passed on", async () => {
     const [a] = hosts as [Standin];
-    const server = await startServe({ ...env(), SAVEDQ_API_KEYS: 'k1' }, urls(a));
+    const server = await startServe({ ...env(), SAVEDQ_API_KEYS: 'k1' }, urlFlags(a));
     try {
       const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
       const res = await fetch(`${server.url}/api/endpoints/query/count?project=p1`, { headers: { 'X-API-KEY': 'k1', 'X-Request-Id': 'req-from-the-caller-1', traceparent } });
@@ -203,7 +196,7 @@ describe('a warehouse of several hosts', () => {
       expect(JSON.parse(statement?.log_comment as string)).toEqual({ query: 'count', request_id: 'req-from-the-caller-1', caller: 'key 1', version: expect.stringMatching(/^\d+\.\d+\.\d+/) as unknown });
       expect(statement?.traceparent).toBe(traceparent);
       // A run's own request id.
-      const run = await cli([...urls(a), 'run', 'count', '-p', 'project=p2', '--no-cache'], { env: env() });
+      const run = await cli([...urlFlags(a), 'run', 'count', '-p', 'project=p2', '--no-cache'], { env: env() });
       expect(run.code, run.stderr).toBe(0);
       const [ran] = await asked(a, 'count').then((s) => s.filter((x) => x.query.includes('count()') && x !== statement && !x.log_comment?.includes('req-from')));
       expect(JSON.parse(ran?.log_comment as string)).toMatchObject({ query: 'count', request_id: expect.stringMatching(/^[0-9a-f-]{36}$/) as unknown, caller: null });
@@ -215,14 +208,14 @@ describe('a warehouse of several hosts', () => {
 
   it("runs a query under its definition's limits, which no caller lifts: passing one is an error naming it and the query", async () => {
     const [a] = hosts as [Standin];
-    const run = await cli([...urls(a), 'run', 'capped', '-p', 'project=p1'], { env: env() });
+    const run = await cli([...urlFlags(a), 'run', 'capped', '-p', 'project=p1'], { env: env() });
     expect(run.code).toBe(2);
     expect(run.stderr).toBe('savedq: capped passed its limit of 10 rows read (limits: read_rows in its definition).\n');
     const [statement] = await asked(a, 'capped');
     expect(statement?.query).toMatch(/max_rows_to_read = 10\b/);
     expect(statement?.query).toMatch(/max_threads = 2\b/);
     // A caller's own SQL over the answer runs under them too.
-    const sql = await cli([...urls(a), 'run', 'capped', '-p', 'project=p1', '--sql', 'SELECT n FROM result'], { env: env() });
+    const sql = await cli([...urlFlags(a), 'run', 'capped', '-p', 'project=p1', '--sql', 'SELECT n FROM result'], { env: env() });
     expect(sql.code).toBe(2);
     expect(sql.stderr).toBe('savedq: capped passed its limit of 10 rows read (limits: read_rows in its definition).\n');
   });
@@ -239,7 +232,7 @@ describe('every host down', () => {
   it('counts a failover when a statement moved off a host is answered by the next', async () => {
     const [a, b] = hosts as [Standin, Standin];
     await a.fault('refuse');
-    server = await startServe({ ...env(), SAVEDQ_API_KEYS: 'k1' }, urls(a, b));
+    server = await startServe({ ...env(), SAVEDQ_API_KEYS: 'k1' }, urlFlags(a, b));
     const s = server;
     const answer = await fetch(`${s.url}/api/endpoints/query/count?project=p2`, { headers: { 'X-API-KEY': 'k1' } });
     expect(answer.status).toBe(200);
@@ -250,7 +243,7 @@ describe('every host down', () => {
 
   it('serve answers what it holds, marked stale; a call never seen, stale_if_error: 0 and logs.all fail naming the warehouse; /health and /metrics say so; a host back, the next call is computed anew', async () => {
     const [a, b] = hosts as [Standin, Standin];
-    server = await startServe({ ...env(), SAVEDQ_API_KEYS: 'k1' }, urls(a, b));
+    server = await startServe({ ...env(), SAVEDQ_API_KEYS: 'k1' }, urlFlags(a, b));
     const s = server;
     const get = (path: string, headers: Record<string, string> = {}) => fetch(`${s.url}${path}`, { headers: { 'X-API-KEY': 'k1', ...headers } });
     const fresh = await get('/api/endpoints/query/count?project=p1');
@@ -300,16 +293,16 @@ describe('every host down', () => {
   it('an answer served stale keeps its mark when the store fails on the way too (a partition that cuts both)', async () => {
     const [a] = hosts as [Standin];
     const e = env();
-    const first = await cli([...urls(a), 'run', 'count', '-p', 'project=p0', '-f', 'json'], { env: e });
+    const first = await cli([...urlFlags(a), 'run', 'count', '-p', 'project=p0', '-f', 'json'], { env: e });
     expect(first.code, first.stderr).toBe(0);
     await a.fault('refuse');
-    await eventually('the answer to be served stale', async () => (await cli([...urls(a), 'run', 'count', '-p', 'project=p0', '-f', 'json'], { env: e })).stderr.includes('did not answer'));
+    await eventually('the answer to be served stale', async () => (await cli([...urlFlags(a), 'run', 'count', '-p', 'project=p0', '-f', 'json'], { env: e })).stderr.includes('did not answer'));
     // The cache file's writes held by another process: the answer is read, then the store fails the
     // call's next step (its lease) and is taken as down while the warehouse refuses.
     const holder = spawn('python3', ['-c', "import sqlite3, sys; c = sqlite3.connect(sys.argv[1], isolation_level=None); c.execute('BEGIN IMMEDIATE'); print('held', flush=True); sys.stdin.read()", e.SAVEDQ_CACHE_FILE as string], { stdio: ['pipe', 'pipe', 'inherit'] });
     try {
       await new Promise((resolve) => holder.stdout.once('data', resolve));
-      const stale = await cli([...urls(a), 'run', 'count', '-p', 'project=p0', '-f', 'json', '--stats'], { env: e });
+      const stale = await cli([...urlFlags(a), 'run', 'count', '-p', 'project=p0', '-f', 'json', '--stats'], { env: e });
       expect(stale.code, stale.stderr).toBe(0);
       expect(stale.stdout).toBe(first.stdout);
       expect(stale.stderr).toMatch(/warning: the warehouse did not answer \(no host of it\); this is count's answer from the cache/);
@@ -322,29 +315,29 @@ describe('every host down', () => {
   it('a run answers from the cache, exit 0, saying on standard error that the warehouse did not answer and how old the answer is', async () => {
     const [a] = hosts as [Standin];
     const e = env();
-    const first = await cli([...urls(a), 'run', 'count', '-p', 'project=p2', '-f', 'json'], { env: e });
+    const first = await cli([...urlFlags(a), 'run', 'count', '-p', 'project=p2', '-f', 'json'], { env: e });
     expect(first.code, first.stderr).toBe(0);
     await a.fault('refuse');
     const stale = await eventually('the answer to expire', async () => {
-      const run = await cli([...urls(a), 'run', 'count', '-p', 'project=p2', '-f', 'json'], { env: e });
+      const run = await cli([...urlFlags(a), 'run', 'count', '-p', 'project=p2', '-f', 'json'], { env: e });
       return run.stderr.includes('did not answer') && run;
     });
     expect(stale.code).toBe(0);
     expect(stale.stdout).toBe(first.stdout);
     expect(stale.stderr).toMatch(/^warning: the warehouse did not answer \(no host of it\); this is count's answer from the cache, computed \d+ s ago and expired/);
     // savedq status asks each host, and says which answer.
-    const status = await cli([...urls(a, hosts[1] as Standin), 'status'], { env: e });
+    const status = await cli([...urlFlags(a, hosts[1] as Standin), 'status'], { env: e });
     expect(status.code, status.stderr).toBe(0);
     expect(status.stdout).toMatch(new RegExp(`^warehouse +${a.url.replace(/\./g, '\\.')}: does not answer \\(connection refused\\)$`, 'm'));
     expect(status.stdout).toMatch(new RegExp(`^ +${(hosts[1] as Standin).url.replace(/\./g, '\\.')}: answers$`, 'm'));
-    const never = await cli([...urls(a), 'run', 'count', '-p', 'project=p0'], { env: e });
+    const never = await cli([...urlFlags(a), 'run', 'count', '-p', 'project=p0'], { env: e });
     expect(never.code).toBe(1);
     expect(never.stderr).toBe(`savedq: cannot reach ClickHouse at ${a.url}: connection refused.\n`);
   });
 
   it('a host that takes the connection and never answers costs only the call in flight: once its probe fails, calls go to another host in under 3 s', async () => {
     const [a, b] = hosts as [Standin, Standin];
-    server = await startServe({ ...env(), SAVEDQ_API_KEYS: 'k1' }, [...urls(a, b), '--timeout', '2']);
+    server = await startServe({ ...env(), SAVEDQ_API_KEYS: 'k1' }, [...urlFlags(a, b), '--timeout', '2']);
     const s = server;
     const get = (project: string) => fetch(`${s.url}/api/endpoints/query/count?project=${project}`, { headers: { 'X-API-KEY': 'k1', 'Cache-Control': 'no-cache' } });
     await a.fault('hang');

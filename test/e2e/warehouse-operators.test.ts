@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { cli, eventually, LONG_TEST_MS, startServe, tempDir, type ServeProcess } from '../helpers.js';
-import { startStandin, type Standin } from '../standin.js';
+import { startStandin, urlFlags, type Standin } from '../standin.js';
 
 // The warehouse as operators run it (docs/scaling.md): statements side by side on a server, one fair
 // and bounded queue for every kind of statement, one deadline a call through every host it tries, and
@@ -41,20 +41,13 @@ afterEach(async () => {
   server?.child.kill('SIGKILL');
   await server?.exited;
   server = undefined;
-  await Promise.all(
-    hosts.map(async (h) => {
-      await h.fault('delay 0');
-      await h.fault('none');
-      await h.forget();
-    }),
-  );
+  await Promise.all(hosts.map((h) => h.reset()));
 });
 
 /** A test's own cache file (and with it its own record of hosts found down). */
 function env(): Record<string, string> {
   return { SAVEDQ_CACHE_FILE: join(dir, `cache-${++files}.sqlite`), SAVEDQ_QUERIES: queries, SAVEDQ_DATA_DIR: join(dir, 'unused') };
 }
-const urls = (...which: Standin[]) => which.flatMap((h) => ['--url', h.url]);
 
 /** Calls at once, each answered with its status and how long after the first was sent. */
 async function timed(calls: (() => Promise<Response>)[]): Promise<{ status: number; ms: number; body: string }[]> {
@@ -69,7 +62,7 @@ async function timed(calls: (() => Promise<Response>)[]): Promise<{ status: numb
 describe('statements side by side on a server', () => {
   it('answers four slow distinct misses through serve side by side, not one after another', async () => {
     const [a] = hosts as [Standin];
-    server = await startServe({ ...env(), SAVEDQ_API_KEYS: 'k1' }, urls(a));
+    server = await startServe({ ...env(), SAVEDQ_API_KEYS: 'k1' }, urlFlags(a));
     const s = server;
     await a.fault('delay 2000');
     const answers = await timed(['p0', 'p1', 'p2', 'p3'].map((p) => () => fetch(`${s.url}/api/endpoints/query/count?project=${p}`, { headers: { 'X-API-KEY': 'k1' } })));
@@ -81,7 +74,7 @@ describe('statements side by side on a server', () => {
 
   it("one caller's flood of misses never holds another caller's miss behind it", async () => {
     const [a] = hosts as [Standin];
-    server = await startServe({ ...env(), SAVEDQ_API_KEYS: 'k1,k2' }, [...urls(a), '--warehouse-concurrency', '2']);
+    server = await startServe({ ...env(), SAVEDQ_API_KEYS: 'k1,k2' }, [...urlFlags(a), '--warehouse-concurrency', '2']);
     const s = server;
     await a.fault('delay 1000');
     const started = Date.now();
@@ -105,7 +98,7 @@ describe('statements side by side on a server', () => {
 
   it('counts every kind of statement waiting against --max-queue: a run, an export and a check alike; one more is 503 with Retry-After', async () => {
     const [a] = hosts as [Standin];
-    server = await startServe({ ...env(), SAVEDQ_API_KEYS: 'k1' }, [...urls(a), '--warehouse-concurrency', '1'], ['--max-queue', '2']);
+    server = await startServe({ ...env(), SAVEDQ_API_KEYS: 'k1' }, [...urlFlags(a), '--warehouse-concurrency', '1'], ['--max-queue', '2']);
     const s = server;
     await a.fault('delay 1500');
     const get = (path: string) => fetch(`${s.url}${path}`, { headers: { 'X-API-KEY': 'k1' } });
@@ -131,7 +124,7 @@ describe('one deadline a call', () => {
     const [a] = hosts as [Standin];
     await a.fault('slow');
     const started = Date.now();
-    const run = await cli([...urls(a), '--timeout', '30', 'run', 'within5', '-p', 'project=p1'], { env: env() });
+    const run = await cli([...urlFlags(a), '--timeout', '30', 'run', 'within5', '-p', 'project=p1'], { env: env() });
     const took = Date.now() - started;
     expect(run.code).toBe(1);
     expect(run.stderr).toBe(`savedq: within5 ran past its time limit of 5 s (its own timeout) on ClickHouse at ${a.url}.\n`);
@@ -147,7 +140,7 @@ describe('one deadline a call', () => {
     const [a] = hosts as [Standin];
     await a.fault('hang');
     const started = Date.now();
-    const run = await cli([...urls(a), 'run', 'within5', '-p', 'project=p1'], { env: env() });
+    const run = await cli([...urlFlags(a), 'run', 'within5', '-p', 'project=p1'], { env: env() });
     const took = Date.now() - started;
     expect(run.code).toBe(1);
     expect(run.stderr).toBe(`savedq: ClickHouse at ${a.url} is hung: no answer begun after 1 s, and none to a ping within 2 s.\n`);
@@ -158,7 +151,7 @@ describe('one deadline a call', () => {
     const [a, b] = hosts as [Standin, Standin];
     await a.fault('hang');
     const started = Date.now();
-    const run = await cli([...urls(a, b), '--timeout', '10', 'run', 'within5', '-p', 'project=p2', '-f', 'json'], { env: env() });
+    const run = await cli([...urlFlags(a, b), '--timeout', '10', 'run', 'within5', '-p', 'project=p2', '-f', 'json'], { env: env() });
     expect(run.code, run.stderr).toBe(0);
     expect(JSON.parse(run.stdout)).toEqual([{ n: 50 }]);
     expect(run.stderr).toContain(`warning: ClickHouse at ${a.url} is down (did not answer its probe within 2 s); the other hosts answer its calls.`);
@@ -173,7 +166,7 @@ describe('one deadline a call', () => {
     const took: number[] = [];
     for (const project of ['p3', 'p4', 'p5']) {
       const started = Date.now();
-      const run = await cli([...urls(a, b), 'run', 'count', '-p', `project=${project}`, '-f', 'json'], { env: e });
+      const run = await cli([...urlFlags(a, b), 'run', 'count', '-p', `project=${project}`, '-f', 'json'], { env: e });
       took.push(Date.now() - started);
       expect(run.code, run.stderr).toBe(0);
       expect(JSON.parse(run.stdout)).toEqual([{ n: 50 }]);
@@ -183,9 +176,9 @@ describe('one deadline a call', () => {
     expect(took[2]).toBeLessThan(2500);
     // Back in service, a fresh process probes it (answered, the record goes) and the next uses it first again.
     await a.fault('none');
-    await cli([...urls(a, b), 'run', 'count', '-p', 'project=p6'], { env: e });
+    await cli([...urlFlags(a, b), 'run', 'count', '-p', 'project=p6'], { env: e });
     await a.forget();
-    const back = await cli([...urls(a, b), 'run', 'count', '-p', 'project=p7', '-f', 'json'], { env: e });
+    const back = await cli([...urlFlags(a, b), 'run', 'count', '-p', 'project=p7', '-f', 'json'], { env: e });
     expect(back.code, back.stderr).toBe(0);
     expect((await a.log()).some((s) => s.query.includes('edge_logs') && !s.query.startsWith('EXPLAIN'))).toBe(true);
   });
