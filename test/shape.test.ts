@@ -110,7 +110,7 @@ describe('the built-ins and the examples keep their own contract', () => {
     expect(query, file).toBeDefined();
     if (!query) return;
     expect(query.fields.length).toBeGreaterThan(0);
-    const columns = await lib.executor.columns(query);
+    const { columns = [] } = await lib.executor.explain(query);
     expect(shapeProblems(query, columns)).toEqual([]);
     const text = readFileSync(file, 'utf8');
     expect(withFieldsWritten(text, columns, query.fields)).toBeUndefined();

@@ -131,21 +131,14 @@ export class CallExecutor {
 
   /**
    * Has the engine parse and plan a saved query with its parameters bound, and describe its answer,
-   * without running it (`check`): its objection, or each way the answer breaks the query's fields, at
-   * lines of the query's file; none when the engine takes it as declared.
+   * without running it (`check`, `lock`): its objection, or its answer's columns and each way they
+   * break the query's fields, at lines of the query's file (none when the engine takes it as declared).
    */
-  async explain(query: SavedQuery): Promise<{ line: number; message: string }[]> {
+  async explain(query: SavedQuery): Promise<{ problems: { line: number; message: string }[]; columns?: EngineColumn[] }> {
     const explained = await this.#explained(query, await this.parts.warehouse(), false);
-    if (explained.objection) return [explained.objection];
+    if (explained.objection) return { problems: [explained.objection] };
     const { shapeProblems } = await import('../queries/shape.js');
-    return shapeProblems(query, explained.columns).map(({ line, message }) => ({ line, message }));
-  }
-
-  /** The columns of a saved query's answer, as the engine describes them (`check --write-fields`); its objection thrown. */
-  async columns(query: SavedQuery): Promise<EngineColumn[]> {
-    const explained = await this.#explained(query, await this.parts.warehouse(), false);
-    if (explained.objection) throw (await import('../queries/run.js')).refusedDefinition(query, explained.objection);
-    return explained.columns;
+    return { problems: shapeProblems(query, explained.columns).map(({ line, message }) => ({ line, message })), columns: explained.columns };
   }
 
   /**

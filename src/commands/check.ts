@@ -1,6 +1,7 @@
 import { readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import type { Savedq } from '../library.js';
 import type { SavedQuery } from '../queries/types.js';
+import type { EngineColumn } from '../queries/shape.js';
 import { cannotWriteText } from '../errno.js';
 import { alertsOf, checkTests } from '../admin.js';
 import { displayPath, problemText } from '../queries/catalog.js';
@@ -48,17 +49,17 @@ export async function checkCommand(lib: Savedq, options: CheckOptions, io: Io): 
   const { queries, broken } = await lib.catalog.scan();
   const checked: CheckedDefinition[] = [];
   const written: string[] = [];
+  // Each answer's columns as the engine described them: what --against locks.
+  const shapes = new Map<string, EngineColumn[]>();
   for (const query of queries) {
     options.signal?.throwIfAborted();
-    let objections = await lib.executor.explain(query);
-    // --write-fields: a user's query the engine takes gets the fields of its answer (a built-in is savedq's).
-    if (options.writeFields === true && !query.builtin && (objections.length > 0 || query.fields.length === 0)) {
-      // A query the engine refuses keeps its objection: it has no answer to describe.
-      const wrote = await writeFields(lib, query).catch((err: unknown) => {
-        if (err instanceof DefinitionError) return false;
-        throw err;
-      });
-      if (wrote) {
+    const explained = await lib.executor.explain(query);
+    let objections = explained.problems;
+    if (explained.columns) shapes.set(query.name, explained.columns);
+    // --write-fields: a user's query the engine takes gets the fields of its answer (a built-in is savedq's);
+    // one the engine refuses keeps its objection: it has no answer to describe.
+    if (options.writeFields === true && !query.builtin && explained.columns && (objections.length > 0 || query.fields.length === 0)) {
+      if (await writeFields(query, explained.columns)) {
         written.push(query.file);
         objections = [];
       }
@@ -98,7 +99,7 @@ export async function checkCommand(lib: Savedq, options: CheckOptions, io: Io): 
   const summary = `${checked.length - bad.length} ok, ${bad.length} broken`;
   if (bad.length > 0) throw new DefinitionError(`check: ${summary}.`);
   report(io, options, `check: ${summary}`);
-  if (options.against !== undefined) await checkAgainst(lib, options.against, json, io, options);
+  if (options.against !== undefined) await checkAgainst(queries, shapes, options.against, json, io, options);
   return checked;
 }
 
@@ -107,11 +108,12 @@ export async function checkCommand(lib: Savedq, options: CheckOptions, io: Io): 
  * the changes), and a failure (exit 1) when a query changed in a way that breaks its callers without
  * its version raised.
  */
-async function checkAgainst(lib: Savedq, file: string, json: boolean, io: Io, options: CheckOptions): Promise<void> {
-  const { lockOf, lockedQueries } = await import('./lock.js');
-  const { lockChanges, unversionedBreaking } = await import('../queries/lock.js');
+async function checkAgainst(queries: readonly SavedQuery[], shapes: ReadonlyMap<string, EngineColumn[]>, file: string, json: boolean, io: Io, options: CheckOptions): Promise<void> {
+  const { lockOf } = await import('./lock.js');
+  const { lockChanges, lockedQuery, unversionedBreaking } = await import('../queries/lock.js');
   const was = lockOf(file);
-  const now = Object.fromEntries(await lockedQueries(lib));
+  // The queries as check found them (every one taken by the engine, or check would have failed).
+  const now = Object.fromEntries(queries.map((q) => [q.name, lockedQuery(q, shapes.get(q.name) ?? [])]));
   const changes = lockChanges(was, now);
   if (json) io.stdout.write(`${JSON.stringify(changes, null, 2)}\n`);
   else {
@@ -128,8 +130,7 @@ async function checkAgainst(lib: Savedq, file: string, json: boolean, io: Io, op
 }
 
 /** Writes a query's `fields:` from the engine's description of its answer: whether its file changed. */
-async function writeFields(lib: Savedq, query: SavedQuery): Promise<boolean> {
-  const columns = await lib.executor.columns(query);
+async function writeFields(query: SavedQuery, columns: readonly EngineColumn[]): Promise<boolean> {
   const text = readFileSync(query.file, 'utf8');
   const { withFieldsWritten } = await import('../queries/write-fields.js');
   const next = withFieldsWritten(text, columns, query.fields);

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { cannotWriteText, errnoText } from '../errno.js';
 import { DefinitionError, InputError } from '../errors.js';
 import type { Savedq } from '../library.js';
-import { brokenText, displayPath } from '../queries/catalog.js';
+import { brokenText, displayPath, problemText } from '../queries/catalog.js';
 import { LOCK_FILE, lockedQuery, lockText, readLock, type Lock, type LockedQuery } from '../queries/lock.js';
 import { report, type CommonOptions, type Io } from './io.js';
 
@@ -23,14 +23,19 @@ export function lockFileOf(lib: Savedq, given: string | undefined): string {
 
 /**
  * Every saved query as locked, by name: its answer's columns asked of the engine (described, never
- * run). A broken definition, or one the engine refuses, is a DefinitionError: a lock is of a folder
- * that checks.
+ * run). A broken definition, one the engine refuses, or one whose answer breaks its fields is a
+ * DefinitionError: a lock is of a folder that checks.
  */
 export async function lockedQueries(lib: Savedq): Promise<[string, LockedQuery][]> {
   const { queries, broken } = await lib.catalog.scan();
   if (broken.length > 0) throw new DefinitionError(`${broken.length === 1 ? 'a definition is' : `${broken.length} definitions are`} broken (savedq check says each): ${brokenText(broken[0] as (typeof broken)[number])}`, { files: broken.map((b) => b.file) });
   const locked: [string, LockedQuery][] = [];
-  for (const query of queries) locked.push([query.name, lockedQuery(query, await lib.executor.columns(query))]);
+  for (const query of queries) {
+    const { problems, columns } = await lib.executor.explain(query);
+    const [first] = problems;
+    if (first !== undefined || columns === undefined) throw new DefinitionError(`${problemText({ file: query.file, line: first?.line ?? 0, message: first?.message ?? 'the engine did not describe its answer.' })} (savedq check says each)`, { files: [query.file] });
+    locked.push([query.name, lockedQuery(query, columns)]);
+  }
   return locked;
 }
 

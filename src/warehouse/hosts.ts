@@ -104,7 +104,7 @@ class Host {
   #closed = false;
   /** What the host's user may set (profile.ts): any setting, until the host refuses one. */
   profile: HostProfile = ANY_SETTING;
-  #learning: Promise<boolean> | undefined;
+  #learning: Promise<void> | undefined;
 
   readonly #answering: () => number;
   readonly #onChange: HostsOptions['onChange'];
@@ -121,15 +121,10 @@ class Host {
     this.run = (kind, statement) => (this.#closed ? Promise.reject(new WarehouseError(`${this.location}: the warehouse is closed.`)) : run(kind, statement));
   }
 
-  /**
-   * Asks the host what its user may set of `names` (one question at a time): true when the profile
-   * learnt differs from what was known, so that a statement refused for a setting is worth sending again.
-   */
-  learn(names: Iterable<string>, signal?: AbortSignal): Promise<boolean> {
-    const asking = (this.#learning ?? Promise.resolve(false)).catch(() => false).then(async () => {
-      const before = profileKey(this.profile);
+  /** Asks the host what its user may set of `names`, one question at a time (a caller compares the profile before and after). */
+  learn(names: Iterable<string>, signal?: AbortSignal): Promise<void> {
+    const asking = (this.#learning ?? Promise.resolve()).catch(() => undefined).then(async () => {
       this.profile = await learnProfile(this.client, names, this.profile, signal);
-      return profileKey(this.profile) !== before;
     });
     this.#learning = asking;
     return asking;
@@ -404,7 +399,7 @@ export async function openHosts(options: HostsOptions): Promise<Statements> {
         return await send();
       } catch (err) {
         if (round >= 2 || !isProfileRefusal(err) || statement.signal?.aborted === true) throw err;
-        await host.learn(settingNames({ ...statement, requestSettings: READ_REQUEST }), statement.signal).catch(() => false);
+        await host.learn(settingNames({ ...statement, requestSettings: READ_REQUEST }), statement.signal).catch(() => undefined);
         if (profileKey(host.profile) === sentUnder) throw err;
       }
     }
@@ -482,7 +477,7 @@ export async function openHosts(options: HostsOptions): Promise<Statements> {
       await Promise.all(
         hosts.map(async (h) => {
           await h.probe({ quiet: true });
-          if (h.up) await h.learn(SENT_SETTINGS, AbortSignal.timeout(PROBE_MS)).catch(() => false);
+          if (h.up) await h.learn(SENT_SETTINGS, AbortSignal.timeout(PROBE_MS)).catch(() => undefined);
         }),
       );
       return status();
