@@ -401,6 +401,16 @@ program
   }));
 
 program
+  .command('version')
+  .description("keep a saved query's current version callable as <name>@<N>.sql and raise its version, before a change that breaks its callers")
+  .argument('<query>', 'saved query name')
+  .addHelpText('after', examples('savedq version usage.api-counts    # keeps usage.api-counts@1.sql; usage.api-counts.sql is version 2', 'savedq run usage.api-counts@1'))
+  .action(action(async (flags, nameOrId: string) => {
+    const { versionCommand } = await import('./commands/version.js');
+    await versionCommand(lib(flags), nameOrId, flags, io);
+  }));
+
+program
   .command('test')
   .description("run saved queries' tests (<name>.test.yaml beside <name>.sql) on throwaway warehouses: no server, none of your data")
   .argument('[queries...]', 'names or ids of the queries whose tests run (default: every test file of your queries folders)')

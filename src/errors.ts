@@ -71,6 +71,13 @@ export class NotFoundError extends SavedqError {
   override readonly code = 'not_found';
 }
 
+/** A version of a saved query past its `sunset:`: it answers no more (RFC 8594); the message names the current version. */
+export class GoneError extends SavedqError {
+  override readonly exitCode = 2;
+  override readonly httpStatus = 410;
+  override readonly code = 'gone';
+}
+
 /** A saved query's definition is broken (bad header, undeclared parameter, a clash): fix the file. */
 export class DefinitionError extends SavedqError {
   override readonly exitCode = 2;

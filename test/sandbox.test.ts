@@ -314,7 +314,7 @@ describe('over HTTP', () => {
   it('declares the sql parameter, the POST body and open rows in OpenAPI for a sandboxed query only', async () => {
     const doc = (await (await fetch(`${server.url}/openapi.json`)).json()) as { paths: Record<string, Record<string, { parameters?: { name: string }[]; requestBody?: unknown; responses: Record<string, unknown> }>> };
     const sandboxed = doc.paths['/api/endpoints/query/sb.requests'];
-    expect(sandboxed?.get?.parameters?.map((p) => p.name)).toEqual(['project', 'sql']);
+    expect(sandboxed?.get?.parameters?.map((p) => p.name)).toEqual(['project', 'sql', 'version', 'Savedq-Version']);
     expect(JSON.stringify(sandboxed?.post?.requestBody)).toMatch(/"sql"/);
     expect(JSON.stringify(sandboxed?.get?.responses['200'])).not.toMatch(/"required":\["status_code"/);
     expect(doc.paths['/api/endpoints/query/logs.all']?.get?.parameters?.map((p) => p.name)).not.toContain('sql');

@@ -50,8 +50,8 @@ describe('an answer', () => {
   });
 
   it.each([
-    ['stats.three', '{"result":[\n{"n":0},\n{"n":1},\n{"n":2}\n],"truncated":false,"cached":'],
-    ['stats.none', '{"result":[],"truncated":false,"cached":'],
+    ['stats.three', '{"result":[\n{"n":0},\n{"n":1},\n{"n":2}\n],"version":1,"truncated":false,"cached":'],
+    ['stats.none', '{"result":[],"version":1,"truncated":false,"cached":'],
   ])('%s reads as curl shows it: a row a line, the envelope going on after the closing bracket', async (name, start) => {
     const text = await (await fetch(`${server.url}/api/endpoints/query/${name}`, { headers: { 'X-API-KEY': KEY } })).text();
     expect(text.startsWith(start)).toBe(true);
@@ -124,9 +124,9 @@ describe('on the command line', () => {
     expect([piped.stdout, piped.stderr]).toEqual(['[\n{"n":0},\n{"n":1},\n{"n":2}\n]\n', '']);
     const stats = await cli(['--queries', folder, 'run', 'stats.five', '-f', 'json', '--stats'], { env });
     expect(stats.stdout).toBe(piped.stdout);
-    expect(stats.stderr).toMatch(/^wrote only the first 3 rows: the query has more \(max_rows 3\); every row:\n {2}savedq export stats\.five\n3 rows \(truncated at max_rows 3\) · cached \d+ s ago · \d+\.\d{3} s · read [\d,]+ rows?, [\d.]+ k?B\n$/);
+    expect(stats.stderr).toMatch(/^wrote only the first 3 rows: the query has more \(max_rows 3\); every row:\n {2}savedq export stats\.five\n3 rows \(truncated at max_rows 3\) · cached \d+ s ago · \d+\.\d{3} s · read [\d,]+ rows?, [\d.]+ k?B · version 1\n$/);
     const whole = await cli(['--queries', folder, 'run', 'stats.three', '-f', 'csv', '--stats', '--no-cache'], { env });
-    expect([whole.stdout, whole.stderr]).toEqual(['n\r\n0\r\n1\r\n2\r\n', expect.stringMatching(/^3 rows · computed now · \d+\.\d{3} s · read [\d,]+ rows?, [\d.]+ k?B\n$/)]);
+    expect([whole.stdout, whole.stderr]).toEqual(['n\r\n0\r\n1\r\n2\r\n', expect.stringMatching(/^3 rows · computed now · \d+\.\d{3} s · read [\d,]+ rows?, [\d.]+ k?B · version 1\n$/)]);
   });
 
   it.runIf(has.script)('says a cut answer in a terminal without being asked, and when the rows go to a file or a pipe from one', async () => {

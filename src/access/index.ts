@@ -82,7 +82,7 @@ export interface Grant {
  * its scopes open, with the first matching scope's fixed parameters, and SQL of its own only when made
  * with --sql. HTTP's calls and MCP's tool list both ask here.
  */
-export function grantOf(caller: Caller | undefined, query: Pick<SavedQuery, 'name' | 'id'>): Grant | undefined {
+export function grantOf(caller: Caller | undefined, query: Pick<SavedQuery, 'name' | 'id' | 'version'>): Grant | undefined {
   if (caller === undefined || caller.kind === 'key') return NOTHING_FIXED;
   const scope = scopeOf(caller.scopes ?? [], query);
   return scope ? { fixed: fixedOf(scope), sql: caller.sql === true } : undefined;

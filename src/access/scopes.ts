@@ -10,11 +10,14 @@ function matcher(pattern: string): (text: string) => boolean {
   return (text) => re.test(text);
 }
 
-/** The first of a token's scopes that opens a query (by its name or its id), if any. */
-export function scopeOf(scopes: readonly Scope[], query: Pick<SavedQuery, 'name' | 'id'>): Scope | undefined {
+/**
+ * The first of a token's scopes that opens a query (by its name or its id: every version; by `name@N`
+ * or `id@N`: that version), if any.
+ */
+export function scopeOf(scopes: readonly Scope[], query: Pick<SavedQuery, 'name' | 'id' | 'version'>): Scope | undefined {
   return scopes.find((s) => {
     const matches = matcher(s.query);
-    return matches(query.name) || matches(query.id);
+    return matches(query.name) || matches(query.id) || matches(`${query.name}@${query.version}`) || matches(`${query.id}@${query.version}`);
   });
 }
 

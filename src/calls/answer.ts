@@ -17,6 +17,8 @@ export function fromCache(result: Pick<RunResult, 'cache'>): boolean {
 
 /** What every answer says of itself besides its rows (serve's body, an MCP tool's result; `--stats` says it in words). */
 export interface AnswerFacts {
+  /** The version of the saved query that made it (docs/queries.md, "Versions"). */
+  readonly version: number;
   readonly truncated: boolean;
   readonly cached: boolean;
   readonly age_seconds: number;
@@ -27,6 +29,6 @@ export interface AnswerFacts {
 
 /** An answer's facts at `now`, as json-schema.ts's answerFacts declares them. */
 export function answerFactsOf(result: RunResult, now: number): AnswerFacts {
-  const facts = { truncated: result.truncated, cached: fromCache(result), age_seconds: ageSeconds(result.computedAt, now) };
+  const facts = { version: result.query.version, truncated: result.truncated, cached: fromCache(result), age_seconds: ageSeconds(result.computedAt, now) };
   return result.cache === 'stale' ? { ...facts, stale: true, statistics: statisticsOf(result.statistics) } : { ...facts, statistics: statisticsOf(result.statistics) };
 }

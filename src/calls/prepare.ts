@@ -2,6 +2,7 @@ import { cacheKey, type CachedCall } from '../cache/index.js';
 import { grantOf, withFixed, type Caller } from '../access/index.js';
 import { ForbiddenError, InputError, SandboxDisabledError, SandboxRefusedError } from '../errors.js';
 import { argumentsAsParams } from '../queries/arguments.js';
+import { askedVersion, callRef, VERSION_HEADER } from '../queries/version-ref.js';
 import type { QueryCatalog } from '../queries/catalog.js';
 import { checkPatterns, normaliseParams, quoteValue, type PatternMemo, type RawParams } from '../queries/params.js';
 import type { NormalisedParams, SavedQuery } from '../queries/types.js';
@@ -9,8 +10,15 @@ import { isoTimestampProblem, parseIsoTimestamp, storedAsOf, type AsOf, type Mic
 
 /** A request to run a saved query, as a surface received it. */
 export interface CallRequest {
-  /** The saved query's name or id. */
+  /** The saved query's name or id (`@N` for a version of it). */
   readonly nameOrId: string;
+  /** The version asked apart from the name (HTTP's Savedq-Version, MCP's argument); absent: the current one. */
+  readonly version?: number | undefined;
+  /**
+   * Whether a parameter `version` the query does not declare asks for a version (HTTP's ?version=):
+   * a query with a parameter of that name takes it as its own, and is pinned by the header.
+   */
+  readonly versionInParams?: boolean | undefined;
   readonly params: RawParams;
   /** Parameters as JSON (an MCP tool call's arguments, a POST body's params), read once the query is found. */
   readonly arguments?: Readonly<Record<string, unknown>> | undefined;
@@ -66,8 +74,9 @@ export function asOfMicros(at: AsOf): Micros | undefined {
  * (`checkSql`) after everything else: SQL for a query that is not sandboxed is a SandboxDisabledError,
  * from a token made without --sql a ForbiddenError.
  */
-export async function prepareCall(catalog: QueryCatalog, source: DataSource, request: CallRequest, patterns?: PatternMemo, checkSql?: SqlCheck): Promise<PreparedCall> {
-  const query = await catalog.find(request.nameOrId);
+export async function prepareCall(catalog: QueryCatalog, source: DataSource, asked: CallRequest, patterns?: PatternMemo, checkSql?: SqlCheck): Promise<PreparedCall> {
+  const request = await withVersionAsked(catalog, asked);
+  const query = await catalog.find(request.nameOrId, request.version);
   const grant = grantOf(request.caller, query);
   if (!grant) throw new ForbiddenError(`the token does not open ${query.name}.`);
   if (request.sql !== undefined) {
@@ -90,7 +99,7 @@ export async function prepareCall(catalog: QueryCatalog, source: DataSource, req
   }
   const cached: CachedCall = {
     source: source.name,
-    query: query.id,
+    query: callRef(query),
     digest: query.digest,
     params,
     at: storedAsOf(at),
@@ -98,6 +107,19 @@ export async function prepareCall(catalog: QueryCatalog, source: DataSource, req
     ...(sql === undefined ? {} : { sql }),
   };
   return { query, params, at, ...(sql === undefined ? {} : { sql }), cached, key: cacheKey(cached) };
+}
+
+/** The request with the version its `version` parameter asks for (when it may ask one) taken out of its parameters. */
+async function withVersionAsked(catalog: QueryCatalog, request: CallRequest): Promise<CallRequest> {
+  if (request.versionInParams !== true) return request;
+  const asked = request.params.filter(([name]) => name === 'version');
+  if (asked.length === 0) return request;
+  const query = await catalog.find(request.nameOrId, request.version);
+  if (query.params.some((p) => p.name === 'version')) return request;
+  if (asked.length > 1) throw new InputError('version is given twice; give it once.');
+  const version = askedVersion(asked[0]?.[1] ?? '', 'version');
+  if (request.version !== undefined && request.version !== version) throw new InputError(`two versions asked: ${version} (version=) and ${request.version} (${VERSION_HEADER}); ask one.`);
+  return { ...request, version, params: request.params.filter(([name]) => name !== 'version') };
 }
 
 /**

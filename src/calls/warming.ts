@@ -1,3 +1,4 @@
+import { callName } from '../queries/version-ref.js';
 import { ageSeconds } from './answer.js';
 import { asOfStored } from '../time.js';
 import { cacheKey, type CacheEntry, type CachedCall, type ResultsCache } from '../cache/index.js';
@@ -123,7 +124,8 @@ export async function warm(parts: WarmingParts, { calls, signal, onOutcome, maxT
   for (const [index, call] of todo.entries()) {
     if (signal?.aborted) throw signal.reason;
     let outcome: WarmOutcome;
-    const name = byId.get(call.query)?.name ?? call.query;
+    const known = byId.get(call.query);
+    const name = known ? callName(known) : call.query;
     // While a load changes the data, nothing computed would be kept: the next run warms it.
     const left = Date.now() >= untilMs ? 'time' : parts.generation.current().loading ? 'loading' : undefined;
     if (left) {
@@ -171,7 +173,7 @@ export async function cachedCallViews({ catalog, source, generation, cache, cloc
     const current = query?.digest === entry.call.digest && !stale ? query : undefined;
     const age = entry.computedAt === undefined ? null : ageSeconds(entry.computedAt, now);
     return {
-      query: query?.name ?? entry.call.query,
+      query: query ? callName(query) : entry.call.query,
       source: entry.call.source.replace(/^(embedded|server):/, ''),
       params: entry.call.params,
       at: asOfStored(entry.call.at) ?? null,

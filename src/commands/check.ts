@@ -7,6 +7,7 @@ import { alertsOf, checkTests } from '../admin.js';
 import { displayPath, problemText } from '../queries/catalog.js';
 import { ChangesBreakError, DefinitionError, InputError } from '../errors.js';
 import { sourceLine } from '../queries/run.js';
+import { callName } from '../queries/version-ref.js';
 import { CHECK_FORMATS } from './choices.js';
 import { wrapped } from '../output/wrap.js';
 import { proseWidth, report, type CommonOptions, type Io } from './io.js';
@@ -46,7 +47,10 @@ export async function checkCommand(lib: Savedq, options: CheckOptions, io: Io): 
   }
   const json = options.format === 'json';
   // The broken definitions are this command's report, not warnings beside it: the catalog's own scan.
-  const { queries, broken } = await lib.catalog.scan();
+  const scan = await lib.catalog.scan();
+  const { broken } = scan;
+  // Every version: an older one kept callable is a definition callers rely on as much as the current one.
+  const queries = [...scan.queries, ...scan.kept];
   const checked: CheckedDefinition[] = [];
   const written: string[] = [];
   // Each answer's columns as the engine described them: what --against locks.
@@ -55,7 +59,7 @@ export async function checkCommand(lib: Savedq, options: CheckOptions, io: Io): 
     options.signal?.throwIfAborted();
     const explained = await lib.executor.explain(query);
     let objections = explained.problems;
-    if (explained.columns) shapes.set(query.name, explained.columns);
+    if (explained.columns) shapes.set(callName(query), explained.columns);
     // --write-fields: a user's query the engine takes gets the fields of its answer (a built-in is savedq's);
     // one the engine refuses keeps its objection: it has no answer to describe.
     if (options.writeFields === true && !query.builtin && explained.columns && (objections.length > 0 || query.fields.length === 0)) {
@@ -68,11 +72,11 @@ export async function checkCommand(lib: Savedq, options: CheckOptions, io: Io): 
       const source = sourceLine(query, objection.line);
       return { ...objection, ...(source !== undefined ? { source } : {}) };
     });
-    checked.push({ kind: 'definition', file: query.file, name: query.name, id: query.id, ok: problems.length === 0, problems });
+    checked.push({ kind: 'definition', file: query.file, name: callName(query), id: query.id, ok: problems.length === 0, problems });
   }
   for (const b of broken) checked.push({ kind: 'definition', file: b.file, name: null, id: null, ok: false, problems: b.problems });
   for (const t of await checkTests(lib)) {
-    checked.push({ kind: 'test', file: t.file, name: t.query?.name ?? null, id: t.query?.id ?? null, ok: t.problems.length === 0, problems: t.problems });
+    checked.push({ kind: 'test', file: t.file, name: t.query ? callName(t.query) : null, id: t.query?.id ?? null, ok: t.problems.length === 0, problems: t.problems });
   }
 
   for (const a of await (await alertsOf(lib)).checkFiles()) {
@@ -113,7 +117,7 @@ async function checkAgainst(queries: readonly SavedQuery[], shapes: ReadonlyMap<
   const { lockChanges, lockedQuery, unversionedBreaking } = await import('../queries/lock.js');
   const was = lockOf(file);
   // The queries as check found them (every one taken by the engine, or check would have failed).
-  const now = Object.fromEntries(queries.map((q) => [q.name, lockedQuery(q, shapes.get(q.name) ?? [])]));
+  const now = Object.fromEntries(queries.map((q) => [callName(q), lockedQuery(q, shapes.get(callName(q)) ?? [])]));
   const changes = lockChanges(was, now);
   if (json) io.stdout.write(`${JSON.stringify(changes, null, 2)}\n`);
   else {

@@ -8,10 +8,13 @@ export interface ListOptions extends CommonOptions {
 }
 
 /** The saved queries as `list -f json` describes them (README, "list"), each parameter with its type. */
-export function describeQueries(queries: readonly SavedQuery[]): Row[] {
+export function describeQueries(queries: readonly SavedQuery[], versions?: ReadonlyMap<string, readonly number[]>): Row[] {
   return queries.map((q) => ({
     name: q.name,
     id: q.id,
+    version: q.version,
+    // Every version callable (the older ones kept as <name>@<N>.sql), the current one last.
+    versions: [...(versions?.get(q.name) ?? [q.version])],
     description: q.description,
     params: q.params.map((p) => ({
       name: p.name,
@@ -42,7 +45,8 @@ const TABLE_FIELDS = [
 /** `savedq list`: the saved queries, built-in and the user's, by name; a broken definition is a warning line. */
 export async function listCommand(lib: Savedq, options: ListOptions, io: Io): Promise<void> {
   const format = outputFormat(io, options.format);
-  const rows = describeQueries([...(await lib.savedQueries()).queries].sort((a, b) => a.name.localeCompare(b.name)));
+  const scan = await lib.savedQueries();
+  const rows = describeQueries([...scan.queries].sort((a, b) => a.name.localeCompare(b.name)), scan.versions);
   const isTable = format === 'table' || format === 'csv';
   const shown = isTable
     ? rows.map((r) => ({
@@ -50,8 +54,11 @@ export async function listCommand(lib: Savedq, options: ListOptions, io: Io): Pr
         params: (r.params as { name: string; required: boolean }[])
           .map((p) => (p.required ? p.name : `[${p.name}]`))
           .join(' '),
+        versions: (r.versions as number[]).join(' '),
       }))
     : rows;
-  const fields = isTable ? TABLE_FIELDS : Object.keys(rows[0] ?? {}).map((name) => ({ name, type: 'object' as const }));
+  // The versions' column only where a query keeps an older one: most folders never do.
+  const versioned = scan.kept.length > 0;
+  const fields = isTable ? (versioned ? [...TABLE_FIELDS.slice(0, 2), { name: 'versions', type: 'string' } as const, ...TABLE_FIELDS.slice(2)] : TABLE_FIELDS) : Object.keys(rows[0] ?? {}).map((name) => ({ name, type: 'object' as const }));
   await writeRows(io, options, format, shown, fields);
 }

@@ -5,6 +5,7 @@ import { DefinitionError, InputError } from '../errors.js';
 import type { Savedq } from '../library.js';
 import { brokenText, displayPath, problemText } from '../queries/catalog.js';
 import { LOCK_FILE, lockedQuery, lockText, readLock, type Lock, type LockedQuery } from '../queries/lock.js';
+import { versionRef } from '../queries/version-ref.js';
 import { report, type CommonOptions, type Io } from './io.js';
 
 /** Options of `savedq lock`. */
@@ -27,14 +28,14 @@ export function lockFileOf(lib: Savedq, given: string | undefined): string {
  * DefinitionError: a lock is of a folder that checks.
  */
 export async function lockedQueries(lib: Savedq): Promise<[string, LockedQuery][]> {
-  const { queries, broken } = await lib.catalog.scan();
+  const { queries, kept, broken } = await lib.catalog.scan();
   if (broken.length > 0) throw new DefinitionError(`${broken.length === 1 ? 'a definition is' : `${broken.length} definitions are`} broken (savedq check says each): ${brokenText(broken[0] as (typeof broken)[number])}`, { files: broken.map((b) => b.file) });
   const locked: [string, LockedQuery][] = [];
-  for (const query of queries) {
+  for (const query of [...queries, ...kept]) {
     const { problems, columns } = await lib.executor.explain(query);
     const [first] = problems;
     if (first !== undefined || columns === undefined) throw new DefinitionError(`${problemText({ file: query.file, line: first?.line ?? 0, message: first?.message ?? 'the engine did not describe its answer.' })} (savedq check says each)`, { files: [query.file] });
-    locked.push([query.name, lockedQuery(query, columns)]);
+    locked.push([query.kept === true ? versionRef(query) : query.name, lockedQuery(query, columns)]);
   }
   return locked;
 }

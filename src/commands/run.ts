@@ -1,3 +1,4 @@
+import { callName, sunsetText } from '../queries/version-ref.js';
 import { bytesText, grouped } from '../words.js';
 import { ageSeconds, fromCache } from '../calls/answer.js';
 import type { AsOf } from '../time.js';
@@ -45,13 +46,18 @@ export async function runCommand(lib: Savedq, options: RunOptions, io: Io): Prom
   // (--stats) wherever it goes.
   const cut = result.truncated && (options.stats === true || (io.stderr.isTTY === true && !options.quiet));
   if (cut) {
-    const again = ['savedq export', result.query.name, ...options.params.map((p) => `-p ${shellWord(p)}`), ...(options.sql !== undefined ? [`--sql ${shellWord(options.sql)}`] : [])].join(' ');
+    const again = ['savedq export', callName(result.query), ...options.params.map((p) => `-p ${shellWord(p)}`), ...(options.sql !== undefined ? [`--sql ${shellWord(options.sql)}`] : [])].join(' ');
     const what = io.stdout.isTTY === true ? 'showing the first' : 'wrote only the first';
     io.stderr.write(`${what} ${grouped(result.rows.length, 'row')}: the query has more (max_rows ${result.query.maxRows}); every row:\n  ${again}\n`);
   }
   // A stale answer is said wherever standard error goes: a cron job's mail must say it is old.
   if (result.cache === 'stale') {
     report(io, options, wrapped(`warning: the warehouse did not answer (no host of it); this is ${result.query.name}'s answer from the cache, computed ${ageSeconds(result.computedAt, lib.clock())} s ago and expired (stale_if_error ${result.query.staleIfErrorSeconds} s).`, 0, 2, hintWidth(io)));
+  }
+  // An older version past which callers must move: said wherever standard error goes, as a stale answer is.
+  if (result.query.sunsetMs !== undefined) {
+    const on = sunsetText(result.query.sunsetMs);
+    report(io, options, wrapped(`warning: version ${result.query.version} of ${result.query.name} is deprecated: it stops answering on ${on} (sunset); run ${result.query.name} for the current version.`, 0, 2, hintWidth(io)));
   }
   if (options.stats === true) io.stderr.write(`${statsLine(result, lib.clock())}\n`);
   // A table ends with its count: the note does not say it again.
@@ -66,18 +72,18 @@ function statusNote(lib: Savedq, result: RunResult, counted: boolean, options: R
   // Not made for no one: a count's grouping loads the locale's data the first time.
   if (!noting(io, options)) return;
   if (result.cache === 'hit') {
-    note(io, options, `${result.query.name}: from cache, computed ${ageSeconds(result.computedAt, lib.clock())} s ago`);
+    note(io, options, `${callName(result.query)}: from cache, computed ${ageSeconds(result.computedAt, lib.clock())} s ago`);
   } else if (result.cache === 'miss') {
-    note(io, options, `${result.query.name}: ${counted ? '' : `${grouped(result.rows.length, 'row')}, `}kept in the cache for ${result.query.cacheSeconds} s`);
+    note(io, options, `${callName(result.query)}: ${counted ? '' : `${grouped(result.rows.length, 'row')}, `}kept in the cache for ${result.query.cacheSeconds} s`);
   } else if (result.cache === 'shared') {
-    note(io, options, `${result.query.name}: computed by another savedq process for the same call a moment ago, from the cache`);
+    note(io, options, `${callName(result.query)}: computed by another savedq process for the same call a moment ago, from the cache`);
   } else if (result.cache === 'bypass') {
-    note(io, options, `${result.query.name}: ${counted ? '' : `${grouped(result.rows.length, 'row')}, `}straight from the warehouse: the store cannot be reached, so nothing was kept`);
+    note(io, options, `${callName(result.query)}: ${counted ? '' : `${grouped(result.rows.length, 'row')}, `}straight from the warehouse: the store cannot be reached, so nothing was kept`);
   } else if (!counted) {
-    note(io, options, `${result.query.name}: ${grouped(result.rows.length, 'row')}`);
+    note(io, options, `${callName(result.query)}: ${grouped(result.rows.length, 'row')}`);
   }
   // Computed now under limits the warehouse user's profile changed: said, as the run's own.
-  if (!fromCache(result)) for (const bound of result.statistics.bounds ?? []) note(io, options, `${result.query.name}: ${bound}`);
+  if (!fromCache(result)) for (const bound of result.statistics.bounds ?? []) note(io, options, `${callName(result.query)}: ${bound}`);
 }
 
 /** `--stats`' line: `12 rows · cached 95 s ago · 0.041 s · read 1,204,332 rows, 61.2 MB`. */
@@ -89,6 +95,7 @@ export function statsLine(result: RunResult, now: number): string {
     result.cache === 'stale' ? `cached ${age} s ago, stale (the warehouse did not answer)` : fromCache(result) ? `cached ${age} s ago` : result.cache === 'bypass' ? 'computed now, the store not reached (not kept)' : 'computed now',
     `${elapsed.toFixed(3)} s`,
     `read ${grouped(rows_read, 'row')}, ${bytesText(bytes_read)}`,
+    `version ${result.query.version}`,
     ...(result.statistics.bounds ?? []),
   ].join(' · ');
 }

@@ -38,8 +38,8 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
   lib.limitQueue(settings.maxQueue);
   lib.limitExports(settings.maxExports);
   // Every definition is read now: a server answers one whole, valid set of saved queries.
-  const { queries, broken } = await lib.catalog.scan();
-  const refused = broken.length > 0 ? [] : await lib.executor.refusals(queries);
+  const { queries, kept, broken } = await lib.catalog.scan();
+  const refused = broken.length > 0 ? [] : await lib.executor.refusals([...queries, ...kept]);
   if (broken.length + refused.length > 0) {
     const lines = [...broken.flatMap((b) => b.problems.map((p) => `  ${problemText(p)}`)), ...refused.map((e) => `  ${e.message.replace(/\n/g, '\n  ')}`)];
     const n = broken.length + refused.length;
@@ -120,8 +120,8 @@ export async function serveCommand(lib: Savedq, options: ServeCommandOptions, io
  */
 export async function reloadQueries(lib: Savedq, log: Log): Promise<boolean> {
   const next = lib.catalog.reread();
-  const { queries, broken } = await next.scan();
-  const refused = broken.length > 0 ? [] : await lib.executor.refusals(queries);
+  const { queries, kept, broken } = await next.scan();
+  const refused = broken.length > 0 ? [] : await lib.executor.refusals([...queries, ...kept]);
   if (broken.length + refused.length > 0) {
     for (const b of broken) for (const p of b.problems) log.error(`reload failed, still serving the previous queries: ${problemText(p)}`);
     for (const e of refused) log.error(`reload failed, still serving the previous queries: ${e.message.split('\n')[0]}`);

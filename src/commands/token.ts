@@ -42,14 +42,14 @@ export async function tokenCreateCommand(lib: Savedq, options: TokenCreateOption
   const name = options.name ?? '';
   if (name.length < 1 || name.length > 128) throw new InputError('--name is required: who the token is for, 1 to 128 characters.');
   if (options.query.length === 0) throw new InputError('give at least one --query: a saved query name, id or glob (errors.*).');
-  const { queries } = await lib.savedQueries();
+  const { queries, kept } = await lib.savedQueries();
   const fixes = parseFixes(options.fix, options.query);
   const scopes: Scope[] = options.query.map((query) => {
     const fixed = { ...fixes.get(''), ...fixes.get(query) };
     return { query, ...(Object.keys(fixed).length > 0 ? { fixed_params: fixed } : {}) };
   });
   for (const scope of scopes) {
-    const matched = queries.filter((q) => scopeOf([scope], q));
+    const matched = [...queries, ...kept].filter((q) => scopeOf([scope], q));
     if (matched.length === 0) throw new InputError(`--query ${JSON.stringify(scope.query)} matches no saved query; see savedq list.`);
     for (const query of matched) checkFixed(query, scope.fixed_params ?? {}, options.fixUnanchored === true);
   }

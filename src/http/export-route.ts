@@ -6,7 +6,8 @@ import type { Log } from '../report.js';
 import { drained } from '../drain.js';
 import type { Metrics } from './metrics.js';
 import { EXPORT_PREFIX } from './paths.js';
-import { decode, parseQueryString, postedCall, splitSql, traceOf, type TakeCall } from './query-route.js';
+import { sunsetHeaders, VERSION_HEADER } from '../queries/version-ref.js';
+import { decode, parseQueryString, postedCall, splitSql, versionHeaderOf, traceOf, type TakeCall } from './query-route.js';
 import type { Answered, Route, RouteRequest } from './route.js';
 
 /** The query string's name of the format, beside the query's parameters. */
@@ -58,7 +59,7 @@ export class ExportRoute implements Route {
     try {
       const [params, sql] = splitSql(rest);
       const call = req.method === 'POST' ? await postedCall(req, rest) : { params, sql };
-      const exported = await this.lib.export({ nameOrId: decode(path.slice(EXPORT_PREFIX.length)), ...call, caller, format, signal: gone, requestId: ctx.id, trace: traceOf(req) });
+      const exported = await this.lib.export({ nameOrId: decode(path.slice(EXPORT_PREFIX.length)), ...call, caller, version: versionHeaderOf(req), versionInParams: true, format, signal: gone, requestId: ctx.id, trace: traceOf(req) });
       return await this.#send(res, ctx, exported, gone);
     } finally {
       release();
@@ -76,6 +77,8 @@ export class ExportRoute implements Route {
       'Content-Disposition': `attachment; filename="${name.replace(/[^\w.-]/g, '_')}.${extension}"`,
       'Cache-Control': 'no-store',
       ...(res.hasHeader('X-Request-Id') ? {} : { 'X-Request-Id': ctx.id }),
+      [VERSION_HEADER]: String(exported.query.version),
+      ...Object.fromEntries(sunsetHeaders(exported.query)),
     });
     let outcome: 'whole' | 'failed' | 'stopped' = 'whole';
     try {

@@ -1,9 +1,11 @@
-import { answerFacts, parameterSchema, rowsSchema, sqlSchema } from '../queries/json-schema.js';
+import { answerFacts, parameterSchema, sqlSchema, versionedRowsSchema } from '../queries/json-schema.js';
+import type { CatalogScan } from '../queries/catalog.js';
 import { SQL_PARAM } from '../queries/sql.js';
 import type { SavedQuery } from '../queries/types.js';
-import type { EngineColumn, ShapeOf } from '../queries/shape.js';
+import type { ShapeOf } from '../queries/shape.js';
 import { grantOf, type Caller, type Grant } from '../access/index.js';
 import { MAX_URL_LENGTH } from './answers.js';
+import { VERSION_HEADER } from '../queries/version-ref.js';
 import { EXPORT_FORMAT_NAMES, EXPORT_FORMATS } from '../calls/export.js';
 
 const errorResponse = (description: string, headers: object = {}) => ({
@@ -34,7 +36,18 @@ function headOf(get: Record<string, unknown>): object {
   return { ...get, operationId: `${String(get.operationId)}Head`, summary: `${String(get.summary)} (headers only)` };
 }
 
-function operation(query: SavedQuery, by: 'name' | 'id', grant: Grant, columns?: readonly EngineColumn[]): Record<string, unknown> {
+/**
+ * How a caller pins a version (docs/queries.md, "Versions"): `?version=` (unless the query has a
+ * parameter of that name) or the Savedq-Version header, with the versions there are as the enum.
+ */
+function versionParameters(query: SavedQuery, versions: readonly number[]): object[] {
+  const schema = { type: 'integer', enum: [...versions] };
+  const header = { name: VERSION_HEADER, in: 'header', required: false, description: `The version of ${query.name} to run (default: the current one, ${query.version}).`, schema };
+  if (query.params.some((p) => p.name === 'version')) return [header];
+  return [{ name: 'version', in: 'query', required: false, description: `The version of ${query.name} to run (default: the current one, ${query.version}); the ${VERSION_HEADER} header says it too.`, schema }, header];
+}
+
+function operation(query: SavedQuery, by: 'name' | 'id', grant: Grant, versions: readonly number[], rows: object): Record<string, unknown> {
   const { fixed } = grant;
   const sql = query.sandbox && grant.sql;
   return {
@@ -66,6 +79,7 @@ function operation(query: SavedQuery, by: 'name' | 'id', grant: Grant, columns?:
         schema: parameterSchema(p, 'query-string'),
       })),
       ...(sql ? [{ name: SQL_PARAM, in: 'query', required: false, description: 'Your own SELECT over the answer (table `result`); past 8 KiB of address, POST it.', schema: sqlSchema(query, MAX_URL_LENGTH) }] : []),
+      ...versionParameters(query, versions),
     ],
     responses: {
       '200': {
@@ -78,16 +92,23 @@ function operation(query: SavedQuery, by: 'name' | 'id', grant: Grant, columns?:
               }
             : {}),
           'X-Request-Id': { schema: { type: 'string' }, description: "The caller's own X-Request-Id when it is 1-128 of [A-Za-z0-9._-], else a fresh one." },
+          [VERSION_HEADER]: { schema: { type: 'integer', enum: [...versions] }, description: 'The version of the saved query that made the rows.' },
+          ...(versions.length > 1
+            ? {
+                Deprecation: { schema: { type: 'string' }, description: 'On an older version that has a sunset: since when it is deprecated (RFC 9745), as @<seconds since the epoch>.' },
+                Sunset: { schema: { type: 'string' }, description: 'On an older version that has a sunset: when it stops answering (RFC 8594); past it, 410.' },
+              }
+            : {}),
           ...rateLimitHeaders,
         },
         content: {
           'application/json': {
             schema: {
               type: 'object',
-              required: ['result', 'truncated', 'cached', 'age_seconds', 'statistics'],
+              required: ['result', 'version', 'truncated', 'cached', 'age_seconds', 'statistics'],
               properties: {
-                result: rowsSchema(query, columns),
-                ...answerFacts(query.maxRows),
+                result: rows,
+                ...answerFacts(query.maxRows, versions),
               },
             },
           },
@@ -99,7 +120,8 @@ function operation(query: SavedQuery, by: 'name' | 'id', grant: Grant, columns?:
       }),
       '403': errorResponse('A token asking for a query outside its scopes, giving a fixed parameter another value (named), or sending SQL without --sql.'),
       '429': errorResponse("The caller is past its rate limit (a token's limits.rps, or --rate-limit).", { ...retryAfter, ...rateLimitHeaders }),
-      '404': errorResponse('No such saved query (any more: the server read its folders again).'),
+      '404': errorResponse('No such saved query (any more: the server read its folders again), or no such version of it (the message lists those there are).'),
+      ...(versions.length > 1 ? { '410': errorResponse('The version asked is past its sunset; the message names the current version.') } : {}),
       ...commonErrors,
       '502': errorResponse('The warehouse failed.'),
       '503': errorResponse('The engine is busy: another process holds the data directory, or more calls wait than --max-queue.', retryAfter),
@@ -227,7 +249,8 @@ const health = {
  * for a caller (the document asked for with a credential), the queries it may call, its fixed
  * parameters marked, and who it is (`x-savedq-caller`), so that a client needs not read a token.
  */
-export function openApiDocument(version: string, queries: readonly SavedQuery[], caller?: Caller, shapeOf?: ShapeOf): object {
+export function openApiDocument(version: string, scan: Pick<CatalogScan, 'queries' | 'kept' | 'versions'>, caller?: Caller, shapeOf?: ShapeOf): object {
+  const { queries, versions } = scan;
   const paths: Record<string, object> = {
     '/health': {
       get: health,
@@ -238,7 +261,7 @@ export function openApiDocument(version: string, queries: readonly SavedQuery[],
     const grant = grantOf(caller, query);
     if (!grant) continue;
     for (const by of ['name', 'id'] as const) {
-      const get = operation(query, by, grant, shapeOf?.(query));
+      const get = operation(query, by, grant, versions.get(query.name) ?? [query.version], versionedRowsSchema(query, scan.kept.filter((k) => k.name === query.name), shapeOf));
       const post = postOf(query, get, grant) as Record<string, unknown>;
       paths[`/api/endpoints/query/${by === 'name' ? query.name : query.id}`] = { get, head: headOf(get), post };
       if (caller?.kind !== 'token' || caller.export === true) paths[`/api/endpoints/export/${by === 'name' ? query.name : query.id}`] = exportOf(query, get, post);

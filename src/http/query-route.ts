@@ -1,3 +1,4 @@
+import { askedVersion, sunsetHeaders, VERSION_HEADER } from '../queries/version-ref.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ageSeconds, answerFactsOf, fromCache } from '../calls/answer.js';
 import { outcomeNames } from '../calls/outcomes.js';
@@ -194,7 +195,8 @@ export class QueryRoute implements Route {
     // directory is awaited: a busy one answers 503 with Retry-After). A client that goes away first
     // stops waiting; its query, when no one else waits for it and it has not begun, is not run.
     // Calls wait for the engine in turns fair across callers: each API key, each token's name.
-    const call = req.method === 'POST' ? await this.#posted(req, caller, path, search) : await this.#prepared(caller, path, search);
+    const version = versionHeaderOf(req);
+    const call = req.method === 'POST' ? await this.#posted(req, caller, path, search, version) : await this.#prepared(caller, path, search, version);
     ctx.label = call.query.name;
     const result = await this.lib.runPrepared(call, refresh ? 'refresh' : 'use', { signal: gone, caller: caller.name, requestId: ctx.id, trace: traceOf(req) });
     return this.#reply(res, ctx, result, await this.#bodyOf(call, result));
@@ -202,7 +204,7 @@ export class QueryRoute implements Route {
 
   /** A GET answered from what was served a moment ago: no await, no promise; undefined when the full path must answer. */
   answerAtOnce(req: IncomingMessage, res: ServerResponse, ctx: RequestContext, credential: string | undefined): Answered | undefined {
-    if (req.method !== 'GET' || req.headers['cache-control'] !== undefined) return undefined;
+    if (req.method !== 'GET' || req.headers['cache-control'] !== undefined || req.headers[VERSION_HEADER_LOWER] !== undefined) return undefined;
     // Known callers without a limit only: the full path answers the others (401, 429, its headers).
     const caller = this.access.known(credential);
     if (!caller || caller.rps !== undefined || !this.#current()) return undefined;
@@ -221,7 +223,7 @@ export class QueryRoute implements Route {
   }
 
   /** A call as this caller may make it: a token's scopes checked and its fixed parameters applied. */
-  async #prepared(caller: Caller, path: string, search: string): Promise<PreparedCall> {
+  async #prepared(caller: Caller, path: string, search: string, version: number | undefined): Promise<PreparedCall> {
     if (!this.#current()) {
       this.#calls = new WeakMap();
       this.#preparedFor = { queries: this.lib.catalog, generation: this.lib.generation.current().current };
@@ -231,19 +233,19 @@ export class QueryRoute implements Route {
       mine = new PreparedCalls(caller.kind === 'key' ? PREPARED_CALLS : PREPARED_CALLS_A_TOKEN);
       this.#calls.set(caller, mine);
     }
-    const key = addressOf(path, search);
+    const key = version === undefined ? addressOf(path, search) : `${addressOf(path, search)}\n${version}`;
     let call = mine.find(key);
     if (!call) {
       const [params, sql] = splitSql(search);
-      call = await this.lib.prepare({ nameOrId: decode(path.slice(QUERY_PREFIX.length)), params, sql, caller });
+      call = await this.lib.prepare({ nameOrId: decode(path.slice(QUERY_PREFIX.length)), params, sql, caller, version, versionInParams: true });
       mine.remember(key, call);
     }
     return call;
   }
 
   /** A POST's call, answered as GET answers the same call. Not kept: a body is not a key. */
-  async #posted(req: IncomingMessage, caller: Caller, path: string, search: string): Promise<PreparedCall> {
-    return this.lib.prepare({ nameOrId: decode(path.slice(QUERY_PREFIX.length)), ...(await postedCall(req, search)), caller });
+  async #posted(req: IncomingMessage, caller: Caller, path: string, search: string, version: number | undefined): Promise<PreparedCall> {
+    return this.lib.prepare({ nameOrId: decode(path.slice(QUERY_PREFIX.length)), ...(await postedCall(req, search)), caller, version, versionInParams: true });
   }
 
   /**
@@ -255,6 +257,8 @@ export class QueryRoute implements Route {
     const whole = wholeBody(body, result, this.lib.clock());
     const outcome = outcomeNames(result);
     const headers = outcome.xCache === undefined ? ['Content-Type', JSON_TYPE, 'Content-Length', whole.length] : ['Content-Type', JSON_TYPE, 'Content-Length', whole.length, 'X-Cache', outcome.xCache, 'Age', String(whole.age)];
+    headers.push(VERSION_HEADER, String(result.query.version));
+    for (const [name, value] of sunsetHeaders(result.query)) headers.push(name, value);
     if (!res.hasHeader('X-Request-Id')) headers.push('X-Request-Id', ctx.id);
     res.writeHead(200, headers);
     res.end(whole.text);
@@ -273,6 +277,15 @@ export class QueryRoute implements Route {
     }
     return body;
   }
+}
+
+const VERSION_HEADER_LOWER = VERSION_HEADER.toLowerCase();
+
+/** The version a request's Savedq-Version header pins, if it has one (an InputError when it is no version). */
+export function versionHeaderOf(req: IncomingMessage): number | undefined {
+  const text = req.headers[VERSION_HEADER_LOWER];
+  if (text === undefined) return undefined;
+  return askedVersion(Array.isArray(text) ? text.join(',') : text, VERSION_HEADER);
 }
 
 /**

@@ -148,7 +148,7 @@ function openapiTexts(lib: Savedq, version: string): (caller: Caller | undefined
     const queries = lib.catalog;
     const kept = caller ? callers.get(caller) : everyones;
     if (kept && kept.for === queries && kept.text !== '') return kept.text;
-    const made = { for: queries, text: JSON.stringify(openApiDocument(version, (await queries.scan()).queries, caller, lib.executor.shapeOf)) };
+    const made = { for: queries, text: JSON.stringify(openApiDocument(version, await queries.scan(), caller, lib.executor.shapeOf)) };
     if (caller) callers.set(caller, made);
     else everyones = made;
     return made.text;

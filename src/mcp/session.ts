@@ -61,7 +61,7 @@ export function mcpServer(sdk: Sdk, session: McpSession): InstanceType<Sdk['Serv
     session.log.warn(`warning: ${message}`);
   };
   // Through the library, which warns of a broken definition (once a set): a tool missing for a typo is said why.
-  const tools = async (): Promise<Map<string, QueryTool>> => toolsOf((await lib.savedQueries()).queries, session.caller, warnOnce, lib.executor.shapeOf);
+  const tools = async (): Promise<Map<string, QueryTool>> => toolsOf(await lib.savedQueries(), session.caller, warnOnce, lib.executor.shapeOf);
 
   server.setRequestHandler(sdk.ListToolsRequestSchema, async () => ({ tools: [...(await tools()).values()].map((t) => t.definition) }));
 
@@ -79,9 +79,13 @@ export function mcpServer(sdk: Sdk, session: McpSession): InstanceType<Sdk['Serv
     }
     try {
       // Every own key as sent, `__proto__` too (an unknown parameter, refused as run refuses one).
-      const { [SQL_PARAM]: sql, ...args } = (given ?? {}) as Record<string, unknown>;
+      const { [SQL_PARAM]: sql, ...rest } = (given ?? {}) as Record<string, unknown>;
       if (sql !== undefined && (!tool.sql || typeof sql !== 'string')) throw new InputError(tool.sql ? 'sql takes a text: one SELECT over result.' : `${tool.query.name} takes no sql argument.`);
-      const run = () => lib.run({ nameOrId: tool.query.id, params: [], arguments: args, sql: sql, caller: session.caller, signal: extra.signal });
+      // A query with a parameter named version takes it as that parameter (and cannot be pinned here).
+      const { version: asked, ...others } = rest;
+      const [version, args] = tool.version ? [asked, others] : [undefined, rest];
+      if (tool.version && version !== undefined && !(typeof version === 'number' && Number.isInteger(version) && version >= 1)) throw new InputError('version takes a whole number from 1: the version of the query to run.');
+      const run = () => lib.run({ nameOrId: tool.query.id, params: [], arguments: args, sql: sql, caller: session.caller, signal: extra.signal, ...(version === undefined ? {} : { version: version as number }) });
       const result = await (session.around ? session.around(run) : run());
       const answer = { rows: result.rows, row_count: result.rows.length, ...answerFactsOf(result, lib.clock()) };
       // Every digit of an integer past 2^53: in the text as savedq writes JSON; in the structured result as

@@ -1,8 +1,9 @@
 import { grantOf, type Caller } from '../access/index.js';
-import { answerFacts, parameterSchema, rowsSchema, sqlSchema } from '../queries/json-schema.js';
+import { answerFacts, parameterSchema, sqlSchema, versionedRowsSchema } from '../queries/json-schema.js';
+import type { CatalogScan } from '../queries/catalog.js';
 import { SQL_PARAM } from '../queries/sql.js';
 import type { SavedQuery } from '../queries/types.js';
-import type { EngineColumn, ShapeOf } from '../queries/shape.js';
+import type { ShapeOf } from '../queries/shape.js';
 
 /** Tool names many clients accept: letters, digits, `_` and `-`, at most 64. */
 const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
@@ -14,6 +15,8 @@ export interface QueryTool {
   readonly fixed: ReadonlyMap<string, string>;
   /** Whether the tool takes an `sql` argument: a sandboxed query, a caller who may send SQL. */
   readonly sql: boolean;
+  /** Whether the tool takes a `version` argument: every query but one with a parameter of that name. */
+  readonly version: boolean;
   readonly definition: ToolDefinition;
 }
 
@@ -37,7 +40,8 @@ export function toolName(query: SavedQuery): string {
  * Two queries that would share a tool name are both left out, as is one whose name no client takes;
  * `warn` hears of each once a listing.
  */
-export function toolsOf(queries: readonly SavedQuery[], caller: Caller | undefined, warn: (message: string) => void, shapeOf?: ShapeOf): Map<string, QueryTool> {
+export function toolsOf(scan: Pick<CatalogScan, 'queries' | 'kept' | 'versions'>, caller: Caller | undefined, warn: (message: string) => void, shapeOf?: ShapeOf): Map<string, QueryTool> {
+  const { queries, versions } = scan;
   const byName = new Map<string, SavedQuery[]>();
   for (const query of queries) {
     if (!grantOf(caller, query)) continue;
@@ -60,12 +64,17 @@ export function toolsOf(queries: readonly SavedQuery[], caller: Caller | undefin
     const fixed = grant?.fixed ?? new Map<string, string>();
     // A sandboxed query's tool takes SQL of the caller's own, when the caller may send it.
     const sql = query.sandbox && grant?.sql === true;
-    tools.set(name, { query, fixed, sql, definition: definition(query, name, fixed, sql, shapeOf?.(query)) });
+    // A version argument where there is a version to choose (and no parameter of that name): an agent
+    // reads every tool's schema, and a choice of one is only words to read.
+    const versionsOf = versions?.get(query.name) ?? [query.version];
+    const version = !query.params.some((p) => p.name === 'version');
+    const kept = scan.kept.filter((k) => k.name === query.name);
+    tools.set(name, { query, fixed, sql, version, definition: definition(query, name, fixed, sql, versionsOf, version && versionsOf.length > 1, versionedRowsSchema(query, kept, shapeOf)) });
   }
   return tools;
 }
 
-function definition(query: SavedQuery, name: string, fixed: ReadonlyMap<string, string>, sql: boolean, columns?: readonly EngineColumn[]): ToolDefinition {
+function definition(query: SavedQuery, name: string, fixed: ReadonlyMap<string, string>, sql: boolean, versions: readonly number[], pinnable: boolean, rows: object): ToolDefinition {
   const params = query.params.filter((p) => !fixed.has(p.name));
   const fields = query.fields.map((f) => `- ${f.name} (${f.type})${f.description ? `: ${f.description}` : ''}`);
   const description = [
@@ -81,18 +90,22 @@ function definition(query: SavedQuery, name: string, fixed: ReadonlyMap<string, 
     description,
     inputSchema: {
       type: 'object',
-      properties: { ...Object.fromEntries(params.map((p) => [p.name, parameterSchema(p, 'json')])), ...(sql ? { [SQL_PARAM]: sqlSchema(query) } : {}) },
+      properties: {
+        ...Object.fromEntries(params.map((p) => [p.name, parameterSchema(p, 'json')])),
+        ...(sql ? { [SQL_PARAM]: sqlSchema(query) } : {}),
+        ...(pinnable ? { version: { type: 'integer', enum: [...versions], description: `The version of ${query.name} to run; default: the current one (${query.version}).` } } : {}),
+      },
       ...(params.some((p) => p.required) ? { required: params.filter((p) => p.required).map((p) => p.name) } : {}),
       additionalProperties: false,
     },
     outputSchema: {
       type: 'object',
       properties: {
-        rows: rowsSchema(query, columns),
+        rows,
         row_count: { type: 'integer', minimum: 0, description: 'Rows returned.' },
-        ...answerFacts(query.maxRows),
+        ...answerFacts(query.maxRows, versions),
       },
-      required: ['rows', 'row_count', 'truncated', 'cached', 'age_seconds', 'statistics'],
+      required: ['rows', 'row_count', 'version', 'truncated', 'cached', 'age_seconds', 'statistics'],
     },
     annotations: { title: query.name, readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   };

@@ -1,3 +1,4 @@
+import { sunsetText, versionRef } from '../queries/version-ref.js';
 import { Chalk } from 'chalk';
 import stringWidth from 'string-width';
 import { boundsText, clickhouseType } from '../queries/param-types.js';
@@ -28,6 +29,8 @@ export function describeText(q: SavedQuery, options: { readonly color: boolean; 
     `${c.bold(q.name)}  ${c.dim(q.id)}`,
     ...(q.description ? [fit(q.description, 0)] : []),
     `From: ${options.from}${q.builtin ? ' (built-in)' : ''}`,
+    // Said of a query that has versions: which this is, and an older one's sunset.
+    ...(q.version > 1 || q.kept === true ? [fit(`Version: ${q.version}${q.kept === true ? `, an older one kept callable as ${versionRef(q)}` : ''}${q.sunsetMs !== undefined ? `; answers until ${sunsetText(q.sunsetMs)} (sunset)` : ''}`, 0, 2)] : []),
     '',
     'Parameters:',
     ...(params.length > 0 ? params : ['  none']),

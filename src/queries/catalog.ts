@@ -1,16 +1,17 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, isAbsolute, parse, sep } from 'node:path';
-import { DefinitionError, NotFoundError } from '../errors.js';
+import { DefinitionError, GoneError, InputError, NotFoundError } from '../errors.js';
 import { errnoText } from '../errno.js';
 import { closest } from '../suggest.js';
 import type { DefinitionProblem, ReadDefinition } from './definition.js';
+import { keptVersionOf, splitVersion, sunsetText, versionRef } from './version-ref.js';
 import type { SavedQuery } from './types.js';
 import { memoKeys } from '../store/memo.js';
 import type { LocalMemo } from '../store/types.js';
 
 
 /** Changes whenever reading a definition changes, so a memo of an older reading is never used. */
-const READER_VERSION = 4;
+const READER_VERSION = 5;
 
 type Reader = (file: string, text: string, defaultName: string, builtin: boolean) => ReadDefinition;
 /** The definition reader (and the YAML parser under it), loaded on first use: a memo hit needs neither. */
@@ -39,13 +40,17 @@ export interface BrokenDefinition {
 
 /** Every definition of the folders, read and checked together. */
 export interface CatalogScan {
-  /** The usable queries: the built-ins first, then each folder's, by file name. */
+  /** The usable queries, each at its current version: the built-ins first, then each folder's, by file name. */
   readonly queries: readonly SavedQuery[];
+  /** The older versions kept callable (`<name>@<N>.sql`), usable, by file name. */
+  readonly kept: readonly SavedQuery[];
+  /** The usable versions of each query, by name, lowest first (the last is the current one). */
+  readonly versions: ReadonlyMap<string, readonly number[]>;
   /** The files that cannot be used (and folders that cannot be read). */
   readonly broken: readonly BrokenDefinition[];
 }
 
-/** A scan with its queries by name and by id. */
+/** A scan with its queries by name and by id (the current version), and each version by `name@N` and `id@N`. */
 interface IndexedScan extends CatalogScan {
   readonly byName: ReadonlyMap<string, SavedQuery>;
   readonly byId: ReadonlyMap<string, SavedQuery>;
@@ -86,6 +91,8 @@ interface ReadFile {
   /** The file name without `.sql`. */
   readonly stem: string;
   readonly builtin: boolean;
+  /** Whether it keeps an older version (`<name>@<N>.sql`). */
+  readonly kept: boolean;
   readonly query?: SavedQuery;
   readonly lines?: { readonly name: number; readonly id: number };
   readonly problems: DefinitionProblem[];
@@ -158,35 +165,73 @@ export class QueryCatalog {
         if (isFile(file)) files.push(await this.#read(file, builtin));
       }
     }
-    markClashes(files, 'name', (f) => f.query?.name);
-    markClashes(files, 'id', (f) => f.query?.id);
+    markClashes(files, 'name');
+    markClashes(files, 'id');
+    markKeptVersions(files);
 
-    const queries = files.filter((f) => f.query && f.problems.length === 0).map((f) => f.query as SavedQuery);
+    const usable = files.filter((f) => f.query && f.problems.length === 0);
+    const queries = usable.filter((f) => !f.kept).map((f) => f.query as SavedQuery);
+    const kept = usable.filter((f) => f.kept).map((f) => f.query as SavedQuery);
     for (const f of files) if (f.problems.length > 0) broken.push({ file: f.file, problems: f.problems, name: f.query?.name ?? f.declared?.name, id: f.query?.id ?? f.declared?.id });
+    const every = [...queries, ...kept];
+    const versions = new Map<string, number[]>();
+    for (const q of every) versions.set(q.name, [...(versions.get(q.name) ?? []), q.version].sort((a, b) => a - b));
     return {
       queries,
+      kept,
       broken,
-      byName: new Map(queries.map((q) => [q.name, q])),
-      byId: new Map(queries.map((q) => [q.id, q])),
+      versions,
+      // By name and by id, and each version by `name@N` and `id@N` (the current one too).
+      byName: new Map([...queries.map((q): [string, SavedQuery] => [q.name, q]), ...every.map((q): [string, SavedQuery] => [`${q.name}@${q.version}`, q])]),
+      byId: new Map([...queries.map((q): [string, SavedQuery] => [q.id, q]), ...every.map((q): [string, SavedQuery] => [`${q.id}@${q.version}`, q])]),
     };
   }
 
   /**
-   * The saved query with this name or id. An unknown one is a NotFoundError that suggests the closest
-   * name; a broken one (a clash included) is a DefinitionError naming its file and line.
+   * The saved query with this name or id, at a version when one is asked (`name@N`, or `version`),
+   * else its current one. An unknown one is a NotFoundError that suggests the closest name (an unknown
+   * version one listing the versions there are); a broken one (a clash included) is a DefinitionError
+   * naming its file and line; a version past its sunset a GoneError naming the current one.
    */
-  async find(nameOrId: string): Promise<SavedQuery> {
-    const key = nameOrId.trim();
+  async find(nameOrId: string, version?: number): Promise<SavedQuery> {
+    const split = splitVersion(nameOrId.trim());
+    if (version !== undefined && split.version !== undefined && version !== split.version) {
+      throw new InputError(`two versions asked: ${split.version} (in ${nameOrId.trim()}) and ${version}; ask one.`);
+    }
+    const asked = version ?? split.version;
+    const key = asked === undefined ? split.key : `${split.key}@${asked}`;
+    const query = await this.#lookUp(key);
+    if (!query) return this.#notFound(split.key, asked);
+    if (query.sunsetMs !== undefined && Date.now() >= query.sunsetMs) {
+      const current = await this.#lookUp(split.key).catch(() => undefined);
+      const now = current ? ` The current version is ${current.version}: call ${current.name}${current.version === 1 ? '' : ` (or ${versionRef(current)})`}.` : '';
+      throw new GoneError(`version ${query.version} of ${query.name} was retired on ${sunsetText(query.sunsetMs)}.${now}`);
+    }
+    return query;
+  }
+
+  /** The query of a key (a name or id, `@N` or not), or undefined when no usable file defines it. */
+  async #lookUp(key: string): Promise<SavedQuery | undefined> {
     if (!this.#scan) {
       // Until every definition has been read for good (list, serve), each call reads the files anew.
       const found = await this.#findByIndex(key);
       if (found) return found;
     }
     const scan = await this.scan();
-    const query = scan.byName.get(key) ?? scan.byId.get(key.toLowerCase());
-    if (query) return query;
-    const broken = scan.broken.filter((b) => b.file.endsWith('.sql') && (stemOf(b.file) === key || b.name === key || b.id === key.toLowerCase()));
+    return scan.byName.get(key) ?? scan.byId.get(key.toLowerCase());
+  }
+
+  /** Why a name or id (at a version, if asked) finds no query: its broken file, its versions, or the closest name. */
+  async #notFound(key: string, version: number | undefined): Promise<never> {
+    const scan = await this.scan();
+    const ref = version === undefined ? key : `${key}@${version}`;
+    const broken = scan.broken.filter((b) => b.file.endsWith('.sql') && (stemOf(b.file) === ref || (version === undefined && (b.name === key || b.id === key.toLowerCase()))));
     if (broken.length > 0) throw definitionError(broken);
+    const known = version === undefined ? undefined : (scan.byName.get(key) ?? scan.byId.get(key.toLowerCase()));
+    const versions = known ? scan.versions.get(known.name) : undefined;
+    if (known && versions) {
+      throw new NotFoundError(`${known.name} has no version ${version}; its versions: ${versions.join(', ')} (${known.version} the current one).`);
+    }
     const names = scan.queries.map((q) => q.name);
     const guess = closest(key, names);
     const hint = guess ? ` Did you mean ${guess}?` : '';
@@ -217,8 +262,8 @@ export class QueryCatalog {
       if (indexKey !== undefined && identity !== undefined) {
         const made: FolderIndex = {
           identity,
-          names: Object.fromEntries(all.queries.map((q) => [q.name, q.file])),
-          ids: Object.fromEntries(all.queries.map((q) => [q.id, q.file])),
+          names: Object.fromEntries([...all.byName].map(([key, q]) => [key, q.file])),
+          ids: Object.fromEntries([...all.byId].map(([key, q]) => [key, q.file])),
         };
         await this.#memo?.set(indexKey, made);
       }
@@ -229,7 +274,8 @@ export class QueryCatalog {
     const read = await this.#read(file, file.startsWith(this.folders.builtin));
     // The index said which file; the file itself must still say so (else the whole scan decides).
     const query = read.query;
-    return query && (query.name === key || query.id === key.toLowerCase()) ? query : undefined;
+    const { key: asked, version } = splitVersion(key);
+    return query && (query.name === asked || query.id === asked.toLowerCase()) && (version === undefined || query.version === version) ? query : undefined;
   }
 
   /**
@@ -266,19 +312,20 @@ export class QueryCatalog {
    */
   async #read(file: string, builtin: boolean): Promise<ReadFile> {
     const stem = stemOf(file);
+    const kept = keptVersionOf(stem) !== undefined;
     const text = fileText(file);
-    if ('problem' in text) return { file, stem, builtin, problems: [text.problem] };
+    if ('problem' in text) return { file, stem, builtin, kept, problems: [text.problem] };
     const key = memoKeys.definition(READER_VERSION, builtin, stem, text.text);
     const known = (await this.#memo?.get(key)) as (Omit<SavedQuery, 'file'> & { lines: ReadFile['lines'] }) | undefined;
     if (known) {
       const { lines, ...query } = known;
-      return { file, stem, builtin, query: { ...query, file }, lines, problems: [] };
+      return { file, stem, builtin, kept, query: { ...query, file }, lines, problems: [] };
     }
     const definition = (await definitionReader())(file, text.text, stem, builtin);
-    if (!definition.query) return { file, stem, builtin, problems: [...definition.problems], declared: definition.declared };
+    if (!definition.query) return { file, stem, builtin, kept, problems: [...definition.problems], declared: definition.declared };
     // The file is the reading process's own to name: a reading is taken for a file of the same text.
     await this.#memo?.set(key, { ...definition.query, file: undefined, lines: definition.lines });
-    return { file, stem, builtin, query: definition.query, lines: definition.lines, problems: [] };
+    return { file, stem, builtin, kept, query: definition.query, lines: definition.lines, problems: [] };
   }
 
   #dirs(): [string, boolean][] {
@@ -319,12 +366,13 @@ function fileText(file: string): { text: string } | { problem: DefinitionProblem
 
 /**
  * Marks every file that shares a name (or an id) with another as broken, naming the other file. A
- * built-in is never the broken one: a user's file cannot take a built-in's name or id.
+ * built-in is never the broken one: a user's file cannot take a built-in's name or id, at any version.
+ * Files of one name are versions of one query: they share its id, and clash by name only at the same version.
  */
-function markClashes(files: readonly ReadFile[], what: 'name' | 'id', keyOf: (f: ReadFile) => string | undefined): void {
+function markClashes(files: readonly ReadFile[], what: 'name' | 'id'): void {
   const groups = new Map<string, ReadFile[]>();
   for (const f of files) {
-    const key = f.problems.length === 0 ? keyOf(f) : undefined;
+    const key = f.problems.length === 0 ? f.query?.[what] : undefined;
     if (key !== undefined) groups.set(key, [...(groups.get(key) ?? []), f]);
   }
   for (const [key, group] of groups) {
@@ -332,10 +380,35 @@ function markClashes(files: readonly ReadFile[], what: 'name' | 'id', keyOf: (f:
     const builtin = group.find((f) => f.builtin);
     for (const f of group) {
       if (f.builtin) continue;
-      const others = builtin ? [builtin] : group.filter((g) => g !== f);
+      const version = f.query?.version ?? 1;
+      const others = builtin
+        ? [builtin]
+        : group.filter((g) => g !== f && (what === 'name' ? g.query?.version === version : g.query?.name !== f.query?.name));
+      if (others.length === 0) continue;
       const line = f.lines?.[what] ?? 1;
       const whose = builtin ? `the built-in query in ${displayPath(builtin.file)}` : others.map((o) => displayPath(o.file)).join(', ');
-      f.problems.push({ file: f.file, line, message: `${what} '${key}' is also defined by ${whose}.` });
+      const which = what === 'name' && !builtin && (version > 1 || f.kept) ? ` version ${version}` : '';
+      f.problems.push({ file: f.file, line, message: `${what} '${key}'${which} is also defined by ${whose}.` });
+    }
+  }
+}
+
+/**
+ * Marks each kept version (`<name>@<N>.sql`) that cannot be one: with no file of its query's current
+ * version, not older than the current one, or with an id of its own.
+ */
+function markKeptVersions(files: readonly ReadFile[]): void {
+  const currentOf = (name: string) => files.find((f) => !f.kept && (f.query?.name ?? f.declared?.name ?? f.stem) === name);
+  for (const f of files) {
+    if (!f.kept || !f.query || f.problems.length > 0) continue;
+    const { name, version, id } = f.query;
+    const current = currentOf(name);
+    if (!current) {
+      f.problems.push({ file: f.file, line: 1, message: `this file keeps version ${version} of '${name}', but no ${name}.sql holds its current version (savedq version ${name} makes both).` });
+    } else if (current.query && current.problems.length === 0 && current.query.version < version) {
+      f.problems.push({ file: f.file, line: 1, message: `version ${version} is not older than the current version ${current.query.version} of '${name}' (in ${displayPath(current.file)}): the file without @ holds the highest version; raise its version:.` });
+    } else if (current.query && current.query.id !== id) {
+      f.problems.push({ file: f.file, line: f.lines?.id ?? 1, message: `its id ${id} is not the id of '${name}' (${current.query.id}, in ${displayPath(current.file)}): a query keeps its id across versions.` });
     }
   }
 }

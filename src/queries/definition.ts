@@ -3,6 +3,8 @@ import { lazyRequire, nodeCrypto } from '../lazy.js';
 import { closest } from '../suggest.js';
 import { clickhouseType, patternError } from './param-types.js';
 import { checkValue } from './params.js';
+import { parseIsoTimestamp } from '../time.js';
+import { keptVersionOf, MAX_VERSION } from './version-ref.js';
 import { NOW_PARAM, NOW_TYPE, SQL_PARAM, paramUses, semicolons, toClickHouseParams } from './sql.js';
 import {
   describeNode,
@@ -34,7 +36,7 @@ const PARAM_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 const ID_NAMESPACE = '6ba7b811-9dad-11d1-80b4-00c04fd430c8';
 const MAX_ROWS_LIMIT = 1_000_000;
 
-const HEADER_KEYS = ['name', 'id', 'version', 'description', 'params', 'fields', 'max_rows', 'cache', 'warm', 'timeout', 'sandbox', 'stale_if_error', 'limits'];
+const HEADER_KEYS = ['name', 'id', 'version', 'sunset', 'deprecated', 'description', 'params', 'fields', 'max_rows', 'cache', 'warm', 'timeout', 'sandbox', 'stale_if_error', 'limits'];
 
 /** The keys of `limits:`, each a setting of the engine's that savedq sets on every statement of the query, and its largest value. */
 const LIMIT_MAX: { readonly [K in keyof Required<QueryLimits>]: number } = { read_rows: 1e15, read_bytes: 1e15, result_bytes: 1e15, threads: 1024 };
@@ -80,10 +82,14 @@ export function isUuid(text: string): boolean {
  * Reads a saved query's definition: the YAML header in the file's leading block comment, then the SQL
  * (README, "The header"). Every problem is reported with its line; a definition with any problem yields no query.
  *
- * @param defaultName the file's name without `.sql`, the query's name when the header gives none.
+ * @param stem the file's name without `.sql`: the query's name when the header gives none (without `@N`,
+ *   which names the version the file keeps).
  */
-export function readDefinition(file: string, text: string, defaultName: string, builtin: boolean): ReadDefinition {
+export function readDefinition(file: string, text: string, stem: string, builtin: boolean): ReadDefinition {
   const lines = new LineIndex(text);
+  // `<name>@<N>.sql` keeps version N of the query <name> (docs/queries.md, "Versions").
+  const kept = keptVersionOf(stem);
+  const defaultName = kept?.name ?? stem;
   const problems: DefinitionProblem[] = [];
   const problem = (line: number, message: string) => problems.push({ file, line, message });
 
@@ -120,6 +126,22 @@ export function readDefinition(file: string, text: string, defaultName: string, 
   if (header.name === undefined && !NAME_PATTERN.test(name)) {
     problem(1, `the file name gives the query the name '${name}', which is not a valid name: lowercase letters, digits, '.', '_' and '-', starting with a letter or digit, at most 64; set name: in the header or rename the file.`);
   }
+  const version = kept?.version ?? header.version;
+  if (kept && header.name !== undefined && header.name !== kept.name) {
+    problem(header.lines.name, `this file keeps version ${kept.version} of '${kept.name}' (its name says so), but its header names '${header.name}': name it ${header.name}@${kept.version}.sql or drop name:.`);
+  }
+  if (kept && header.versionLine > 0 && header.version !== kept.version) {
+    problem(header.versionLine, `this file keeps version ${kept.version} (its name ends @${kept.version}), but its header says version: ${header.version}.`);
+  }
+  if (!kept && header.sunset) {
+    problem(header.sunset.line, `sunset: retires an older version kept in its own file (${name}@<N>.sql, savedq version ${name}); the current version cannot be retired.`);
+  }
+  if (!kept && header.deprecated) {
+    problem(header.deprecated.line, `deprecated: marks an older version kept in its own file (${name}@<N>.sql); the current version is not deprecated.`);
+  }
+  if (header.sunset && header.deprecated && header.deprecated.ms > header.sunset.ms) {
+    problem(header.deprecated.line, 'deprecated: must not be later than sunset: (RFC 9745).');
+  }
 
   // Every @name must be declared, and every declared parameter used (one with a problem of its own too).
   const declared = new Map(header.named.map((p) => [p.name, p]));
@@ -149,7 +171,10 @@ export function readDefinition(file: string, text: string, defaultName: string, 
     query: {
       name,
       id: header.id ?? derivedId(name),
-      version: header.version,
+      version,
+      ...(kept ? { kept: true } : {}),
+      ...(header.sunset ? { sunsetMs: header.sunset.ms } : {}),
+      ...(header.deprecated ? { deprecatedMs: header.deprecated.ms } : {}),
       description: header.description,
       params,
       fields: header.fields,
@@ -166,16 +191,30 @@ export function readDefinition(file: string, text: string, defaultName: string, 
       sql: body,
       sqlLine: lines.lineAt(sqlStart),
       boundSql: toClickHouseParams(body, types),
-      digest: definitionDigest(body, params, header.maxRows),
+      digest: definitionDigest(body, params, header.maxRows, version),
     },
     lines: header.lines,
   };
 }
 
-/** The digest of what decides a query's result: its SQL, its parameters and its row limit. */
-function definitionDigest(sql: string, params: readonly ParamDefinition[], maxRows: number): string {
+/**
+ * The digest of what decides a query's result: its SQL, its parameters, its row limit and its version
+ * (each version its own cache key, even with the same SQL; version 1 adds nothing, so the keys of
+ * queries made before versions stay as they were).
+ */
+function definitionDigest(sql: string, params: readonly ParamDefinition[], maxRows: number, version: number): string {
   const shape = params.map(({ description: _description, ...rest }) => rest);
-  return nodeCrypto().createHash('sha256').update(JSON.stringify([sql, shape, maxRows])).digest('base64url').slice(0, 22);
+  const parts = version === 1 ? [sql, shape, maxRows] : [sql, shape, maxRows, version];
+  return nodeCrypto().createHash('sha256').update(JSON.stringify(parts)).digest('base64url').slice(0, 22);
+}
+
+/** A date or an instant of the header (sunset:, deprecated:), as milliseconds since the epoch. */
+function instant(node: Node | null, line: number, what: string): number {
+  const value = scalarValue(node);
+  const text = value instanceof Date ? value.toISOString() : typeof value === 'string' ? value : undefined;
+  const micros = text === undefined ? undefined : parseIsoTimestamp(text);
+  if (micros === undefined) throw new Problem(line, `${what} must be a date (2027-01-31) or an instant (2027-01-31T12:00:00Z).`);
+  return Number(micros / 1000n);
 }
 
 /** The header's settings, read and checked. */
@@ -191,6 +230,10 @@ interface Header {
   fields: FieldDefinition[];
   fieldsLine: number;
   version: number;
+  /** The line of `version:`; 0 when the header gives none. */
+  versionLine: number;
+  sunset: { ms: number; line: number } | undefined;
+  deprecated: { ms: number; line: number } | undefined;
   maxRows: number;
   cache: number;
   warm: number;
@@ -233,7 +276,7 @@ function parseHeader(
     problem(lineOf(Math.min(err.pos[0], last)), `the header is not valid YAML: ${yamlMessage(err.message)}${hint}`);
     return undefined;
   }
-  const header: Header = { name: undefined, id: undefined, lines: { name: 1, id: 1 }, description: '', params: [], named: [], fields: [], fieldsLine: 1, version: 1, maxRows: 1000, cache: 0, warm: 0, timeout: undefined, sandbox: false, staleIfError: STALE_IF_ERROR_SECONDS, limits: {} };
+  const header: Header = { name: undefined, id: undefined, lines: { name: 1, id: 1 }, description: '', params: [], named: [], fields: [], fieldsLine: 1, version: 1, versionLine: 0, sunset: undefined, deprecated: undefined, maxRows: 1000, cache: 0, warm: 0, timeout: undefined, sandbox: false, staleIfError: STALE_IF_ERROR_SECONDS, limits: {} };
   const root = doc.contents;
   if (root === null || (isScalar(root) && root.value === null)) return header;
   const at: LineOf = (node) => lineOf(node?.range?.[0] ?? 0);
@@ -264,7 +307,12 @@ function parseHeader(
       header.id = id.toLowerCase();
       header.lines.id = line;
     },
-    version: (value, line) => void (header.version = wholeNumber(value, line, 'version', 1, 1_000_000)),
+    version: (value, line) => {
+      header.version = wholeNumber(value, line, 'version', 1, MAX_VERSION);
+      header.versionLine = line;
+    },
+    sunset: (value, line) => void (header.sunset = { ms: instant(value, line, 'sunset'), line }),
+    deprecated: (value, line) => void (header.deprecated = { ms: instant(value, line, 'deprecated'), line }),
     description: (value, line) => void (header.description = text_(value, line, 'description')),
     params: (value, line) => {
       for (const [paramPair, paramLine] of mapEntries(value, line, 'params', at)) {

@@ -1,5 +1,5 @@
 import { splitList } from './param-types.js';
-import { columnShape, type EngineColumn } from './shape.js';
+import { columnShape, type EngineColumn, type ShapeOf } from './shape.js';
 import { DATE_EXACT, ISO_TIMESTAMP_EXACT } from '../time.js';
 import { BOOLEAN_TEXTS, type FieldType, type ParamDefinition, type SavedQuery } from './types.js';
 import type { QueryStatistics } from '../warehouse/types.js';
@@ -48,6 +48,15 @@ export function rowsSchema(query: Pick<SavedQuery, 'fields' | 'maxRows' | 'sandb
   };
 }
 
+/**
+ * The rows of a query that keeps older versions: any version's rows (the current one's schema first),
+ * each said by its version; of a query with one version, its rows schema.
+ */
+export function versionedRowsSchema(current: SavedQuery, kept: readonly SavedQuery[], shapeOf?: ShapeOf): object {
+  if (kept.length === 0) return rowsSchema(current, shapeOf?.(current));
+  return { anyOf: [current, ...kept].map((q) => ({ ...rowsSchema(q, shapeOf?.(q)), description: `The rows of version ${q.version}.` })) };
+}
+
 /** What a run cost, as every answer says it (docs/serve.md): the engine's figures, in this order. */
 export function statisticsOf(s: QueryStatistics): QueryStatistics {
   return { elapsed: s.elapsed, rows_read: s.rows_read, bytes_read: s.bytes_read };
@@ -66,8 +75,9 @@ export const STATISTICS_SCHEMA = {
 } as const;
 
 /** What every answer says of itself besides its rows: whether they are whole, whether cached, how old, what they cost. */
-export function answerFacts(maxRows: number): Record<string, object> {
+export function answerFacts(maxRows: number, versions: readonly number[] = [1]): Record<string, object> {
   return {
+    version: { type: 'integer', enum: [...versions], description: 'The version of the saved query that made the rows (the Savedq-Version header says it too).' },
     truncated: { type: 'boolean', description: `True when the query had more than ${maxRows} rows (savedq's row limit, max_rows): the rows stop there. A limit in the query's own SQL does not count.` },
     cached: { type: 'boolean', description: 'True when the rows came from the cache.' },
     age_seconds: { type: 'integer', minimum: 0, description: 'Seconds since the rows were computed.' },

@@ -1,6 +1,7 @@
 import { InputError } from '../errors.js';
 import { columnShape, fieldTypeOf, type EngineColumn } from './shape.js';
 import type { FieldType, ParamDefinition, SavedQuery } from './types.js';
+import { splitVersion } from './version-ref.js';
 
 // What callers rely on, locked (docs/queries.md, "The lock"): savedq.lock.json holds each saved query's
 // name, id, version, parameters and fields, in a stable order, for version control; `check --against`
@@ -35,9 +36,11 @@ export interface LockedQuery {
   readonly digest: string;
   readonly params: Readonly<Record<string, LockedParam>>;
   readonly fields: Readonly<Record<string, LockedField>>;
+  /** An older version's sunset (ISO 8601): removing it past then breaks no caller. */
+  readonly sunset?: string;
 }
 
-/** The lock: every saved query by name. */
+/** The lock: every saved query by name, each older version kept callable as `name@N`. */
 export interface Lock {
   readonly savedq_lock: number;
   readonly queries: Readonly<Record<string, LockedQuery>>;
@@ -81,6 +84,7 @@ export function lockedQuery(query: SavedQuery, columns: readonly EngineColumn[])
     digest: query.digest,
     params: sorted(query.params.map((p) => [p.name, lockedParam(p)])),
     fields: sorted(fields),
+    ...(query.sunsetMs !== undefined ? { sunset: new Date(query.sunsetMs).toISOString() } : {}),
   };
 }
 
@@ -159,14 +163,27 @@ function queryChanges(was: LockedQuery, now: LockedQuery): [LockChange['kind'], 
   return changes;
 }
 
+/**
+ * What a query of the folder is held to: its own entry in the lock; for an older version newly kept
+ * (`name@N`), the lock's current `name` when that was version N (a kept version keeps what it promised).
+ */
+function lockedBefore(was: Lock, query: string): LockedQuery | undefined {
+  const own = was.queries[query];
+  if (own !== undefined) return own;
+  const { key, version } = splitVersion(query);
+  const current = version === undefined ? undefined : was.queries[key];
+  return current?.version === version ? current : undefined;
+}
+
 /** Every change between a lock and the folder's queries, by query name, breaking first within each. */
-export function lockChanges(was: Lock, now: Readonly<Record<string, LockedQuery>>): LockChange[] {
+export function lockChanges(was: Lock, now: Readonly<Record<string, LockedQuery>>, nowMs = Date.now()): LockChange[] {
   const changes: LockChange[] = [];
   const names = [...new Set([...Object.keys(was.queries), ...Object.keys(now)])].sort();
   for (const query of names) {
-    const before = was.queries[query];
+    const before = lockedBefore(was, query);
     const after = now[query];
-    if (after === undefined) changes.push({ query, kind: 'breaking', what: 'query removed' });
+    const retired = before?.sunset !== undefined && Date.parse(before.sunset) <= nowMs;
+    if (after === undefined) changes.push(retired ? { query, kind: 'compatible', what: `retired (past its sunset, ${before?.sunset?.slice(0, 10)})` } : { query, kind: 'breaking', what: 'query removed' });
     else if (before === undefined) changes.push({ query, kind: 'compatible', what: 'query added' });
     else {
       const found = queryChanges(before, after);
@@ -179,7 +196,7 @@ export function lockChanges(was: Lock, now: Readonly<Record<string, LockedQuery>
 /** The queries with a breaking change whose version was not raised: what fails `check --against`. */
 export function unversionedBreaking(was: Lock, now: Readonly<Record<string, LockedQuery>>, changes: readonly LockChange[]): string[] {
   const raised = (name: string) => {
-    const before = was.queries[name];
+    const before = lockedBefore(was, name);
     const after = now[name];
     return before !== undefined && after !== undefined && after.version > before.version;
   };

@@ -66,6 +66,12 @@ export interface SavedQuery {
   readonly id: string;
   /** Its version (`version:`, default 1): raised with a change that breaks its callers (docs/queries.md, "The lock"). */
   readonly version: number;
+  /** Whether its file keeps an older version (`<name>@<N>.sql`) rather than the current one. */
+  readonly kept?: boolean;
+  /** When an older version stops answering (`sunset:`, ms since the epoch): it answers 410 Gone from then. */
+  readonly sunsetMs?: number;
+  /** Since when an older version is deprecated (`deprecated:`; else its sunset), for the Deprecation header. */
+  readonly deprecatedMs?: number;
   readonly description: string;
   readonly params: readonly ParamDefinition[];
   /** The documented row fields; may be empty: then the answer's shape is not checked. */

@@ -5,6 +5,7 @@ import { filesIn } from '../fs.js';
 import { brokenText, displayPath, QueryCatalog } from '../queries/catalog.js';
 import type { DefinitionProblem } from '../queries/definition.js';
 import type { SavedQuery } from '../queries/types.js';
+import { callName } from '../queries/version-ref.js';
 import { TestEngine, type CaseResult, type FileResult, type TestLimits } from './runner.js';
 import { isTestFileName, readTestFile, testFileOf, type Rewritable, type TestFile } from './spec.js';
 import { rewrite, type Rewrite } from './update.js';
@@ -81,7 +82,7 @@ export async function runTests(folders: TestFolders, options: TestOptions): Prom
       const rewrites: Rewrite[] = [];
       const onCase = (result: CaseResult) => {
         if (options.update) rewrites.push(...takeRewrites(test, result));
-        options.onCase?.(result, file, query.name);
+        options.onCase?.(result, file, callName(query));
       };
       const result = await (await engine).runFile(test, query, set.catalog, onCase, options.signal);
       if (rewrites.length > 0) writeFileSync(file, rewrite(text, rewrites));
@@ -172,7 +173,7 @@ async function prepareFile(
 /** The saved query a test file tests: the one its `.sql` neighbour defines. */
 export async function queryOf(test: TestFile, catalog: QueryCatalog): Promise<{ query: SavedQuery } | { problem: DefinitionProblem }> {
   const scan = await catalog.scan();
-  const query = scan.queries.find((q) => q.file === test.queryFile);
+  const query = [...scan.queries, ...scan.kept].find((q) => q.file === test.queryFile);
   if (query) return { query };
   const broken = scan.broken.find((b) => b.file === test.queryFile);
   const message = broken

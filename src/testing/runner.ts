@@ -12,6 +12,7 @@ import type { DefinitionProblem } from '../queries/definition.js';
 import { memoryMemo } from '../store/memo.js';
 import type { SavedQuery } from '../queries/types.js';
 import { toIsoMicros } from '../time.js';
+import { callName, callRef } from '../queries/version-ref.js';
 import { openWarehouse, type Warehouse } from '../warehouse/index.js';
 import { makeTables } from '../warehouse/schema.js';
 import { failures, type CallOutcome, type Failure } from './expect.js';
@@ -101,7 +102,7 @@ export class TestEngine {
     let database = this.#databases.get(key);
     if (database === undefined) {
       const made = await this.#make(test);
-      if ('problems' in made) return { file: test.file, query: query.name, problems: made.problems, cases: [] };
+      if ('problems' in made) return { file: test.file, query: callName(query), problems: made.problems, cases: [] };
       database = made.database;
       this.#databases.set(key, database);
     }
@@ -113,7 +114,7 @@ export class TestEngine {
       cases.push(result);
       onCase(result);
     }
-    return { file: test.file, query: query.name, problems: [], cases };
+    return { file: test.file, query: callName(query), problems: [], cases };
   }
 
   /** A database for a test file: its log tables, its setup, then its fixtures; dropped again if any is refused. */
@@ -174,7 +175,7 @@ export class TestEngine {
     const started = performance.now();
     let outcome: CallOutcome;
     try {
-      const request = { nameOrId: query.id, params: testCase.params, at: toIsoMicros(testCase.at), sql: testCase.sql };
+      const request = { nameOrId: callRef(query), params: testCase.params, at: toIsoMicros(testCase.at), sql: testCase.sql };
       const call = await prepareCall(catalog, TEST_SOURCE, request, undefined, (sql) => this.#executor.checkSql(sql));
       const { rows, truncated, statistics } = await this.#executor.execute(call);
       outcome = { rows, rowsRead: statistics.rows_read, truncated };

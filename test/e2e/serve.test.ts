@@ -165,7 +165,8 @@ describe('savedq serve', () => {
       for (const path of [`/api/endpoints/query/${e.name}`, `/api/endpoints/query/${e.id}`]) {
         const op = doc.paths[path]?.get;
         expect(op, path).toBeDefined();
-        expect(op?.parameters.map((p) => [p.name, p.required])).toEqual(e.params.map((p) => [p.name, p.required]));
+        // The query's parameters, then the version pin: ?version= and the Savedq-Version header, neither required.
+        expect(op?.parameters.map((p) => [p.name, p.required])).toEqual([...e.params.map((p) => [p.name, p.required]), ['version', false], ['Savedq-Version', false]]);
       }
     }
     const interval = doc.paths['/api/endpoints/query/usage.api-counts']?.get.parameters.find((p) => p.name === 'interval');

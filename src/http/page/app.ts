@@ -102,12 +102,17 @@ function queriesOf(doc: { paths: Record<string, { get?: { 'x-savedq-query'?: { n
     const query = get?.['x-savedq-query'];
     // Each query is at its name and at its id: taken once, at its name.
     if (!get || !query || path !== `${QUERY_PREFIX}${query.name}`) continue;
-    const ok = get.responses['200'] as { content?: Record<string, { schema?: { properties?: { result?: { items?: { properties?: Record<string, Schema> } } } } }> } | undefined;
-    const properties = ok?.content?.['application/json']?.schema?.properties?.result?.items?.properties ?? {};
+    type Rows = { items?: { properties?: Record<string, Schema> } };
+    const ok = get.responses['200'] as { content?: Record<string, { schema?: { properties?: { result?: Rows & { anyOf?: Rows[] } } } }> } | undefined;
+    // A query that keeps older versions answers any of their rows: the current one's come first (the page runs it).
+    const result = ok?.content?.['application/json']?.schema?.properties?.result;
+    const properties = (result?.anyOf?.[0] ?? result)?.items?.properties ?? {};
     const parameters = get.parameters ?? [];
     // The SQL a sandboxed query takes is not one of its parameters: the page gives it a box of its own.
     const sql = query.sandbox === true ? parameters.find((p) => p.name === SQL_PARAM) : undefined;
-    found.push({ name: query.name, id: query.id, summary: get.summary ?? '', parameters: parameters.filter((p) => p !== sql), fields: Object.entries(properties), ...(sql ? { sql } : {}) });
+    // The query's own parameters (savedq's type on each): not the SQL, nor the version pin (the page runs the current one).
+    const own = parameters.filter((p) => p !== sql && 'x-savedq-type' in p);
+    found.push({ name: query.name, id: query.id, summary: get.summary ?? '', parameters: own, fields: Object.entries(properties), ...(sql ? { sql } : {}) });
   }
   return found.sort((a, b) => a.name.localeCompare(b.name));
 }
