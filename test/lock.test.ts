@@ -82,3 +82,37 @@ describe('the lock', () => {
     expect(unversionedBreaking(base, raised, lockChanges(base, raised))).toEqual([]);
   });
 });
+
+describe('versions in the lock', () => {
+  /** Version 1 of `q` kept as q@1.sql (with a sunset, if given). */
+  const keptV1 = (sunset = '') => {
+    const read = readDefinition('/q/q@1.sql', sunset === '' ? HEAD : HEAD.replace('/*\n', `/*\nsunset: ${sunset}\n`), 'q@1', false);
+    if (!read.query) throw new Error(JSON.stringify(read.problems));
+    return lockedQuery(read.query, COLUMNS);
+  };
+  const v2 = locked(HEAD.replace('/*\n', '/*\nversion: 2\n').replace('total: { type: integer }', 'total: { type: string }').replace('count() AS total', 'toString(count()) AS total'), [
+    { name: 'total', type: 'String' },
+    { name: 'timestamp', type: "DateTime64(6, 'UTC')" },
+  ]);
+
+  it('holds a newly kept version to what the lock promised of the query at that version, and passes the raised current one', () => {
+    const now = { q: v2, 'q@1': keptV1() };
+    const found = lockChanges(base, now);
+    // q@1 is what the lock's q was: nothing to say of it.
+    expect(found.map((c) => `${c.query} ${c.kind}: ${c.what}`)).toEqual(['q breaking: field total: integer → string', 'q compatible: version 1 → 2']);
+    expect(unversionedBreaking(base, now, found)).toEqual([]);
+    // The kept file changed in a way that breaks its callers: it fails, its version being the same.
+    const broken = { q: v2, 'q@1': locked(HEAD.replace('total: { type: integer }', 'total: { type: string }').replace('count() AS total', 'toString(count()) AS total'), [{ name: 'total', type: 'String' }, COLUMNS[1] as EngineColumn]) };
+    const brokenChanges = lockChanges(base, broken);
+    expect(brokenChanges.filter((c) => c.query === 'q@1').map((c) => `${c.kind}: ${c.what}`)).toEqual(['breaking: field total: integer → string']);
+    expect(unversionedBreaking(base, broken, brokenChanges)).toEqual(['q@1']);
+  });
+
+  it('calls a kept version removed past its sunset compatible (retired), and before it breaking', () => {
+    const was = { savedq_lock: 1, queries: { q: v2, 'q@1': keptV1('2026-01-31') } };
+    const at = (iso: string) => lockChanges(was, { q: v2 }, Date.parse(iso)).map((c) => `${c.query} ${c.kind}: ${c.what}`);
+    expect(at('2026-02-01T00:00:00Z')).toEqual(['q@1 compatible: retired (past its sunset, 2026-01-31)']);
+    expect(at('2026-01-30T23:59:59Z')).toEqual(['q@1 breaking: query removed']);
+    expect(keptV1('2026-01-31').sunset).toBe('2026-01-31T00:00:00.000Z');
+  });
+});

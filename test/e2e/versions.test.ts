@@ -3,6 +3,8 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import formats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { binPath, cli, LONG_TEST_MS, NO_CONFIG, startServe, tempDir, type ServeProcess } from '../helpers.js';
 
@@ -210,6 +212,19 @@ describe('versions over HTTP', () => {
     }
     const posted = await fetch(`${server.url}/api/endpoints/query/counts?version=1`, { method: 'POST', headers: { 'X-API-KEY': KEY, 'Content-Type': 'application/json' }, body: JSON.stringify({ params: { project: 'acme-shop' } }) });
     expect(await posted.json()).toMatchObject({ result: [{ n: events }], version: 1 });
+  }, LONG_TEST_MS);
+
+  it("each version's answer is one OpenAPI's schema of the answer takes (a validator savedq did not write)", async () => {
+    const doc = (await get('/openapi.json')).body as { paths: Record<string, { get: { responses: Record<string, { content: Record<string, { schema: object }> }> } }> };
+    const ajv = new Ajv2020({ strict: false });
+    formats.default(ajv);
+    const valid = ajv.compile(doc.paths['/api/endpoints/query/counts']?.get.responses['200']?.content['application/json']?.schema ?? {});
+    for (const version of ['1', '2']) {
+      const answer = await get(`/api/endpoints/query/counts?project=acme-shop&version=${version}`);
+      expect(valid(answer.body), JSON.stringify(valid.errors)).toBe(true);
+    }
+    // Not any object: a row of neither version is refused.
+    expect(valid({ ...(await get('/api/endpoints/query/counts?project=acme-shop')).body, result: [{ other: 1 }] })).toBe(false);
   }, LONG_TEST_MS);
 
   it('a version that does not exist is 404 listing those that do; one that is no number, 400; two asked, 400', async () => {
