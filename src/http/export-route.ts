@@ -33,7 +33,7 @@ function acceptedFormat(accept: string | undefined): ExportFormat | undefined {
  */
 export class ExportRoute implements Route {
   readonly methods = ['GET', 'POST'];
-  readonly cors = { allowHeaders: 'Content-Type', exposeHeaders: 'Content-Disposition' };
+  readonly cors = { allowHeaders: `Content-Type, ${VERSION_HEADER}`, exposeHeaders: `Content-Disposition, ${VERSION_HEADER}, Deprecation, Sunset` };
   readonly credential = 'caller';
   constructor(
     private readonly lib: Savedq,

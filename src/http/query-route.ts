@@ -156,7 +156,7 @@ export function callTaker(access: Access, metrics: Metrics): TakeCall {
 export class QueryRoute implements Route {
   readonly methods = [...READ_METHODS, 'POST'];
   /** A page on another origin POSTs JSON. */
-  readonly cors = { allowHeaders: 'Content-Type', exposeHeaders: '' };
+  readonly cors = { allowHeaders: `Content-Type, ${VERSION_HEADER}`, exposeHeaders: `${VERSION_HEADER}, Deprecation, Sunset` };
   readonly credential = 'caller';
   #preparedFor;
   #calls = new WeakMap<Caller, PreparedCalls>();

@@ -50,9 +50,9 @@ describe('browsers on another origin', () => {
     expect(Object.fromEntries([...ok.headers].filter(([k]) => k.startsWith('access-control') || k === 'vary'))).toEqual({
       'access-control-allow-origin': pageOrigin,
       'access-control-allow-methods': 'GET, HEAD, POST',
-      'access-control-allow-headers': 'Authorization, X-API-KEY, Cache-Control, Content-Type',
+      'access-control-allow-headers': 'Authorization, X-API-KEY, Cache-Control, Content-Type, Savedq-Version',
       'access-control-max-age': '600',
-      'access-control-expose-headers': 'X-Cache, Age, X-Request-Id, Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset',
+      'access-control-expose-headers': 'X-Cache, Age, X-Request-Id, Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Savedq-Version, Deprecation, Sunset',
       vary: 'Origin',
     });
     const refused = await preflight('http://evil.example');
