@@ -209,7 +209,8 @@ export class QueryRoute implements Route {
     const caller = this.access.known(credential);
     if (!caller || caller.rps !== undefined || !this.#current()) return undefined;
     const call = this.#calls.get(caller)?.find(addressOfTarget(req.url ?? '/'));
-    if (!call) return undefined;
+    // A version with a sunset goes the full path, which finds it again (past its sunset: 410).
+    if (!call || call.query.sunsetMs !== undefined) return undefined;
     ctx.caller = caller;
     const result = this.lib.answerRecent(call);
     // The call's key is the one string each time (its hash kept by the engine), the map's key.
@@ -235,6 +236,8 @@ export class QueryRoute implements Route {
     }
     const key = version === undefined ? addressOf(path, search) : `${addressOf(path, search)}\n${version}`;
     let call = mine.find(key);
+    // A call of a version past its sunset since it was prepared is prepared again: 410.
+    if (call?.query.sunsetMs !== undefined && Date.now() >= call.query.sunsetMs) call = undefined;
     if (!call) {
       const [params, sql] = splitSql(search);
       call = await this.lib.prepare({ nameOrId: decode(path.slice(QUERY_PREFIX.length)), params, sql, caller, version, versionInParams: true });

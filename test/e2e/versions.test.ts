@@ -6,7 +6,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { binPath, cli, LONG_TEST_MS, NO_CONFIG, startServe, tempDir, type ServeProcess } from '../helpers.js';
+import { binPath, cli, eventually, LONG_TEST_MS, NO_CONFIG, startServe, tempDir, type ServeProcess } from '../helpers.js';
 
 // Versions a caller can pin (docs/queries.md, "Versions"): `savedq version` keeps the current file as
 // <name>@<N>.sql and raises the current one's version; every surface finds a version where it finds a
@@ -260,6 +260,19 @@ describe('versions over HTTP', () => {
     const gone = await cli(['run', 'counts@1', '-p', 'project=acme-shop'], { env });
     expect(gone.code).toBe(2);
     expect(gone.stderr).toBe('savedq: version 1 of counts was retired on 2026-01-31. The current version is 2: call counts (or counts@2).\n');
+    writeFileSync(file('counts@1.sql'), V1);
+    await reload();
+  }, LONG_TEST_MS);
+
+  it('a server that answered a version before its sunset answers 410 once it passes, without being told (no SIGHUP)', async () => {
+    const sunset = new Date(Date.now() + 10_000).toISOString().replace(/\.\d+Z$/, 'Z');
+    writeFileSync(file('counts@1.sql'), V1.replace('/*\n', `/*\nsunset: ${sunset}\n`));
+    await reload();
+    const path = '/api/endpoints/query/counts?project=acme-shop&version=1';
+    expect((await get(path)).status).toBe(200);
+    expect((await get(path)).status).toBe(200); // the call prepared and remembered
+    await eventually('the version to be gone past its sunset', async () => (await get(path)).status === 410);
+    expect((await get(path)).body).toMatchObject({ error: { code: 'gone', message: `version 1 of counts was retired on ${sunset.replace('Z', '.000Z')}. The current version is 2: call counts (or counts@2).` } });
     writeFileSync(file('counts@1.sql'), V1);
     await reload();
   }, LONG_TEST_MS);
