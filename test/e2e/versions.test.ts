@@ -212,6 +212,9 @@ describe('versions over HTTP', () => {
     }
     const posted = await fetch(`${server.url}/api/endpoints/query/counts?version=1`, { method: 'POST', headers: { 'X-API-KEY': KEY, 'Content-Type': 'application/json' }, body: JSON.stringify({ params: { project: 'acme-shop' } }) });
     expect(await posted.json()).toMatchObject({ result: [{ n: events }], version: 1 });
+    // An export pins a version as a call does, and says it.
+    const exported = await fetch(`${server.url}/api/endpoints/export/counts?project=acme-shop&format=ndjson`, { headers: { 'X-API-KEY': KEY, 'Savedq-Version': '1' } });
+    expect([exported.status, exported.headers.get('savedq-version'), await exported.text()]).toEqual([200, '1', `{"n":${events}}\n`]);
   }, LONG_TEST_MS);
 
   it("each version's answer is one OpenAPI's schema of the answer takes (a validator savedq did not write)", async () => {
