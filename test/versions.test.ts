@@ -1,7 +1,13 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { DefinitionError } from '../src/errors.js';
+import { builtinQueriesDir } from '../src/package.js';
+import { QueryCatalog } from '../src/queries/catalog.js';
 import { readDefinition } from '../src/queries/definition.js';
 import { withVersion } from '../src/queries/raise-version.js';
 import { askedVersion, splitVersion, sunsetHeaders } from '../src/queries/version-ref.js';
+import { tempDir } from './helpers.js';
 
 // How versions are named and written (docs/queries.md, "Versions"): name@N, the header savedq version
 // raises, and the headers of an answer of a version with a sunset.
@@ -55,5 +61,25 @@ describe('sunset headers', () => {
     ]);
     expect(sunsetHeaders({ sunsetMs: sunset, deprecatedMs: Date.parse('2026-12-01T00:00:00Z') })[0]).toEqual(['Deprecation', '@1796083200']);
     expect(sunsetHeaders({})).toEqual([]);
+  });
+});
+
+describe('the catalog finds a version', () => {
+  it('a kept version runs while the current file is broken; a version whose file is broken, or an unknown one of a broken query, names the broken file', async () => {
+    const dir = join(tempDir(), 'q');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'counts.sql'), '/*\nversion: 2\nparams: [\n*/\nSELECT 1 AS n\n');
+    writeFileSync(join(dir, 'counts@1.sql'), '/*\ndescription: one\n*/\nSELECT 1 AS n\n');
+    writeFileSync(join(dir, 'other.sql'), '/*\nversion: 2\n*/\nSELECT 1 AS n\n');
+    writeFileSync(join(dir, 'other@1.sql'), '/*\nparams: {x: {type: nope}}\n*/\nSELECT 1 AS n\n');
+    const catalog = new QueryCatalog({ builtin: builtinQueriesDir, user: [dir] });
+    expect(await catalog.find('counts@1')).toMatchObject({ name: 'counts', version: 1, kept: true });
+    for (const [ref, file] of [['counts', 'counts.sql'], ['counts@2', 'counts.sql'], ['counts@3', 'counts.sql'], ['other@1', 'other@1.sql']] as const) {
+      const err = await catalog.find(ref).catch((e: unknown) => e);
+      expect(err, ref).toBeInstanceOf(DefinitionError);
+      expect((err as DefinitionError).files, ref).toEqual([join(dir, file)]);
+    }
+    expect(await catalog.find('other')).toMatchObject({ version: 2 });
+    await expect(catalog.find('other@3')).rejects.toThrow('other has no version 3; its versions: 2 (2 the current one).');
   });
 });

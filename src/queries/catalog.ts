@@ -224,14 +224,19 @@ export class QueryCatalog {
   /** Why a name or id (at a version, if asked) finds no query: its broken file, its versions, or the closest name. */
   async #notFound(key: string, version: number | undefined): Promise<never> {
     const scan = await this.scan();
-    const ref = version === undefined ? key : `${key}@${version}`;
-    const broken = scan.broken.filter((b) => b.file.endsWith('.sql') && (stemOf(b.file) === ref || (version === undefined && (b.name === key || b.id === key.toLowerCase()))));
-    if (broken.length > 0) throw definitionError(broken);
+    const ref = `${key}@${version}`;
+    const definitions = scan.broken.filter((b) => b.file.endsWith('.sql'));
+    // A version asked whose own file (name@N.sql) is broken.
+    const itsFile = version === undefined ? [] : definitions.filter((b) => stemOf(b.file) === ref);
+    if (itsFile.length > 0) throw definitionError(itsFile);
     const known = version === undefined ? undefined : (scan.byName.get(key) ?? scan.byId.get(key.toLowerCase()));
     const versions = known ? scan.versions.get(known.name) : undefined;
     if (known && versions) {
       throw new NotFoundError(`${known.name} has no version ${version}; its versions: ${versions.join(', ')} (${known.version} the current one).`);
     }
+    // The query's own file broken (its current version, when a version was asked and its file is fine).
+    const broken = definitions.filter((b) => stemOf(b.file) === key || b.name === key || b.id === key.toLowerCase());
+    if (broken.length > 0) throw definitionError(broken);
     const names = scan.queries.map((q) => q.name);
     const guess = closest(key, names);
     const hint = guess ? ` Did you mean ${guess}?` : '';

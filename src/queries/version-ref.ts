@@ -1,15 +1,19 @@
-import { InputError } from '../errors.js';
 /**
  * How a version of a saved query is named: `<name>@<N>` (or `<id>@<N>`) on the command line, in an
  * alert's or a token's query, and as the file `<name>@<N>.sql` that keeps it (docs/queries.md, "Versions").
  */
+import { InputError } from '../errors.js';
 
-/** The largest version a header may say. */
+/** The largest version a header may say: six digits, as a version asked is read. */
 export const MAX_VERSION = 999_999;
+/** A version as text: a whole number from 1, no leading zero, at most MAX_VERSION. */
+const VERSION_TEXT = '[1-9][0-9]{0,5}';
+const REF = new RegExp(`^(.+)@(${VERSION_TEXT})$`);
+const VERSION = new RegExp(`^${VERSION_TEXT}$`);
 
 /** A name or id with the version it pins, if any: `usage.api-counts@2` → usage.api-counts, 2. */
 export function splitVersion(ref: string): { key: string; version: number | undefined } {
-  const match = /^(.+)@([1-9][0-9]{0,5})$/.exec(ref);
+  const match = REF.exec(ref);
   return match ? { key: match[1] as string, version: Number(match[2]) } : { key: ref, version: undefined };
 }
 
@@ -35,7 +39,7 @@ export const VERSION_HEADER = 'Savedq-Version';
 /** A version a caller asked for, as a number; an InputError naming where it came from when it is not one. */
 export function askedVersion(text: string, where: string): number {
   const trimmed = text.trim();
-  if (!/^[1-9][0-9]{0,5}$/.test(trimmed)) throw new InputError(`${where} ${JSON.stringify(text.slice(0, 20))} is not a version: a whole number from 1.`);
+  if (!VERSION.test(trimmed)) throw new InputError(`${where} ${JSON.stringify(text.slice(0, 20))} is not a version: a whole number from 1.`);
   return Number(trimmed);
 }
 
