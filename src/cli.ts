@@ -404,7 +404,7 @@ program
   .command('version')
   .description("keep a saved query's current version callable as <name>@<N>.sql and raise its version, before a change that breaks its callers")
   .argument('<query>', 'saved query name')
-  .addHelpText('after', examples('savedq version usage.api-counts    # keeps usage.api-counts@1.sql; usage.api-counts.sql is version 2', 'savedq run usage.api-counts@1'))
+  .addHelpText('after', examples('savedq version traffic    # keeps traffic@1.sql; traffic.sql is version 2', 'savedq run traffic@1', 'curl -H "Savedq-Version: 1" …/api/endpoints/query/traffic'))
   .action(action(async (flags, nameOrId: string) => {
     const { versionCommand } = await import('./commands/version.js');
     await versionCommand(lib(flags), nameOrId, flags, io);
