@@ -5,7 +5,7 @@ import { DefinitionError, InputError } from '../errors.js';
 import type { Savedq } from '../library.js';
 import { brokenText, displayPath, problemText } from '../queries/catalog.js';
 import { LOCK_FILE, lockedQuery, lockText, readLock, type Lock, type LockedQuery } from '../queries/lock.js';
-import { versionRef } from '../queries/version-ref.js';
+import { callName } from '../queries/version-ref.js';
 import { report, type CommonOptions, type Io } from './io.js';
 
 /** Options of `savedq lock`. */
@@ -35,7 +35,7 @@ export async function lockedQueries(lib: Savedq): Promise<[string, LockedQuery][
     const { problems, columns } = await lib.executor.explain(query);
     const [first] = problems;
     if (first !== undefined || columns === undefined) throw new DefinitionError(`${problemText({ file: query.file, line: first?.line ?? 0, message: first?.message ?? 'the engine did not describe its answer.' })} (savedq check says each)`, { files: [query.file] });
-    locked.push([query.kept === true ? versionRef(query) : query.name, lockedQuery(query, columns)]);
+    locked.push([callName(query), lockedQuery(query, columns)]);
   }
   return locked;
 }

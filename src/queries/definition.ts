@@ -211,7 +211,7 @@ function definitionDigest(sql: string, params: readonly ParamDefinition[], maxRo
 /** A date or an instant of the header (sunset:, deprecated:), as milliseconds since the epoch. */
 function instant(node: Node | null, line: number, what: string): number {
   const value = scalarValue(node);
-  const text = value instanceof Date ? value.toISOString() : typeof value === 'string' ? value : undefined;
+  const text = typeof value === 'string' ? value : undefined; // YAML 1.2 reads a date as text
   const micros = text === undefined ? undefined : parseIsoTimestamp(text);
   if (micros === undefined) throw new Problem(line, `${what} must be a date (2027-01-31) or an instant (2027-01-31T12:00:00Z).`);
   return Number(micros / 1000n);
