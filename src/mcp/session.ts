@@ -1,3 +1,4 @@
+import { askedVersion } from '../queries/version-ref.js';
 import { basename } from 'node:path';
 import { answerFactsOf } from '../calls/answer.js';
 import type { Caller } from '../access/index.js';
@@ -84,8 +85,9 @@ export function mcpServer(sdk: Sdk, session: McpSession): InstanceType<Sdk['Serv
       // A query with a parameter named version takes it as that parameter (and cannot be pinned here).
       const { version: asked, ...others } = rest;
       const [version, args] = tool.version ? [asked, others] : [undefined, rest];
-      if (tool.version && version !== undefined && !(typeof version === 'number' && Number.isInteger(version) && version >= 1)) throw new InputError('version takes a whole number from 1: the version of the query to run.');
-      const run = () => lib.run({ nameOrId: tool.query.id, params: [], arguments: args, sql: sql, caller: session.caller, signal: extra.signal, ...(version === undefined ? {} : { version: version as number }) });
+      // Read as a version asked anywhere is (askedVersion): a whole number from 1, else said so.
+      const pinned = version === undefined ? undefined : askedVersion(typeof version === 'number' ? String(version) : JSON.stringify(version), 'version');
+      const run = () => lib.run({ nameOrId: tool.query.id, params: [], arguments: args, sql: sql, caller: session.caller, signal: extra.signal, version: pinned });
       const result = await (session.around ? session.around(run) : run());
       const answer = { rows: result.rows, row_count: result.rows.length, ...answerFactsOf(result, lib.clock()) };
       // Every digit of an integer past 2^53: in the text as savedq writes JSON; in the structured result as

@@ -308,6 +308,8 @@ describe('versions to an agent (MCP)', () => {
       const none = (await client.callTool({ name: 'counts', arguments: { project: 'acme-shop', version: 4 } })) as CallToolResult;
       expect(none.isError).toBe(true);
       expect((none.content[0] as { text: string }).text).toContain('counts has no version 4; its versions: 1, 2');
+      const half = (await client.callTool({ name: 'counts', arguments: { project: 'acme-shop', version: 1.5 } })) as CallToolResult;
+      expect([half.isError, (half.content[0] as { text: string }).text]).toEqual([true, 'version "1.5" is not a version: a whole number from 1.']);
       const own = (await client.callTool({ name: 'paramver', arguments: { version: 7 } })) as CallToolResult;
       expect(own.structuredContent).toMatchObject({ rows: [{ v: 7 }], version: 1 });
     } finally {
